@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up everything nostr-browserd needs on a fresh Debian machine: Chromium from Debian,
+# a virtualenv in .venv, and the package with its test and dev extras.  Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chromium ] \
+  || need_apt+=(chromium-headless-shell)
+if [ "${WITH_FULL_CHROMIUM:-0}" = 1 ] && [ ! -x /usr/lib/chromium/chromium ]; then
+  need_apt+=(chromium)
+fi
+if [ "${#need_apt[@]}" -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${need_apt[*]} from Debian"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test,dev]'
+  touch .venv/.installed
+fi
