@@ -1,0 +1,205 @@
+"""NIP-01 events: canonical serialisation, id, signing, strict verification.
+
+A received event is trusted only after :func:`verify_event`: its shape is checked, its id
+is recomputed from the content and compared with the claimed id, and the BIP-340
+signature is verified over that id. Relay-message helpers build the client's frames.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .keys import public_key_hex, schnorr_sign, schnorr_verify
+
+__all__ = [
+    "Event",
+    "InvalidEvent",
+    "auth_message",
+    "check_shape",
+    "close_message",
+    "event_id",
+    "event_message",
+    "finalize_event",
+    "is_valid",
+    "now",
+    "req_message",
+    "serialize",
+    "tag_values",
+    "verify_event",
+]
+
+Event = dict[str, Any]
+
+_HEX = frozenset("0123456789abcdef")
+_REQUIRED = ("id", "pubkey", "created_at", "kind", "tags", "content", "sig")
+
+
+class InvalidEvent(ValueError):
+    """An event that is malformed or whose id or signature does not check out."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def now() -> int:
+    """Current unix time in whole seconds."""
+    return int(time.time())
+
+
+def serialize(
+    pubkey: str, created_at: int, kind: int, tags: Sequence[Sequence[str]], content: str
+) -> str:
+    """The canonical NIP-01 JSON array ``[0, pubkey, created_at, kind, tags, content]``."""
+    return json.dumps(
+        [0, pubkey, created_at, kind, [list(t) for t in tags], content],
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def event_id(
+    pubkey: str, created_at: int, kind: int, tags: Sequence[Sequence[str]], content: str
+) -> str:
+    """sha256 of the UTF-8 canonical serialisation, as 64 lowercase hex characters."""
+    try:
+        data = serialize(pubkey, created_at, kind, tags, content).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidEvent("content or tags are not valid Unicode (lone surrogate)") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def _id_of(event: Event) -> str:
+    return event_id(
+        event["pubkey"], event["created_at"], event["kind"], event["tags"], event["content"]
+    )
+
+
+def finalize_event(template: dict[str, Any], seckey: bytes) -> Event:
+    """Sign ``template`` (kind, content, tags=[], created_at=now) with ``seckey``.
+
+    Returns a new dict with id, pubkey, created_at, kind, tags, content and sig.
+    """
+    event: Event = {
+        "pubkey": public_key_hex(seckey),
+        "created_at": template.get("created_at", now()),
+        "kind": template["kind"],
+        "tags": [list(t) for t in template.get("tags", [])],
+        "content": template.get("content", ""),
+    }
+    _check_fields(event)
+    event["id"] = _id_of(event)
+    event["sig"] = schnorr_sign(bytes.fromhex(event["id"]), seckey)
+    return event
+
+
+def _is_hex(value: object, length: int) -> bool:
+    return isinstance(value, str) and len(value) == length and set(value) <= _HEX
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_fields(event: Event) -> None:
+    """Shape checks shared by signed events and rumors (everything but id and sig)."""
+    if not _is_hex(event.get("pubkey"), 64):
+        raise InvalidEvent("pubkey must be 64 lowercase hex characters")
+    created_at = event.get("created_at")
+    if not _is_int(created_at) or created_at < 0:
+        raise InvalidEvent("created_at must be a non-negative integer")
+    kind = event.get("kind")
+    if not _is_int(kind) or not 0 <= kind <= 65535:
+        raise InvalidEvent("kind must be an integer between 0 and 65535")
+    tags = event.get("tags")
+    if not isinstance(tags, list):
+        raise InvalidEvent("tags must be a list")
+    for i, tag in enumerate(tags):
+        if not isinstance(tag, list) or not all(isinstance(x, str) for x in tag):
+            raise InvalidEvent(f"tag {i} must be a list of strings")
+    if not isinstance(event.get("content"), str):
+        raise InvalidEvent("content must be a string")
+
+
+def check_shape(event: object, *, require_sig: bool = True) -> None:
+    """Raise :class:`InvalidEvent` unless ``event`` has every NIP-01 field, well typed.
+
+    ``require_sig=False`` checks a rumor (an unsigned event that still has an id).
+    """
+    if not isinstance(event, dict):
+        raise InvalidEvent("event must be a JSON object")
+    required = _REQUIRED if require_sig else _REQUIRED[:-1]
+    missing = [k for k in required if k not in event]
+    if missing:
+        raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
+    if not _is_hex(event["id"], 64):
+        raise InvalidEvent("id must be 64 lowercase hex characters")
+    if require_sig and not _is_hex(event["sig"], 128):
+        raise InvalidEvent("sig must be 128 lowercase hex characters")
+    _check_fields(event)
+
+
+def verify_id(event: Event) -> None:
+    """Raise ``InvalidEvent("id mismatch")`` unless the claimed id is the recomputed one."""
+    if _id_of(event) != event["id"]:
+        raise InvalidEvent("id mismatch: the id is not the hash of the event")
+
+
+def verify_event(event: object) -> None:
+    """Check shape, recompute and compare the id, then verify the BIP-340 signature."""
+    check_shape(event)
+    assert isinstance(event, dict)
+    verify_id(event)
+    if not schnorr_verify(bytes.fromhex(event["id"]), event["sig"], event["pubkey"]):
+        raise InvalidEvent("bad signature")
+
+
+def is_valid(event: object) -> bool:
+    """True iff :func:`verify_event` accepts ``event``."""
+    try:
+        verify_event(event)
+    except InvalidEvent:
+        return False
+    return True
+
+
+def tag_values(event: Event, name: str) -> list[str]:
+    """The first values of every tag named ``name`` (e.g. all ``p`` pubkeys)."""
+    return [t[1] for t in event.get("tags", ()) if len(t) >= 2 and t[0] == name]
+
+
+def first_tag_value(event: Event, name: str) -> str | None:
+    """The value of the first ``name`` tag, or None."""
+    values = tag_values(event, name)
+    return values[0] if values else None
+
+
+# -- client → relay frames ------------------------------------------------------------
+
+
+def _frame(*parts: Any) -> str:
+    return json.dumps(list(parts), separators=(",", ":"), ensure_ascii=False)
+
+
+def event_message(event: Event) -> str:
+    """``["EVENT", event]``."""
+    return _frame("EVENT", event)
+
+
+def req_message(sub_id: str, *filters: dict[str, Any]) -> str:
+    """``["REQ", sub_id, filter, ...]``."""
+    return _frame("REQ", sub_id, *filters)
+
+
+def close_message(sub_id: str) -> str:
+    """``["CLOSE", sub_id]``."""
+    return _frame("CLOSE", sub_id)
+
+
+def auth_message(event: Event) -> str:
+    """``["AUTH", event]`` (NIP-42)."""
+    return _frame("AUTH", event)
