@@ -1,0 +1,167 @@
+"""NIP-44 v2 encryption: secp256k1 ECDH, HKDF-SHA256, ChaCha20, HMAC-SHA256, padding.
+
+Verified against every vector in paulmillr/nip44's ``nip44.vectors.json``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+from .keys import shared_x
+
+__all__ = [
+    "MAX_PLAINTEXT",
+    "MIN_PLAINTEXT",
+    "Nip44Error",
+    "calc_padded_len",
+    "conversation_key",
+    "decrypt",
+    "encrypt",
+    "message_keys",
+    "pad",
+    "unpad",
+]
+
+VERSION = 2
+MIN_PLAINTEXT = 1
+MAX_PLAINTEXT = 65535
+_SALT = b"nip44-v2"
+# base64 payload length bounds (v2): 1 + 32 + (2 + 32) + 32 bytes min, 65603 bytes max.
+_MIN_PAYLOAD_B64 = 132
+_MAX_PAYLOAD_B64 = 87472
+_MIN_DECODED = 99
+_MAX_DECODED = 65603
+
+
+class Nip44Error(ValueError):
+    """A NIP-44 input that is invalid or a payload that fails to authenticate/decrypt."""
+
+
+def _hkdf_extract(salt: bytes, ikm: bytes) -> bytes:
+    return hmac.new(salt, ikm, hashlib.sha256).digest()
+
+
+def _hkdf_expand(prk: bytes, info: bytes, length: int) -> bytes:
+    out = b""
+    block = b""
+    counter = 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes((counter,)), hashlib.sha256).digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def conversation_key(seckey: bytes, pubkey_hex: str) -> bytes:
+    """HKDF-extract(salt="nip44-v2", IKM=unhashed ECDH x): symmetric between both parties."""
+    try:
+        x = shared_x(seckey, pubkey_hex)
+    except ValueError as exc:
+        raise Nip44Error(str(exc)) from None
+    return _hkdf_extract(_SALT, x)
+
+
+def message_keys(conv_key: bytes, nonce: bytes) -> tuple[bytes, bytes, bytes]:
+    """``(chacha_key 32, chacha_nonce 12, hmac_key 32)`` for one message nonce."""
+    if not isinstance(conv_key, bytes | bytearray) or len(conv_key) != 32:
+        raise Nip44Error("conversation key must be 32 bytes")
+    if not isinstance(nonce, bytes | bytearray) or len(nonce) != 32:
+        raise Nip44Error("nonce must be 32 bytes")
+    keys = _hkdf_expand(bytes(conv_key), bytes(nonce), 76)
+    return keys[0:32], keys[32:44], keys[44:76]
+
+
+def calc_padded_len(unpadded_len: int) -> int:
+    """Padded length of a plaintext of ``unpadded_len`` bytes (min 32, power-of-two chunks)."""
+    if unpadded_len < MIN_PLAINTEXT:
+        raise Nip44Error("plaintext must be at least 1 byte")
+    if unpadded_len <= 32:
+        return 32
+    next_power = 1 << ((unpadded_len - 1).bit_length())
+    chunk = 32 if next_power <= 256 else next_power // 8
+    return chunk * ((unpadded_len - 1) // chunk + 1)
+
+
+def pad(plaintext: str) -> bytes:
+    """u16 big-endian length ‖ UTF-8 plaintext ‖ zeros up to :func:`calc_padded_len`."""
+    try:
+        data = plaintext.encode("utf-8")
+    except (UnicodeEncodeError, AttributeError):
+        raise Nip44Error("plaintext must be a valid Unicode string") from None
+    n = len(data)
+    if not MIN_PLAINTEXT <= n <= MAX_PLAINTEXT:
+        raise Nip44Error(f"plaintext must be 1..{MAX_PLAINTEXT} bytes of UTF-8, got {n}")
+    return n.to_bytes(2, "big") + data + bytes(calc_padded_len(n) - n)
+
+
+def unpad(padded: bytes) -> str:
+    """Inverse of :func:`pad`; :class:`Nip44Error` if the length prefix or padding is wrong."""
+    if len(padded) < 2:
+        raise Nip44Error("invalid padding")
+    n = int.from_bytes(padded[0:2], "big")
+    if not MIN_PLAINTEXT <= n <= MAX_PLAINTEXT or len(padded) != 2 + calc_padded_len(n):
+        raise Nip44Error("invalid padding")
+    data = padded[2 : 2 + n]
+    if any(padded[2 + n :]):
+        raise Nip44Error("invalid padding")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Nip44Error("plaintext is not valid UTF-8") from None
+
+
+def _chacha20(key: bytes, nonce12: bytes, data: bytes) -> bytes:
+    # cryptography's ChaCha20 takes a 16-byte nonce: 4-byte LE counter (0) ‖ 12-byte nonce.
+    cipher = Cipher(algorithms.ChaCha20(key, b"\x00\x00\x00\x00" + nonce12), mode=None)
+    enc = cipher.encryptor()
+    return enc.update(data) + enc.finalize()
+
+
+def _hmac_aad(key: bytes, message: bytes, aad: bytes) -> bytes:
+    return hmac.new(key, aad + message, hashlib.sha256).digest()
+
+
+def encrypt(plaintext: str, conv_key: bytes, nonce: bytes | None = None) -> str:
+    """Encrypt ``plaintext`` under ``conv_key``; ``nonce`` (32 bytes) is random by default."""
+    nonce = os.urandom(32) if nonce is None else nonce
+    chacha_key, chacha_nonce, hmac_key = message_keys(conv_key, nonce)
+    ciphertext = _chacha20(chacha_key, chacha_nonce, pad(plaintext))
+    mac = _hmac_aad(hmac_key, ciphertext, bytes(nonce))
+    return base64.b64encode(bytes((VERSION,)) + bytes(nonce) + ciphertext + mac).decode("ascii")
+
+
+def decode_payload(payload: str) -> tuple[bytes, bytes, bytes]:
+    """Split a v2 payload into ``(nonce, ciphertext, mac)`` after all length checks."""
+    if not isinstance(payload, str):
+        raise Nip44Error("payload must be a string")
+    if not payload:
+        raise Nip44Error("payload is empty")
+    if payload[0] == "#":
+        raise Nip44Error("unknown encryption version (payload starts with '#')")
+    if not _MIN_PAYLOAD_B64 <= len(payload) <= _MAX_PAYLOAD_B64:
+        raise Nip44Error("invalid payload length")
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        raise Nip44Error("payload is not valid base64") from None
+    if not _MIN_DECODED <= len(data) <= _MAX_DECODED:
+        raise Nip44Error("invalid decoded payload length")
+    if data[0] != VERSION:
+        raise Nip44Error(f"unknown encryption version {data[0]}")
+    return data[1:33], data[33:-32], data[-32:]
+
+
+def decrypt(payload: str, conv_key: bytes) -> str:
+    """Authenticate and decrypt ``payload`` under ``conv_key`` (MAC compared in constant time)."""
+    nonce, ciphertext, mac = decode_payload(payload)
+    chacha_key, chacha_nonce, hmac_key = message_keys(conv_key, nonce)
+    expected = _hmac_aad(hmac_key, ciphertext, nonce)
+    if not hmac.compare_digest(expected, mac):
+        raise Nip44Error("invalid MAC (wrong key or tampered message)")
+    return unpad(_chacha20(chacha_key, chacha_nonce, ciphertext))

@@ -1,0 +1,209 @@
+"""NIP-59 gift wrap: rumor (unsigned) → seal (kind 13, by the author) → wrap (kind 1059).
+
+Sealing goes through a :class:`~.signer.Signer` so a bunker can seal; wrapping uses a
+fresh local one-time key. :func:`unwrap` authenticates the sender: both signatures are
+verified, the seal's pubkey must equal the rumor's pubkey and the rumor id must
+recompute. Authorise on :attr:`Unwrapped.sender` only.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from . import nip44
+from .keys import generate_secret, is_valid_pubkey
+from .nip01 import Event, InvalidEvent, check_shape, event_id, finalize_event, now, verify_event
+from .signer import Signer
+
+__all__ = [
+    "GIFT_WRAP_KIND",
+    "MAX_TWEAK",
+    "SEAL_KIND",
+    "UnwrapError",
+    "Unwrapped",
+    "gift_wrap",
+    "make_rumor",
+    "random_past",
+    "seal",
+    "unwrap",
+    "wrap",
+]
+
+SEAL_KIND = 13
+GIFT_WRAP_KIND = 1059
+# Seal and wrap timestamps are pushed up to two days into the past (NIP-59).
+MAX_TWEAK = 2 * 24 * 60 * 60
+
+
+class UnwrapError(ValueError):
+    """A gift wrap that cannot be opened or does not authenticate its sender."""
+
+
+@dataclass(frozen=True)
+class Unwrapped:
+    """An opened gift wrap. ``sender`` is the authenticated author (seal pubkey == rumor pubkey)."""
+
+    wrap: Event
+    seal: Event
+    rumor: Event
+    sender: str
+
+
+def random_past(base: int | None = None) -> int:
+    """A timestamp uniformly up to two days before ``base`` (default now)."""
+    return (now() if base is None else base) - secrets.randbelow(MAX_TWEAK)
+
+
+def _dumps(event: Event) -> str:
+    return json.dumps(event, separators=(",", ":"), ensure_ascii=False)
+
+
+def make_rumor(
+    pubkey: str,
+    kind: int,
+    content: str,
+    tags: list[list[str]] | tuple = (),
+    created_at: int | None = None,
+) -> Event:
+    """An unsigned event with its id: what gets sealed. ``created_at`` is the real time."""
+    rumor: Event = {
+        "pubkey": pubkey,
+        "created_at": now() if created_at is None else created_at,
+        "kind": kind,
+        "tags": [list(t) for t in tags],
+        "content": content,
+    }
+    rumor["id"] = event_id(
+        rumor["pubkey"], rumor["created_at"], rumor["kind"], rumor["tags"], rumor["content"]
+    )
+    check_shape(rumor, require_sig=False)
+    return rumor
+
+
+async def seal(
+    rumor: Event, signer: Signer, recipient_pubkey: str, *, created_at: int | None = None
+) -> Event:
+    """Kind 13: the rumor NIP-44-encrypted to ``recipient_pubkey`` and signed by ``signer``.
+
+    Tags are empty and ``created_at`` is randomised (up to two days back). A ``sig`` on
+    the rumor is stripped: a rumor must stay deniable.
+    """
+    if not is_valid_pubkey(recipient_pubkey):
+        raise ValueError("recipient is not a valid public key")
+    author = await signer.public_key()
+    if rumor.get("pubkey") != author:
+        raise ValueError("the rumor's pubkey is not the signer's public key")
+    body = {k: v for k, v in rumor.items() if k != "sig"}
+    content = await signer.nip44_encrypt(recipient_pubkey, _dumps(body))
+    template = {
+        "kind": SEAL_KIND,
+        "content": content,
+        "tags": [],
+        "created_at": random_past() if created_at is None else created_at,
+    }
+    return await signer.sign_event(template)
+
+
+def gift_wrap(
+    seal_event: Event,
+    recipient_pubkey: str,
+    *,
+    expiration: int | None = None,
+    created_at: int | None = None,
+) -> Event:
+    """Kind 1059: the seal NIP-44-encrypted to the recipient under a one-time key.
+
+    Tags: ``["p", recipient]`` and, if given, a NIP-40 ``["expiration", ts]``.
+    """
+    if not is_valid_pubkey(recipient_pubkey):
+        raise ValueError("recipient is not a valid public key")
+    one_time = generate_secret()
+    conv = nip44.conversation_key(one_time, recipient_pubkey)
+    tags = [["p", recipient_pubkey]]
+    if expiration is not None:
+        tags.append(["expiration", str(int(expiration))])
+    return finalize_event(
+        {
+            "kind": GIFT_WRAP_KIND,
+            "content": nip44.encrypt(_dumps(seal_event), conv),
+            "tags": tags,
+            "created_at": random_past() if created_at is None else created_at,
+        },
+        one_time,
+    )
+
+
+async def wrap(
+    rumor: Event, signer: Signer, recipient_pubkey: str, *, expiration: int | None = None
+) -> Event:
+    """Seal ``rumor`` with ``signer`` and gift-wrap it to ``recipient_pubkey``."""
+    sealed = await seal(rumor, signer, recipient_pubkey)
+    return gift_wrap(sealed, recipient_pubkey, expiration=expiration)
+
+
+def _parse(text: str, what: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise UnwrapError(f"{what} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise UnwrapError(f"{what} is not a JSON object")
+    return value
+
+
+async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
+    """Open a gift wrap addressed to ``signer`` and authenticate the sender.
+
+    Checks, in order: the wrap's shape, id and signature, kind 1059; decryption; the
+    seal's shape, id, signature and kind 13; decryption; the rumor's shape and id; and
+    that the seal's pubkey equals the rumor's pubkey. Any failure is an
+    :class:`UnwrapError` naming the step.
+    """
+    try:
+        verify_event(wrap_event)
+    except InvalidEvent as exc:
+        raise UnwrapError(f"gift wrap: {exc.reason}") from None
+    if wrap_event["kind"] != GIFT_WRAP_KIND:
+        raise UnwrapError(f"gift wrap: kind is {wrap_event['kind']}, expected 1059")
+    try:
+        seal_json = await signer.nip44_decrypt(wrap_event["pubkey"], wrap_event["content"])
+    except ValueError as exc:
+        raise UnwrapError(f"gift wrap: cannot decrypt ({exc})") from None
+    seal_event = _parse(seal_json, "seal")
+    try:
+        verify_event(seal_event)
+    except InvalidEvent as exc:
+        raise UnwrapError(f"seal: {exc.reason}") from None
+    if seal_event["kind"] != SEAL_KIND:
+        raise UnwrapError(f"seal: kind is {seal_event['kind']}, expected 13")
+    try:
+        rumor_json = await signer.nip44_decrypt(seal_event["pubkey"], seal_event["content"])
+    except ValueError as exc:
+        raise UnwrapError(f"seal: cannot decrypt ({exc})") from None
+    rumor = _parse(rumor_json, "rumor")
+    if "id" not in rumor:
+        # Some clients omit the rumor id; compute it so the checks below still bind it.
+        try:
+            check_shape({**rumor, "id": "0" * 64}, require_sig=False)
+        except InvalidEvent as exc:
+            raise UnwrapError(f"rumor: {exc.reason}") from None
+        rumor["id"] = event_id(
+            rumor["pubkey"], rumor["created_at"], rumor["kind"], rumor["tags"], rumor["content"]
+        )
+    try:
+        check_shape(rumor, require_sig=False)
+        if (
+            event_id(
+                rumor["pubkey"], rumor["created_at"], rumor["kind"], rumor["tags"], rumor["content"]
+            )
+            != rumor["id"]
+        ):
+            raise InvalidEvent("id mismatch: the id is not the hash of the event")
+    except InvalidEvent as exc:
+        raise UnwrapError(f"rumor: {exc.reason}") from None
+    if rumor["pubkey"] != seal_event["pubkey"]:
+        raise UnwrapError("forged sender: the rumor's pubkey differs from the seal's signer")
+    return Unwrapped(wrap=wrap_event, seal=seal_event, rumor=rumor, sender=seal_event["pubkey"])
