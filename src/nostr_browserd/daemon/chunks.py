@@ -1,0 +1,104 @@
+"""Splitting a reply too big for one direct message into numbered parts, and joining them.
+
+A NIP-44 plaintext holds at most 65,535 bytes, and a gift wrap nests the reply twice (rumor in
+seal in wrap, each base64), so the wrap is ~1.8× the reply; many relays cap events at 64–128 KB.
+A reply over ``DEFAULT_PART_BYTES`` is therefore sent as parts, each a JSON object::
+
+    {"id": <request id>, "part": 1, "parts": 3, "sha256": <hex of the whole>, "data": "..."}
+
+``data`` is a slice of the whole reply's text, cut on character boundaries so that each part,
+JSON-escaped, stays within the budget.  The receiver joins the slices in order and checks the
+hash: the reply comes back byte for byte, screenshots included.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+DEFAULT_PART_BYTES = 24_000
+PART_KEYS = frozenset({"id", "part", "parts", "sha256", "data"})
+
+
+class ReassemblyError(ValueError):
+    """Parts that do not make a whole: missing, duplicated with different data, or corrupt."""
+
+
+def _escaped_size(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
+def _slices(text: str, budget: int) -> list[str]:
+    """Cut ``text`` into slices whose JSON-escaped UTF-8 size is at most ``budget``."""
+    out: list[str] = []
+    pending = [text]
+    while pending:
+        piece = pending.pop()
+        if _escaped_size(piece) <= budget or len(piece) == 1:
+            out.append(piece)
+            continue
+        raw = piece.encode()
+        cut = min(budget, len(raw) // 2) if len(raw) > budget else len(raw) // 2
+        while cut > 0 and (raw[cut] & 0xC0) == 0x80:  # do not split a UTF-8 sequence
+            cut -= 1
+        head = raw[:cut].decode()
+        if not head:
+            head = piece[0]
+        pending.extend([piece[len(head) :], head])
+    return out
+
+
+def split(text: str, request_id: Any, budget: int = DEFAULT_PART_BYTES) -> list[str]:
+    """``[text]`` if it fits in ``budget`` bytes, else the JSON parts that carry it."""
+    if len(text.encode()) <= budget:
+        return [text]
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    slices = _slices(text, budget)
+    return [
+        json.dumps(
+            {"id": request_id, "part": n, "parts": len(slices), "sha256": digest, "data": s},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        for n, s in enumerate(slices, 1)
+    ]
+
+
+def as_part(message: str) -> dict[str, Any] | None:
+    """The part a message carries, or None when it is a whole reply."""
+    if not message.startswith("{"):
+        return None
+    try:
+        obj = json.loads(message)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and set(obj) == PART_KEYS:
+        return obj
+    return None
+
+
+def reassemble(parts: Iterable[dict[str, Any]]) -> str | None:
+    """The whole text once every part of one reply is present, else None.
+
+    Raises ``ReassemblyError`` when the parts disagree or the joined text fails its hash.
+    """
+    by_number: dict[int, str] = {}
+    total = digest = None
+    for part in parts:
+        if digest is None:
+            total, digest = part["parts"], part["sha256"]
+        if part["sha256"] != digest or part["parts"] != total:
+            raise ReassemblyError("parts of different replies were mixed")
+        number = part["part"]
+        if not isinstance(number, int) or not 1 <= number <= total:
+            raise ReassemblyError(f"part number {number!r} is outside 1..{total}")
+        if by_number.setdefault(number, part["data"]) != part["data"]:
+            raise ReassemblyError(f"part {number} arrived twice with different data")
+    if total is None or len(by_number) < total:
+        return None
+    whole = "".join(by_number[n] for n in range(1, total + 1))
+    if hashlib.sha256(whole.encode()).hexdigest() != digest:
+        raise ReassemblyError("the joined parts do not match their sha256")
+    return whole

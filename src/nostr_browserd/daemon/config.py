@@ -1,0 +1,318 @@
+"""The daemon's configuration: one TOML file, every key overridable from the environment.
+
+Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
+schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
+``[browser]``, ``[state]`` and ``[local]`` (the loopback control channel).
+
+Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
+``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
+one (``'["wss://a", "wss://b"]'``, ``600``, ``false``), else as a plain string, and a list key also
+accepts ``a,b,c``.  Errors name the key (and the variable or file it came from) and what is wrong,
+never the value: a misplaced secret must not end up in a log.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from ..nostr.nip19 import parse_pubkey
+
+ENV_PREFIX = "NOSTR_BROWSERD_"
+DEFAULT_LOCAL_PORT = 17777
+DEFAULT_EMBEDDED_RELAY_PORT = 17778
+
+DmScheme = Literal["nip17", "nip04"]
+Role = Literal["full", "read"] | list[str]
+
+
+class ConfigError(ValueError):
+    """A configuration problem, phrased so the operator knows which key to fix."""
+
+
+class Section(BaseModel):
+    """Unknown keys are errors: a typo must not silently fall back to a default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _expand_path(value: Any, info: ValidationInfo) -> Any:
+    """``~`` and ``$VARS`` (``$CREDENTIALS_DIRECTORY``, ``$STATE_DIRECTORY``) in file paths."""
+    if not isinstance(value, str) or not value:
+        return value
+    environ = (info.context or {}).get("environ", os.environ)
+    expanded = re.sub(
+        r"\$(\w+)|\$\{(\w+)\}",
+        lambda m: environ.get(m[1] or m[2], m[0]),
+        os.path.expanduser(value),
+    )
+    if "$" in expanded:
+        raise ValueError(f"{value!r} names an environment variable that is not set")
+    return Path(expanded)
+
+
+FilePath = Annotated[Path | None, Field(default=None)]
+
+
+class NsignerConfig(Section):
+    """An n_signer reached over Qubes qrexec."""
+
+    transport: Literal["qrexec"] = "qrexec"
+    device: str = "nostr_signer"
+    service: str = "qubes.NsignerRpc"
+    index: int = Field(default=0, ge=0)
+
+
+class IdentityConfig(Section):
+    """Who the daemon is; key material is referenced by file (``$CREDENTIALS_DIRECTORY`` works)."""
+
+    method: Literal["local", "seed", "readonly", "nip46", "nsigner"] = "local"
+    nsec_file: FilePath
+    seed_file: FilePath
+    passphrase_file: FilePath
+    account: int = Field(default=0, ge=0)
+    npub: str | None = None
+    bunker_url: str | None = None
+    nsigner: NsignerConfig = Field(default_factory=NsignerConfig)
+
+    _paths = field_validator("nsec_file", "seed_file", "passphrase_file", mode="before")(
+        _expand_path
+    )
+
+    @model_validator(mode="after")
+    def _method_has_its_fields(self) -> IdentityConfig:
+        needs = {"seed": "seed_file", "readonly": "npub", "nip46": "bunker_url"}
+        field = needs.get(self.method)
+        if field and getattr(self, field) in (None, ""):
+            raise ValueError(f"method {self.method!r} needs identity.{field}")
+        if self.method == "readonly":
+            self.npub = parse_pubkey(self.npub or "")
+        return self
+
+
+def _pubkey(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("expected a public key (npub1… or 64 hex characters)")
+    return parse_pubkey(value)
+
+
+class ControllerConfig(Section):
+    """One allow-listed key: what it may run, and whose approval its gated commands need."""
+
+    pubkey: str
+    name: str = ""
+    role: Role = "full"
+    approver: str | None = None
+    approval_timeout: float = Field(default=120.0, gt=0)
+
+    _keys = field_validator("pubkey", "approver", mode="before")(
+        lambda v: None if v is None else _pubkey(v)
+    )
+
+    @field_validator("role")
+    @classmethod
+    def _role_not_empty(cls, role: Role) -> Role:
+        if isinstance(role, list) and not role:
+            raise ValueError('an explicit tool list must name at least one tool (or use "read")')
+        return role
+
+
+class NostrConfig(Section):
+    """Relays, the plain allow-list, and what the daemon says about itself."""
+
+    relays: list[str] = Field(default_factory=list)
+    discovery_relays: list[str] = Field(default_factory=list)
+    embedded_relay: bool | None = None
+    embedded_relay_port: int = Field(default=DEFAULT_EMBEDDED_RELAY_PORT, ge=0, le=65535)
+    controllers: list[str] = Field(default_factory=list)
+    dm: list[DmScheme] = Field(default_factory=lambda: ["nip17", "nip04"], min_length=1)
+    freshness: float = Field(default=600.0, gt=0)
+    name: str = "nostr-browserd"
+    about: str = "A headless browser driven over encrypted direct messages."
+    publish_timeout: float = Field(default=10.0, gt=0)
+
+    _pubkeys = field_validator("controllers", mode="before")(
+        lambda v: [_pubkey(x) for x in v] if isinstance(v, list) else v
+    )
+
+    @field_validator("relays", "discovery_relays")
+    @classmethod
+    def _relay_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not url.startswith(("ws://", "wss://")):
+                raise ValueError(f"relay {url!r} must start with ws:// or wss://")
+        return list(dict.fromkeys(urls))
+
+    @property
+    def uses_embedded_relay(self) -> bool:
+        """Explicit setting, else on exactly when no relay is configured."""
+        return not self.relays if self.embedded_relay is None else self.embedded_relay
+
+
+class BrowserSection(Section):
+    """How commands run: the Chromium binary, isolation, schemes, limits."""
+
+    executable: str | None = None
+    isolation: Literal["per-controller", "shared"] = "per-controller"
+    allowed_schemes: list[str] = Field(default_factory=lambda: ["http", "https", "about"])
+    command_timeout: float = Field(default=60.0, gt=0)
+    queue_size: int = Field(default=16, ge=1)
+
+
+def default_state_dir() -> Path:
+    """``$STATE_DIRECTORY`` (systemd), else ``$XDG_STATE_HOME/nostr-browserd``, else ~/.local."""
+    if os.environ.get("STATE_DIRECTORY"):
+        return Path(os.environ["STATE_DIRECTORY"].split(":")[0])
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return Path(xdg) / "nostr-browserd"
+
+
+class StateConfig(Section):
+    """Where seen ids, the audit log, the generated key and browser state live."""
+
+    dir: Path = Field(default_factory=default_state_dir)
+    seen_retention: float = Field(default=3 * 86400.0, gt=0)
+
+    _path = field_validator("dir", mode="before")(_expand_path)
+
+
+class LocalConfig(Section):
+    """The loopback WebSocket control channel (``ws://127.0.0.1:<port>/agent``)."""
+
+    enabled: bool = True
+    port: int = Field(default=DEFAULT_LOCAL_PORT, ge=0, le=65535)
+    token_file: FilePath
+
+    _path = field_validator("token_file", mode="before")(_expand_path)
+
+
+class Config(Section):
+    """The whole file."""
+
+    identity: IdentityConfig = Field(default_factory=IdentityConfig)
+    nostr: NostrConfig = Field(default_factory=NostrConfig)
+    controllers: list[ControllerConfig] = Field(default_factory=list)
+    browser: BrowserSection = Field(default_factory=BrowserSection)
+    state: StateConfig = Field(default_factory=StateConfig)
+    local: LocalConfig = Field(default_factory=LocalConfig)
+
+    @model_validator(mode="after")
+    def _one_entry_per_key(self) -> Config:
+        seen: set[str] = set()
+        for pubkey in [*self.nostr.controllers, *(c.pubkey for c in self.controllers)]:
+            if pubkey in seen:
+                raise ValueError(f"controller {pubkey} is listed twice")
+            seen.add(pubkey)
+        return self
+
+    def allowed(self) -> dict[str, ControllerConfig]:
+        """Every allow-listed key (hex) → its entry; a plain ``nostr.controllers`` key is full."""
+        entries = {pk: ControllerConfig(pubkey=pk) for pk in self.nostr.controllers}
+        entries.update({c.pubkey: c for c in self.controllers})
+        return entries
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _env_value(raw: str, is_list: bool) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        if is_list:
+            return [part.strip() for part in raw.split(",") if part.strip()]
+        return raw
+
+
+def _is_list_field(model: type[BaseModel], key: str) -> bool:
+    annotation = model.model_fields[key].annotation
+    return get_origin(annotation) is list or list in map(get_origin, get_args(annotation))
+
+
+def _nested_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:
+    annotation = model.model_fields[key].annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _place(model: type[BaseModel], words: str, raw: str, target: dict[str, Any]) -> bool:
+    """Put an env override at the field named by ``words`` (underscores are ambiguous)."""
+    if words in model.model_fields:
+        target[words] = _env_value(raw, _is_list_field(model, words))
+        return True
+    for name in model.model_fields:
+        nested = _nested_model(model, name)
+        if nested and words.startswith(name + "_"):
+            sub = target.setdefault(name, {})
+            if isinstance(sub, dict):
+                return _place(nested, words[len(name) + 1 :], raw, sub)
+    return False
+
+
+def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
+    """Overlay ``NOSTR_BROWSERD_<SECTION>_<KEY>`` variables onto the file's data."""
+    for var, raw in sorted(environ.items()):
+        if not var.startswith(ENV_PREFIX):
+            continue
+        words = var[len(ENV_PREFIX) :].lower()
+        section = next((s for s in Config.model_fields if words.startswith(s + "_")), None)
+        if section == "controllers" or section is None:
+            raise ConfigError(
+                f"{var}: no such setting (sections: identity, nostr, browser, state, local; "
+                "[[controllers]] entries can only be set in the file)"
+            )
+        model = _nested_model(Config, section)
+        assert model is not None
+        sub = data.setdefault(section, {})
+        if not isinstance(sub, dict) or not _place(model, words[len(section) + 1 :], raw, sub):
+            raise ConfigError(f"{var}: no such setting in [{section}]")
+    return data
+
+
+def _describe(exc: ValidationError, origin: str) -> str:
+    lines = []
+    for err in exc.errors(include_input=False, include_url=False):
+        where = ""
+        for part in err["loc"]:
+            where += f"[{part}]" if isinstance(part, int) else ("." if where else "") + str(part)
+        message = err["msg"].removeprefix("Value error, ")
+        source = origin
+        if err["loc"] and err["loc"][0] != "controllers":
+            names = [str(p) for p in err["loc"] if isinstance(p, str)]
+            source += " or $" + ENV_PREFIX + "_".join(names).upper()
+        lines.append(f"{where or 'config'}: {message} (set in {source})")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def load_config(path: Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Read ``path`` (or nothing: the embedded defaults), overlay the environment, validate."""
+    environ = dict(os.environ if environ is None else environ)
+    data: dict[str, Any] = {}
+    origin = "the defaults"
+    if path is not None:
+        origin = str(path)
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file {path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    data = apply_env(data, environ)
+    try:
+        return Config.model_validate(data, context={"environ": environ})
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, origin)) from None

@@ -1,0 +1,179 @@
+"""The state store: one SQLite file holding the replay guard and the audit log.
+
+Seen ids must survive a restart: a relay re-delivers everything since our subscription's
+``since`` (two days back for gift wraps), and a command seen again must not run again.  WAL
+mode with ``synchronous=NORMAL`` keeps a claim plus an audit row at tens of microseconds, so
+the store adds nothing noticeable to a command's round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS seen_at ON seen (at);
+CREATE TABLE IF NOT EXISTS audit (
+    n INTEGER PRIMARY KEY,
+    at REAL NOT NULL,
+    controller TEXT NOT NULL,
+    transport TEXT NOT NULL,
+    request_id TEXT,
+    tool TEXT,
+    params TEXT,
+    outcome TEXT NOT NULL,
+    duration_ms REAL
+);
+"""
+
+REDACTED = "[redacted]"
+_SECRET_KEY = re.compile(
+    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential", re.I
+)
+_SECRET_VALUE = re.compile(r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}")
+_SENSITIVE_FLAGS = ("password", "secret", "sensitive")
+
+
+def redact(params: Any) -> Any:
+    """A copy of ``params`` fit for a log: secret-named keys and secret-looking strings hidden.
+
+    A value typed into a field flagged as a password (``{"password": true}``) is hidden too.
+    Hex strings of 64 characters go as well: a hex secret key looks exactly like one.
+    """
+    if isinstance(params, dict):
+        hide_value = any(params.get(flag) is True for flag in _SENSITIVE_FLAGS)
+        out = {}
+        for key, value in params.items():
+            if (_SECRET_KEY.search(str(key)) and not isinstance(value, bool)) or (
+                hide_value and key in ("value", "text")
+            ):
+                out[key] = REDACTED
+            else:
+                out[key] = redact(value)
+        return out
+    if isinstance(params, list):
+        return [redact(v) for v in params]
+    if isinstance(params, str):
+        return _SECRET_VALUE.sub(REDACTED, params)
+    return params
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One command as it was recorded."""
+
+    at: float
+    controller: str
+    transport: str
+    request_id: str | None
+    tool: str | None
+    params: Any
+    outcome: str
+    duration_ms: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the status page."""
+        return dict(self.__dict__)
+
+
+class Store:
+    """The replay guard and the audit log, in ``<state dir>/state.sqlite3``."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        """Checkpoint and close; the store is unusable afterwards."""
+        self._db.close()
+
+    def claim(self, ids: Iterable[str], now: float | None = None) -> bool:
+        """Record ``ids`` as processed; True only if none of them had been seen before.
+
+        Every id is recorded either way, so a wrap seen for the first time around an old rumor
+        is remembered as well.
+        """
+        at = time.time() if now is None else now
+        fresh = True
+        with self._db:
+            for event_id in ids:
+                cur = self._db.execute(
+                    "INSERT OR IGNORE INTO seen (id, at) VALUES (?, ?)", (event_id, at)
+                )
+                fresh = fresh and cur.rowcount == 1
+        return fresh
+
+    def was_seen(self, event_id: str) -> bool:
+        """Whether ``event_id`` was claimed already (a cheap check before unwrapping)."""
+        row = self._db.execute("SELECT 1 FROM seen WHERE id = ?", (event_id,)).fetchone()
+        return row is not None
+
+    def prune(self, older_than: float, now: float | None = None) -> int:
+        """Forget ids claimed more than ``older_than`` seconds ago; returns how many."""
+        cutoff = (time.time() if now is None else now) - older_than
+        with self._db:
+            return self._db.execute("DELETE FROM seen WHERE at < ?", (cutoff,)).rowcount
+
+    def audit(
+        self,
+        *,
+        controller: str,
+        transport: str,
+        request_id: str | None,
+        tool: str | None,
+        params: Any,
+        outcome: str,
+        duration_ms: float | None,
+    ) -> AuditEntry:
+        """Append one command (params redacted here, whatever the caller passed)."""
+        entry = AuditEntry(
+            time.time(),
+            controller,
+            transport,
+            request_id,
+            tool,
+            redact(params),
+            outcome,
+            duration_ms,
+        )
+        self._db.execute(
+            "INSERT INTO audit (at, controller, transport, request_id, tool, params, outcome,"
+            " duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.at,
+                controller,
+                transport,
+                request_id,
+                tool,
+                json.dumps(entry.params, ensure_ascii=False, default=str),
+                outcome,
+                duration_ms,
+            ),
+        )
+        return entry
+
+    def recent(self, limit: int = 20) -> list[AuditEntry]:
+        """The last ``limit`` commands, newest first."""
+        rows = self._db.execute(
+            "SELECT at, controller, transport, request_id, tool, params, outcome, duration_ms"
+            " FROM audit ORDER BY n DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [AuditEntry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Sizes for the status page."""
+        seen = self._db.execute("SELECT count(*) FROM seen").fetchone()[0]
+        audit = self._db.execute("SELECT count(*) FROM audit").fetchone()[0]
+        return {"seen_ids": seen, "commands": audit}

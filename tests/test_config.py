@@ -1,0 +1,128 @@
+"""The config file and its environment overrides: defaults, overrides, and errors that name keys."""
+
+from pathlib import Path
+
+import pytest
+
+from nostr_browserd.daemon.config import ConfigError, load_config
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
+from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
+
+REPO = Path(__file__).resolve().parents[1]
+PK = public_key_hex(generate_secret())
+PK2 = public_key_hex(generate_secret())
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_without_a_file():
+    config = load_config(None, {"HOME": "/home/x"})
+    assert config.nostr.dm == ["nip17", "nip04"]
+    assert config.nostr.freshness == 600
+    assert config.local.port == 17777 and config.local.enabled
+    assert config.nostr.uses_embedded_relay
+    assert config.identity.method == "local"
+    assert config.allowed() == {}
+
+
+def test_state_dir_prefers_systemd_then_xdg(monkeypatch):
+    monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/nostr-browserd")
+    assert load_config(None, {}).state.dir == Path("/var/lib/nostr-browserd")
+    monkeypatch.delenv("STATE_DIRECTORY")
+    monkeypatch.setenv("XDG_STATE_HOME", "/x/state")
+    assert load_config(None, {}).state.dir == Path("/x/state/nostr-browserd")
+
+
+def test_file_with_roles_and_approver(tmp_path):
+    path = write(
+        tmp_path,
+        f"""
+[nostr]
+relays = ["ws://127.0.0.1:1", "ws://127.0.0.1:1"]
+controllers = ["{npub_encode(PK)}"]
+dm = ["nip17"]
+
+[[controllers]]
+pubkey = "{PK2}"
+role = ["open", "snapshot"]
+approver = "{npub_encode(PK)}"
+""",
+    )
+    config = load_config(path, {})
+    assert config.nostr.relays == ["ws://127.0.0.1:1"]  # de-duplicated
+    assert not config.nostr.uses_embedded_relay
+    allowed = config.allowed()
+    assert allowed[PK].role == "full"
+    assert allowed[PK2].role == ["open", "snapshot"] and allowed[PK2].approver == PK
+
+
+def test_env_overrides_every_kind_of_value(tmp_path):
+    path = write(tmp_path, '[nostr]\nrelays = ["ws://a.example"]\n')
+    config = load_config(
+        path,
+        {
+            "NOSTR_BROWSERD_NOSTR_RELAYS": "ws://b.example, ws://c.example",
+            "NOSTR_BROWSERD_NOSTR_CONTROLLERS": f'["{npub_encode(PK)}"]',
+            "NOSTR_BROWSERD_NOSTR_FRESHNESS": "30",
+            "NOSTR_BROWSERD_LOCAL_ENABLED": "false",
+            "NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE": "signer-vm",
+            "NOSTR_BROWSERD_IDENTITY_NSEC_FILE": "$CREDENTIALS_DIRECTORY/nsec",
+            "CREDENTIALS_DIRECTORY": "/run/credentials/x",
+        },
+    )
+    assert config.nostr.relays == ["ws://b.example", "ws://c.example"]
+    assert list(config.allowed()) == [PK]
+    assert config.nostr.freshness == 30
+    assert config.local.enabled is False
+    assert config.identity.nsigner.device == "signer-vm"
+    assert config.identity.nsec_file == Path("/run/credentials/x/nsec")
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ("[nostr]\nfreshness = -5\n", {}, "nostr.freshness"),
+        ('[nostr]\nrelays = ["https://x"]\n', {}, "must start with ws://"),
+        ('[nostr]\ndm = ["nip99"]\n', {}, "nostr.dm[0]"),
+        ("[nostr]\nfreshnes = 5\n", {}, "nostr.freshnes"),
+        ('[identity]\nmethod = "seed"\n', {}, "needs identity.seed_file"),
+        ('[identity]\nmethod = "readonly"\nnpub = "nope"\n', {}, "identity"),
+        ('[[controllers]]\npubkey = "x"\nrole = []\n', {}, "controllers[0]"),
+        ("[local]\nport = 70000\n", {}, "NOSTR_BROWSERD_LOCAL_PORT"),
+        ("", {"NOSTR_BROWSERD_NOSTR_NOPE": "1"}, "NOSTR_BROWSERD_NOSTR_NOPE: no such setting"),
+        ("", {"NOSTR_BROWSERD_BOGUS_X": "1"}, "NOSTR_BROWSERD_BOGUS_X: no such setting"),
+        ("[nostr\n", {}, "not valid TOML"),
+    ],
+)
+def test_errors_name_the_key(tmp_path, text, env, expected):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text), env)
+    assert expected in str(info.value)
+
+
+def test_a_secret_in_the_wrong_place_is_not_echoed(tmp_path):
+    nsec = nsec_encode(generate_secret())
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, f'[nostr]\ncontrollers = ["{nsec}"]\n'), {})
+    assert "nostr.controllers" in str(info.value) and nsec not in str(info.value)
+
+
+def test_the_same_controller_twice_is_an_error(tmp_path):
+    text = f'[nostr]\ncontrollers = ["{PK}"]\n[[controllers]]\npubkey = "{npub_encode(PK)}"\n'
+    with pytest.raises(ConfigError, match="listed twice"):
+        load_config(write(tmp_path, text), {})
+
+
+def test_missing_file():
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(Path("/nonexistent/config.toml"), {})
+
+
+def test_example_config_is_valid():
+    config = load_config(REPO / "systemd/config.example.toml", {"CREDENTIALS_DIRECTORY": "/c"})
+    assert config.identity.nsec_file == Path("/c/nsec")
+    assert config.nostr.relays and config.nostr.discovery_relays
