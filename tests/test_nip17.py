@@ -82,6 +82,8 @@ async def test_make_dm_rejects_bad_recipients() -> None:
         await nip17.make_dm(alice, [], "x")
     with pytest.raises(ValueError):
         await nip17.make_dm(alice, ["npub1notahexkey"], "x")
+    with pytest.raises(ValueError, match="reply_to"):
+        await nip17.make_dm(alice, [alice.pubkey], "x", reply_to="note1xyz")
 
 
 def test_inbox_relays_template() -> None:

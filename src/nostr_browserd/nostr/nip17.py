@@ -47,6 +47,12 @@ async def make_dm(
     for r in recipients:
         if not is_valid_pubkey(r):
             raise ValueError("recipient is not a valid public key (64 lowercase hex)")
+    if reply_to is not None and not (
+        isinstance(reply_to, str)
+        and len(reply_to) == 64
+        and set(reply_to) <= set("0123456789abcdef")
+    ):
+        raise ValueError("reply_to must be an event id (64 lowercase hex)")
     me = await signer.public_key()
     rumor_tags = [["p", r] for r in dict.fromkeys(recipients)]
     rumor_tags += [list(t) for t in tags]
