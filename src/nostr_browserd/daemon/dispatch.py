@@ -1,0 +1,396 @@
+"""Who may run what, in which order, and with whose consent.
+
+- A role per controller: ``"full"``; ``"read"`` (free tools only: nothing that changes a
+  page); or an explicit list of tool names.
+- One queue per controller: a controller's commands run one after another, in the order they
+  arrived; different controllers run concurrently, each in its own browser session.  The queue
+  is bounded: a flood gets ``UNAVAILABLE`` instead of memory.
+- A per-command timeout, and ``batch`` (a list of commands run in order, each checked against
+  the role, stopping at the first failure).
+- Consent: a controller with an ``approver`` has each gated command held while the approver
+  is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
+  short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
+  the timeout or a shutdown answer the requester with ``DENIED``.
+- Login tools never run here: they belong to the local control channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BrowserdError, ErrorCode
+from ..nostr.nip19 import npub_encode
+from ..tools.protocol import Request, parse_request, render_text, run
+from ..tools.registry import Registry
+from ..tools.session import BrowserPool, Session
+from .config import ControllerConfig, Role
+from .inbox import Incoming, Scheme
+from .store import Store, redact
+
+log = logging.getLogger(__name__)
+
+LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
+APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
+
+Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
+Send = Callable[[str, str, Scheme], Awaitable[bool]]
+Response = dict[str, Any]
+
+
+def error_response(request_id: Any, error: BrowserdError) -> Response:
+    """The protocol's failure shape."""
+    return {"id": request_id, "success": False, "error": error.to_dict()}
+
+
+def permits(role: Role, tool_name: str, gated: bool) -> bool:
+    """Whether ``role`` may run a tool: full, read (free tools only) or an explicit list."""
+    if role == "full":
+        return True
+    if role == "read":
+        return not gated
+    return tool_name in role
+
+
+def is_text(raw: str) -> bool:
+    """A request in the text grammar (``click @e2``) gets a text reply."""
+    return not raw.lstrip().startswith("{")
+
+
+def render(response: Response, text: bool) -> str:
+    """The reply's wire form: a readable text for a text request, else compact JSON."""
+    if text:
+        return render_text(response)
+    return json.dumps(response, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class Approval:
+    """A gated command waiting for its approver."""
+
+    code: str
+    approver: str
+    requester: str
+    decided: asyncio.Future[bool] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class Dispatcher:
+    """Queues, policy, approvals, timeouts and the audit trail around the tool registry."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        browser: BrowserPool,
+        store: Store,
+        reply: Reply,
+        send: Send,
+        controllers: dict[str, ControllerConfig],
+        command_timeout: float,
+        queue_size: int,
+    ) -> None:
+        self.registry, self.browser, self.store = registry, browser, store
+        self._reply, self._send = reply, send
+        self.controllers = controllers
+        self.command_timeout, self.queue_size = command_timeout, queue_size
+        self._queues: dict[str, asyncio.Queue[Incoming | None]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._approvals: dict[str, Approval] = {}
+        self._schemes: dict[str, Scheme] = {}
+        self._closing = False
+
+    # --- intake ------------------------------------------------------------------------
+
+    def approvers(self) -> set[str]:
+        """Keys that may send ``approve``/``deny`` without being controllers."""
+        return {c.approver for c in self.controllers.values() if c.approver}
+
+    def is_known(self, pubkey: str) -> bool:
+        """Allow-listed: a controller or an approver (read at each message: SIGHUP-safe)."""
+        return pubkey in self.controllers or pubkey in self.approvers()
+
+    def submit(self, incoming: Incoming) -> None:
+        """Take an authenticated message; never blocks the inbox."""
+        self._schemes[incoming.sender] = incoming.scheme
+        match = APPROVAL.match(incoming.content)
+        if incoming.refusal is None and match and incoming.sender in self.approvers():
+            self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
+            return
+        if incoming.refusal is not None or incoming.sender not in self.controllers:
+            error = incoming.refusal or BrowserdError(
+                ErrorCode.FORBIDDEN, "This key may only approve or deny held commands."
+            )
+            self._spawn(self._answer_without_running(incoming, error))
+            return
+        if self._closing:
+            self._spawn(self._answer_without_running(incoming, _stopping()))
+            return
+        queue = self._queues.get(incoming.sender)
+        if queue is None:
+            queue = self._queues[incoming.sender] = asyncio.Queue()
+            self._workers[incoming.sender] = asyncio.create_task(self._work(queue))
+        if queue.qsize() >= self.queue_size:
+            error = BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                f"{queue.qsize()} commands are already waiting; send this one again later.",
+            )
+            self._spawn(self._answer_without_running(incoming, error))
+            return
+        queue.put_nowait(incoming)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _work(self, queue: asyncio.Queue[Incoming | None]) -> None:
+        while (incoming := await queue.get()) is not None:
+            if self._closing:
+                await self._answer_without_running(incoming, _stopping())
+            else:
+                await self._handle(incoming)
+
+    # --- one DM command ----------------------------------------------------------------
+
+    async def _handle(self, incoming: Incoming) -> None:
+        started = time.perf_counter()
+        text = is_text(incoming.content)
+        request: Request | None = None
+        try:
+            request = parse_request(incoming.content)
+            controller = self.controllers.get(incoming.sender)
+            if controller is None:  # removed by a reload while queued
+                raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
+            response = await self.execute(incoming.sender, request, controller)
+        except BrowserdError as exc:
+            response = error_response(request.id if request else None, exc)
+        except Exception:
+            log.exception("command from %s failed unexpectedly", incoming.sender[:12])
+            response = error_response(
+                request.id if request else None,
+                BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
+            )
+        delivered = await self._deliver(incoming, render(response, text), response.get("id"))
+        self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
+
+    async def _answer_without_running(self, incoming: Incoming, error: BrowserdError) -> None:
+        started = time.perf_counter()
+        request = None
+        with contextlib.suppress(BrowserdError):
+            request = parse_request(incoming.content)
+        response = error_response(request.id if request else None, error)
+        delivered = await self._deliver(
+            incoming, render(response, is_text(incoming.content)), response["id"]
+        )
+        self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
+
+    async def _deliver(self, incoming: Incoming, text: str, request_id: Any) -> bool:
+        try:
+            return await self._reply(incoming, text, request_id)
+        except Exception:
+            log.exception("could not send the reply to %s", incoming.sender[:12])
+            return False
+
+    def _audit(
+        self,
+        controller: str,
+        transport: str,
+        request: Request | None,
+        response: Response,
+        started: float,
+        delivered: bool = True,
+    ) -> None:
+        duration = (time.perf_counter() - started) * 1000
+        outcome = "ok" if response.get("success") else response["error"]["code"]
+        if not delivered:
+            outcome += " (reply not delivered)"
+        tool = request.tool if request else None
+        params = request.params if request else None
+        self.store.audit(
+            controller=controller,
+            transport=transport,
+            request_id=None if request is None else str(request.id),
+            tool=tool,
+            params=params,
+            outcome=outcome,
+            duration_ms=round(duration, 3),
+        )
+        log.info(
+            "command %s via %s: %s %s -> %s in %.1f ms",
+            controller[:12],
+            transport,
+            tool,
+            json.dumps(redact(params), default=str)[:200],
+            outcome,
+            duration,
+        )
+
+    # --- running -----------------------------------------------------------------------
+
+    async def execute(
+        self, owner: str, request: Request, controller: ControllerConfig | None
+    ) -> Response:
+        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel)."""
+        if request.tool == "batch":
+            return await self._batch(owner, request, controller)
+        if request.tool in LOGIN_TOOLS and controller is not None:
+            raise BrowserdError(
+                ErrorCode.FORBIDDEN,
+                f"{request.tool} works only on the local control channel, never over messages.",
+            )
+        tool = self.registry.get(request.tool)
+        session = await self.browser.session(owner)
+        if controller is not None:
+            if not permits(controller.role, tool.name, tool.gated):
+                raise BrowserdError(
+                    ErrorCode.FORBIDDEN,
+                    f"{tool.name} is not allowed for this key (role {controller.role!r}).",
+                )
+            if controller.approver and tool.gated:
+                await self._await_approval(owner, controller, request, session)
+        try:
+            return await asyncio.wait_for(
+                run(self.registry, session, request), self.command_timeout
+            )
+        except TimeoutError:
+            raise BrowserdError(
+                ErrorCode.TIMEOUT,
+                f"{tool.name} did not finish within {self.command_timeout:g} s and was stopped.",
+            ) from None
+
+    async def _batch(
+        self, owner: str, request: Request, controller: ControllerConfig | None
+    ) -> Response:
+        commands = request.params.get("commands") if isinstance(request.params, dict) else None
+        if not isinstance(commands, list) or not commands:
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS,
+                'batch needs params {"commands": [{"tool": ..., "params": {...}}, ...]}.',
+            )
+        results: list[Response] = []
+        for n, command in enumerate(commands, 1):
+            sub_id = f"{request.id}.{n}"
+            try:
+                if not isinstance(command, dict) or not isinstance(command.get("tool"), str):
+                    raise BrowserdError(
+                        ErrorCode.INVALID_PARAMS, f"batch command {n} needs a tool name."
+                    )
+                if command["tool"] == "batch":
+                    raise BrowserdError(ErrorCode.INVALID_PARAMS, "A batch cannot nest a batch.")
+                sub = Request(id=sub_id, tool=command["tool"], params=command.get("params") or {})
+                result = await self.execute(owner, sub, controller)
+            except BrowserdError as exc:
+                result = error_response(sub_id, exc)
+            results.append(result)
+            if not result.get("success"):
+                break
+        ok = len(results) == len(commands) and bool(results[-1].get("success"))
+        return {"id": request.id, "success": ok, "data": {"results": results}}
+
+    # --- consent -----------------------------------------------------------------------
+
+    async def _await_approval(
+        self, owner: str, controller: ControllerConfig, request: Request, session: Session
+    ) -> None:
+        assert controller.approver is not None
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
+        approval = Approval(code, controller.approver, owner)
+        self._approvals[code] = approval
+        who = controller.name or npub_encode(owner)[:20] + "…"
+        what = await describe_action(session, request)
+        message = (
+            f"{who} asks to run {what}.\n"
+            f'Reply "approve {code}" to run it, or "deny {code}" '
+            f"(expires in {controller.approval_timeout:g} s)."
+        )
+        scheme = self._schemes.get(controller.approver, "nip17")
+        try:
+            if not await self._send(controller.approver, message, scheme):
+                raise BrowserdError(
+                    ErrorCode.DENIED, "The approval request could not be delivered to the approver."
+                )
+            async with asyncio.timeout(controller.approval_timeout):
+                approved = await approval.decided
+        except TimeoutError:
+            raise BrowserdError(
+                ErrorCode.DENIED,
+                f"The approver did not answer within {controller.approval_timeout:g} s.",
+            ) from None
+        finally:
+            self._approvals.pop(code, None)
+        if not approved:
+            raise BrowserdError(ErrorCode.DENIED, "The approver denied this command.")
+
+    async def _decide(self, incoming: Incoming, approve: bool, code: str) -> None:
+        approval = self._approvals.get(code)
+        if approval is None or approval.approver != incoming.sender or approval.decided.done():
+            answer = f"No command is waiting for code {code}."
+        else:
+            approval.decided.set_result(approve)
+            answer = f"{'Approved' if approve else 'Denied'}: {code}."
+        log.info("approval %s from %s: %s", code, incoming.sender[:12], answer)
+        await self._deliver(incoming, answer, None)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Finish each running command and reply; refuse what is queued; deny held ones."""
+        self._closing = True
+        for approval in list(self._approvals.values()):
+            if not approval.decided.done():
+                approval.decided.set_result(False)
+        for queue in self._queues.values():
+            queue.put_nowait(None)
+        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def status(self) -> dict[str, Any]:
+        """Queue depths and held approvals, for the status page."""
+        return {
+            "queued": {pk: q.qsize() for pk, q in self._queues.items() if q.qsize()},
+            "awaiting_approval": [
+                {"requester": a.requester, "approver": a.approver} for a in self._approvals.values()
+            ],
+        }
+
+
+def _stopping() -> BrowserdError:
+    return BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; send this again later.")
+
+
+async def describe_action(session: Session, request: Request) -> str:
+    """``click button "Submit" on http://…``: what an approver needs to decide."""
+    params = request.params if isinstance(request.params, dict) else {}
+    parts = [request.tool]
+    if params.get("ref") or params.get("selector"):
+        parts.append(await _describe_target(session, params.get("ref"), params.get("selector")))
+    shown = {k: v for k, v in redact(params).items() if k not in ("ref", "selector")}
+    if shown:
+        parts.append(json.dumps(shown, ensure_ascii=False)[:300])
+    page = session.page_or_none
+    if page is not None:
+        parts.append(f"on {page.url}")
+    return " ".join(parts)
+
+
+async def _describe_target(session: Session, ref: str | None, selector: str | None) -> str:
+    try:
+        locator = await session.locate(ref=ref, selector=selector)
+        snapshot = await asyncio.wait_for(locator.aria_snapshot(), 2)
+    except Exception:  # an unresolvable target is described by what was given
+        return f"target {ref or selector!r} (not found on the page now)"
+    first = snapshot.strip().splitlines()[0].lstrip("- ").rstrip(":") if snapshot.strip() else ""
+    first = re.sub(r"\s*\[ref=[^\]]*\]", "", first)
+    return f"{first or 'element'} ({ref or selector})"

@@ -1,0 +1,227 @@
+"""From a relay event to an authenticated, fresh, never-seen command (or nothing at all).
+
+The order of the checks is the point of this module:
+
+1. the scheme is one the config accepts (kind 1059 for NIP-17, kind 4 for NIP-04) and the event
+   is addressed to us;
+2. an outer id already processed is skipped before any decryption (three relays, one command);
+3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
+   signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
+   never trusted on its own;
+4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
+   never answered, so a stranger cannot even learn that the daemon reads its messages;
+5. the replay guard claims the wrap id and the rumor id (or the kind 4 id) in SQLite, so a
+   command runs at most once, across relays and restarts;
+6. a command older than the freshness window, dated in the future, or expired (NIP-40) is
+   refused with an answer, since its sender is authenticated and may simply be offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from ..errors import BrowserdError, ErrorCode
+from ..nostr import nip17, nip40
+from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
+from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError
+from ..nostr.signer import Signer
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+Scheme = Literal["nip17", "nip04"]
+DM_KIND = 4
+KIND_OF: dict[str, int] = {"nip17": GIFT_WRAP_KIND, "nip04": DM_KIND}
+# Gift wraps are back-dated up to two days (NIP-59): the subscription must reach that far.
+WRAP_LOOKBACK = 2 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An authenticated message from a known key, ready for the dispatcher.
+
+    ``event_id`` is what a reply references (the rumor id, or the kind 4 id); ``refusal`` is
+    set when the message must be answered with that error instead of being run.
+    """
+
+    sender: str
+    scheme: Scheme
+    content: str
+    event_id: str
+    outer_id: str
+    created_at: int
+    expiration: int | None = None
+    refusal: BrowserdError | None = None
+    received: float = field(default_factory=time.monotonic)
+
+
+class RateLimitedLog:
+    """At most ``burst`` warnings per ``window`` seconds per reason; the rest are counted."""
+
+    def __init__(self, logger: logging.Logger, burst: int = 5, window: float = 60.0) -> None:
+        self._log, self._burst, self._window = logger, burst, window
+        self._windows: dict[str, tuple[float, int, int]] = {}
+
+    def warning(self, reason: str, message: str, *args: object) -> None:
+        """Log ``message`` unless ``reason`` already used its burst in this window."""
+        now = time.monotonic()
+        start, shown, hidden = self._windows.get(reason, (now, 0, 0))
+        if now - start > self._window:
+            if hidden:
+                self._log.warning("%d more %r messages were not logged", hidden, reason)
+            start, shown, hidden = now, 0, 0
+        if shown < self._burst:
+            self._log.warning(message, *args)
+            shown += 1
+        else:
+            hidden += 1
+        self._windows[reason] = (start, shown, hidden)
+
+
+def subscription_filters(
+    pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float
+) -> list[dict]:
+    """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge.
+
+    Anything older could only be refused, so it is not worth fetching after a restart.
+    """
+    filters: list[dict] = []
+    if "nip17" in schemes:
+        filters.append({"kinds": [GIFT_WRAP_KIND], "#p": [pubkey], "since": now - WRAP_LOOKBACK})
+    if "nip04" in schemes:
+        filters.append({"kinds": [DM_KIND], "#p": [pubkey], "since": now - int(freshness)})
+    return filters
+
+
+class Inbox:
+    """Turns relay events into :class:`Incoming` commands, or drops them."""
+
+    def __init__(
+        self,
+        signer: Signer,
+        pubkey: str,
+        store: Store,
+        *,
+        is_known: Callable[[str], bool],
+        schemes: Iterable[Scheme],
+        freshness: float,
+    ) -> None:
+        self.signer, self.pubkey, self.store = signer, pubkey, store
+        self.is_known = is_known
+        self.kinds = {KIND_OF[s] for s in schemes}
+        self.freshness = freshness
+        self.dropped = RateLimitedLog(log)
+
+    async def open(self, event: Event) -> Incoming | None:
+        """The command ``event`` carries, or None when it must be ignored."""
+        kind = event.get("kind")
+        if kind not in self.kinds or self.pubkey not in tag_values(event, "p"):
+            return None
+        if self.store.was_seen(event.get("id", "")):
+            return None
+        if kind == DM_KIND:
+            incoming = await self._open_nip04(event)
+        else:
+            incoming = await self._open_nip17(event)
+        if incoming is None:
+            return None
+        if not self.store.claim(dict.fromkeys([incoming.outer_id, incoming.event_id])):
+            log.info("replay of %s from %s ignored", incoming.event_id[:12], incoming.sender[:12])
+            return None
+        return self._check_time(incoming)
+
+    async def _open_nip04(self, event: Event) -> Incoming | None:
+        try:
+            verify_event(event)
+        except InvalidEvent as exc:
+            self.dropped.warning("invalid", "dropped a kind 4 event: %s", exc)
+            return None
+        sender = event["pubkey"]
+        if not self._allowed(sender, "nip04"):
+            return None
+        try:
+            content = await self.signer.nip04_decrypt(sender, event["content"])
+        except (ValueError, BrowserdError) as exc:
+            self.dropped.warning(
+                "undecryptable", "kind 4 from %s: cannot decrypt (%s)", sender[:12], _reason(exc)
+            )
+            return None
+        return Incoming(
+            sender,
+            "nip04",
+            content,
+            event["id"],
+            event["id"],
+            event["created_at"],
+            nip40.expiration(event),
+        )
+
+    async def _open_nip17(self, event: Event) -> Incoming | None:
+        try:
+            opened = await nip17.open_dm(event, self.signer)
+        except (UnwrapError, BrowserdError) as exc:
+            self.dropped.warning("unwrap", "dropped a gift wrap: %s", _reason(exc))
+            return None
+        sender, rumor = opened.sender, opened.rumor
+        if sender == self.pubkey or not self._allowed(sender, "nip17"):
+            return None
+        expirations = [t for t in map(nip40.expiration, (event, rumor)) if t is not None]
+        incoming = Incoming(
+            sender,
+            "nip17",
+            rumor["content"],
+            rumor["id"],
+            event["id"],
+            rumor["created_at"],
+            min(expirations, default=None),
+        )
+        if rumor["kind"] != nip17.CHAT_KIND:
+            # Reactions, files (kind 15) and the like are not commands: ignored on purpose.
+            log.info("ignored a kind %s rumor from %s", rumor["kind"], sender[:12])
+            self.store.claim([event["id"], rumor["id"]])
+            return None
+        others = set(tag_values(rumor, "p")) - {self.pubkey, sender}
+        if others:
+            # A group chat: never act in it, and answer the sender alone.
+            return _refused(
+                incoming,
+                ErrorCode.REFUSED,
+                "Commands are accepted in a one-to-one chat only; this one had "
+                f"{len(others)} other member(s). Send it to the daemon alone.",
+            )
+        return incoming
+
+    def _allowed(self, sender: str, scheme: str) -> bool:
+        if self.is_known(sender):
+            return True
+        self.dropped.warning("unknown", "dropped a %s message from unknown key %s", scheme, sender)
+        return False
+
+    def _check_time(self, incoming: Incoming) -> Incoming:
+        now = time.time()
+        age = now - incoming.created_at
+        if incoming.refusal is not None:
+            return incoming
+        if age > self.freshness or age < -self.freshness:
+            return _refused(
+                incoming,
+                ErrorCode.REFUSED,
+                f"This command was written {int(age)} s ago, outside the {int(self.freshness)} s"
+                " freshness window (or the sender's clock is off); it was not run. Send it again.",
+            )
+        if incoming.expiration is not None and incoming.expiration <= now:
+            return _refused(incoming, ErrorCode.REFUSED, "This command had expired (NIP-40).")
+        return incoming
+
+
+def _refused(incoming: Incoming, code: ErrorCode, message: str) -> Incoming:
+    log.info("refusing %s from %s: %s", incoming.event_id[:12], incoming.sender[:12], message)
+    return replace(incoming, refusal=BrowserdError(code, message))
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, BrowserdError) else str(exc)

@@ -1,0 +1,118 @@
+"""Replies go back in the scheme of the request, signed through the Signer, confirmed by OK.
+
+- NIP-04 request (kind 4) → kind 4 reply with ``["p", controller]`` and ``["e", request]``.
+- NIP-17 request (gift wrap) → a kind 14 rumor to the controller alone, tagged
+  ``["e", rumor id]``, sealed and gift-wrapped.  No copy to ourselves: nobody reads it, and it
+  would come back through our own inbox.
+
+A reply too big for one message goes out as numbered parts (:mod:`.chunks`).  Every event is
+published to the daemon's relays and, when the controller announced a kind 10050 DM inbox list,
+to those relays as well, so a phone that reads only its own inbox still gets the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from ..nostr import nip17
+from ..nostr.nip01 import Event, now
+from ..nostr.relay import PublishResult, RelayPool
+from ..nostr.signer import Signer
+from .chunks import DEFAULT_PART_BYTES, split
+from .inbox import DM_KIND, Incoming, Scheme
+
+log = logging.getLogger(__name__)
+
+
+class Outbox:
+    """Encrypts, signs and publishes messages from the daemon."""
+
+    def __init__(
+        self,
+        signer: Signer,
+        pool: RelayPool,
+        *,
+        part_bytes: int = DEFAULT_PART_BYTES,
+        timeout: float = 10.0,
+    ) -> None:
+        self.signer, self.pool = signer, pool
+        self.part_bytes, self.timeout = part_bytes, timeout
+        self._inboxes: dict[str, tuple[int, RelayPool]] = {}
+
+    async def reply(self, incoming: Incoming, text: str, request_id: object = None) -> bool:
+        """Answer ``incoming`` in its own scheme; True when every part reached a relay."""
+        return await self.send(
+            incoming.sender,
+            text,
+            scheme=incoming.scheme,
+            reply_to=incoming.event_id,
+            request_id=request_id,
+        )
+
+    async def send(
+        self,
+        recipient: str,
+        text: str,
+        *,
+        scheme: Scheme,
+        reply_to: str | None = None,
+        request_id: object = None,
+    ) -> bool:
+        """Send ``text`` (split into parts if needed) to ``recipient``."""
+        parts = split(text, request_id, self.part_bytes)
+        events = await asyncio.gather(*(self._event(recipient, p, scheme, reply_to) for p in parts))
+        results = await asyncio.gather(*(self._publish(recipient, e) for e in events))
+        return all(results)
+
+    async def _event(
+        self, recipient: str, text: str, scheme: Scheme, reply_to: str | None
+    ) -> Event:
+        if scheme == "nip04":
+            tags = [["p", recipient]] + ([["e", reply_to]] if reply_to else [])
+            content = await self.signer.nip04_encrypt(recipient, text)
+            template = {"kind": DM_KIND, "content": content, "tags": tags, "created_at": now()}
+            return await self.signer.sign_event(template)
+        wraps = await nip17.make_dm(
+            self.signer, [recipient], text, reply_to=reply_to, copy_to_self=False
+        )
+        return wraps[0][1]
+
+    async def _publish(self, recipient: str, event: Event) -> bool:
+        pools = [self.pool]
+        if recipient in self._inboxes:
+            pools.append(self._inboxes[recipient][1])
+        results: Sequence[PublishResult] = await asyncio.gather(
+            *(p.publish(event, self.timeout) for p in pools)
+        )
+        if any(r.ok for r in results):
+            return True
+        refused = {url: why for r in results for url, why in r.refused.items()}
+        log.warning("no relay accepted reply %s: %s", event["id"][:12], refused)
+        return False
+
+    async def publish(self, event: Event) -> PublishResult:
+        """Publish an already signed event (profile, relay lists) to the daemon's relays."""
+        return await self.pool.publish(event, self.timeout)
+
+    async def learn_inbox(self, event: Event) -> None:
+        """Remember a controller's kind 10050 DM inbox relays (the newest list wins)."""
+        author, created = event["pubkey"], event["created_at"]
+        known = self._inboxes.get(author)
+        if known and known[0] >= created:
+            return
+        extra = [url for url in nip17.inbox_relays(event) if url not in self.pool.urls]
+        if known:
+            await known[1].close()
+            del self._inboxes[author]
+        if extra:
+            pool = RelayPool(extra)
+            await pool.start()
+            self._inboxes[author] = (created, pool)
+            log.info("replies to %s also go to its inbox relays %s", author[:12], extra)
+
+    async def close(self) -> None:
+        """Disconnect from the controllers' inbox relays (the main pool is not ours)."""
+        await asyncio.gather(*(pool.close() for _, pool in self._inboxes.values()))
+        self._inboxes.clear()

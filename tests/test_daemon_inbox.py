@@ -1,0 +1,122 @@
+"""The inbox's checks with real crypto and a real SQLite store (no relay needed)."""
+
+import time
+
+import pytest
+
+from nostr_browserd.daemon.inbox import Inbox
+from nostr_browserd.daemon.store import Store
+from nostr_browserd.errors import ErrorCode
+from nostr_browserd.nostr import nip04, nip17
+from nostr_browserd.nostr.keys import KeySigner
+from nostr_browserd.nostr.nip01 import finalize_event, now
+from nostr_browserd.nostr.nip59 import make_rumor, wrap
+from tests.fixtures.daemon import forged_wrap, tampered
+
+
+@pytest.fixture
+def parties(tmp_path):
+    daemon, controller, stranger = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
+    store = Store(tmp_path / "state.sqlite3")
+    inbox = Inbox(
+        daemon, daemon.pubkey, store,
+        is_known=lambda pk: pk == controller.pubkey,
+        schemes=["nip17", "nip04"], freshness=600,
+    )
+    yield inbox, daemon, controller, stranger
+    store.close()
+
+
+async def dm(sender, recipient, text, **kw):
+    wraps = await nip17.make_dm(sender, [recipient], text, copy_to_self=False, **kw)
+    return wraps[0][1]
+
+
+def kind4(sender, recipient, text, created_at=None, tags=()):
+    return finalize_event(
+        {
+            "kind": 4,
+            "content": nip04.encrypt(sender.secret, recipient, text),
+            "tags": [["p", recipient], *tags],
+            "created_at": created_at or now(),
+        },
+        sender.secret,
+    )
+
+
+async def test_nip17_from_a_controller(parties):
+    inbox, daemon, controller, _ = parties
+    event = await dm(controller, daemon.pubkey, "get url")
+    incoming = await inbox.open(event)
+    assert incoming is not None and incoming.refusal is None
+    assert (incoming.sender, incoming.scheme, incoming.content) == (
+        controller.pubkey, "nip17", "get url",
+    )
+    assert incoming.outer_id == event["id"] and incoming.event_id != event["id"]
+
+
+async def test_nip04_from_a_controller(parties):
+    inbox, daemon, controller, _ = parties
+    event = kind4(controller, daemon.pubkey, '{"tool":"get_url"}')
+    incoming = await inbox.open(event)
+    assert incoming.scheme == "nip04" and incoming.event_id == event["id"]
+    assert incoming.content == '{"tool":"get_url"}'
+
+
+async def test_strangers_forgeries_and_bad_signatures_are_dropped(parties):
+    inbox, daemon, controller, stranger = parties
+    assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
+    assert await inbox.open(kind4(stranger, daemon.pubkey, "get url")) is None
+    forged = forged_wrap(stranger, controller.pubkey, daemon.pubkey, "get url")
+    assert await inbox.open(forged) is None
+    assert await inbox.open(tampered(kind4(controller, daemon.pubkey, "get url"))) is None
+    assert await inbox.open(tampered(await dm(controller, daemon.pubkey, "get url"))) is None
+
+
+async def test_each_command_opens_once(parties):
+    inbox, daemon, controller, _ = parties
+    event = await dm(controller, daemon.pubkey, "get url")
+    assert await inbox.open(event) is not None
+    assert await inbox.open(event) is None
+    # The same rumor in a new wrap (what a relay replaying a copy or an attacker could send).
+    opened = await nip17.open_dm(event, daemon)
+    rewrapped = await wrap(opened.rumor, controller, daemon.pubkey)
+    assert await inbox.open(rewrapped) is None
+    k4 = kind4(controller, daemon.pubkey, "get url")
+    assert await inbox.open(k4) is not None and await inbox.open(k4) is None
+
+
+async def test_stale_future_and_expired_commands_are_refused(parties):
+    inbox, daemon, controller, _ = parties
+    old = make_rumor(controller.pubkey, 14, "get url", [["p", daemon.pubkey]], now() - 3600)
+    incoming = await inbox.open(await wrap(old, controller, daemon.pubkey))
+    assert incoming.refusal.code == ErrorCode.REFUSED and "freshness" in incoming.refusal.message
+    future = kind4(controller, daemon.pubkey, "get url", created_at=now() + 3600)
+    assert (await inbox.open(future)).refusal.code == ErrorCode.REFUSED
+    expired = await dm(controller, daemon.pubkey, "get url", expiration=int(time.time()) - 1)
+    assert "expired" in (await inbox.open(expired)).refusal.message
+
+
+async def test_group_messages_are_answered_to_the_sender_alone(parties):
+    inbox, daemon, controller, stranger = parties
+    wraps = await nip17.make_dm(controller, [daemon.pubkey, stranger.pubkey], "click @e1")
+    ours = next(w for r, w in wraps if r == daemon.pubkey)
+    incoming = await inbox.open(ours)
+    assert incoming.sender == controller.pubkey
+    assert incoming.refusal.code == ErrorCode.REFUSED and "one-to-one" in incoming.refusal.message
+
+
+async def test_other_rumor_kinds_are_ignored(parties):
+    inbox, daemon, controller, _ = parties
+    reaction = await dm(controller, daemon.pubkey, "+", kind=7)
+    assert await inbox.open(reaction) is None
+
+
+async def test_schemes_not_accepted_and_not_for_us(tmp_path):
+    daemon, controller, other = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
+    inbox = Inbox(
+        daemon, daemon.pubkey, Store(tmp_path / "s.sqlite3"),
+        is_known=lambda pk: True, schemes=["nip17"], freshness=600,
+    )
+    assert await inbox.open(kind4(controller, daemon.pubkey, "get url")) is None
+    assert await inbox.open(await dm(controller, other.pubkey, "get url")) is None
