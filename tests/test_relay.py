@@ -1,0 +1,195 @@
+"""RelayPool against real relays: PyPI's nostr-relay and nostr-sdk's LocalRelay."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import nostr_sdk
+import pytest
+
+from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
+from nostr_browserd.nostr.nip01 import InvalidEvent, finalize_event
+from nostr_browserd.nostr.relay import RelayPool, Subscription
+
+
+def note(secret: bytes, content: str, **fields: Any) -> dict[str, Any]:
+    return finalize_event({"kind": 1, "content": content, **fields}, secret)
+
+
+async def next_event(sub: Subscription, timeout: float = 5.0) -> dict[str, Any]:
+    async with asyncio.timeout(timeout):
+        return await anext(sub)
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+async def publish_with_nostr_sdk(url: str, event: dict[str, Any]) -> None:
+    """Publish through an independent client, as another user's app would."""
+    client = nostr_sdk.Client()
+    try:
+        await client.add_relay(nostr_sdk.RelayUrl.parse(url))
+        await client.try_connect(datetime.timedelta(seconds=5))
+        output = await client.send_event(nostr_sdk.Event.from_json(json.dumps(event)))
+        assert output.success, output.failed
+    finally:
+        await client.shutdown()
+
+
+def print_latencies(label: str, seconds: list[float]) -> None:
+    ms = sorted(s * 1000 for s in seconds)
+    print(f"\n{label}: n={len(ms)} p50={statistics.median(ms):.2f} ms max={ms[-1]:.2f} ms")
+
+
+async def test_publish_and_subscribe_through_nostr_relay(nostr_relay_url: str) -> None:
+    secret = generate_secret()
+    async with RelayPool([nostr_relay_url]) as pool:
+        assert await pool.wait_connected(10)
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)], "kinds": [1]}])
+        assert await sub.wait_eose(5)
+        assert sub.eose == {nostr_relay_url}
+        latencies = []
+        for i in range(20):
+            event = note(secret, f"hello {i}")
+            started = time.perf_counter()
+            result = await pool.publish(event, timeout=5)
+            latencies.append(time.perf_counter() - started)
+            assert result.accepted == [nostr_relay_url], result.refused
+            assert (await next_event(sub))["id"] == event["id"]
+        print_latencies("publish→OK, nostr-relay", latencies)
+        status = pool.status()[nostr_relay_url]
+        assert status.state == status.publish_state == "connected"
+        assert status.counts["events"] == 20
+
+
+async def test_refused_publish_reports_the_relays_reason(nostr_relay_url: str) -> None:
+    secret = generate_secret()
+    async with RelayPool([nostr_relay_url]) as pool:
+        tampered = {**note(secret, "original"), "content": "tampered"}
+        result = await pool.publish(tampered, timeout=5)
+        assert not result.ok
+        assert result.refused[nostr_relay_url].startswith("invalid:")
+        with pytest.raises(InvalidEvent):
+            await pool.publish({"kind": 1, "content": "no id, no signature"})
+        assert (await pool.publish(note(secret, "still fine"), timeout=5)).ok
+
+
+async def test_publish_latency_on_local_relay(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    async with RelayPool([relay.url]) as pool:
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
+        assert await pool.wait_connected(5)
+        publish, delivery = [], []
+        for i in range(30):
+            event = note(secret, f"ping {i}")
+            started = time.perf_counter()
+            assert (await pool.publish(event, timeout=5)).ok
+            publish.append(time.perf_counter() - started)
+            assert (await next_event(sub))["id"] == event["id"]
+            delivery.append(time.perf_counter() - started)
+        print_latencies("publish→OK, LocalRelay", publish)
+        print_latencies("publish→own subscription, LocalRelay", delivery)
+
+
+async def test_subscription_survives_a_relay_restart(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    async with RelayPool([relay.url], backoff_base=0.2, backoff_cap=1.0) as pool:
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
+        before = note(secret, "before the restart")
+        assert (await pool.publish(before, timeout=5)).ok
+        assert (await next_event(sub))["id"] == before["id"]
+
+        relay.stop()
+        await wait_until(lambda: pool.status()[relay.url].state == "backoff")
+        await relay.start()  # same port, empty storage
+        while_away = note(secret, "published while the pool was away")
+        await publish_with_nostr_sdk(relay.url, while_away)
+
+        assert (await next_event(sub, timeout=10))["id"] == while_away["id"]
+        status = pool.status()[relay.url]
+        assert status.state == "connected"
+        assert status.counts["connects"] >= 2
+        after = note(secret, "after the restart")
+        assert (await pool.publish(after, timeout=5)).ok
+        assert (await next_event(sub))["id"] == after["id"]
+
+
+async def test_same_event_from_two_relays_is_delivered_once(local_relay_factory) -> None:
+    relays = [await local_relay_factory(), await local_relay_factory()]
+    urls = [r.url for r in relays]
+    secret = generate_secret()
+    async with RelayPool(urls) as pool:
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
+        first, second = note(secret, "first"), note(secret, "second")
+        for event in (first, second):
+            assert sorted((await pool.publish(event, timeout=5)).accepted) == sorted(urls)
+        assert (await next_event(sub))["id"] == first["id"]
+        assert (await next_event(sub))["id"] == second["id"]
+        await wait_until(lambda: sum(s.counts["events"] for s in pool.status().values()) == 4)
+        assert sum(s.counts["duplicates"] for s in pool.status().values()) == 2
+
+
+async def test_relay_demanding_auth_serves_after_authenticating(local_relay_factory) -> None:
+    relay = await local_relay_factory(nip42=nostr_sdk.LocalRelayBuilderNip42Mode.BOTH)
+    signer = KeySigner.generate()
+    event = note(signer.secret, "for authenticated readers")
+    async with RelayPool([relay.url], auth_signer=signer) as pool:
+        result = await pool.publish(event, timeout=5)
+        assert result.accepted == [relay.url], result.refused
+        sub = pool.subscribe([{"authors": [signer.pubkey]}])
+        assert (await next_event(sub))["id"] == event["id"]
+        assert await sub.wait_eose(5)
+        status = pool.status()[relay.url]
+        assert status.authenticated
+        assert status.counts["auth"] == 2  # the reading and the publishing connection
+
+    async with RelayPool([relay.url]) as anonymous:  # no signer: refusals come back as they are
+        result = await anonymous.publish(note(signer.secret, "anonymous"), timeout=5)
+        assert result.refused[relay.url].startswith("auth-required:")
+        sub = anonymous.subscribe([{"authors": [signer.pubkey]}])
+        assert await sub.wait_eose(5)
+        assert sub.closed_by[relay.url].startswith("auth-required:")
+
+
+async def test_closed_after_eose_for_an_ids_filter_is_harmless(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    async with RelayPool([relay.url]) as pool:
+        stored = note(secret, "stored")
+        assert (await pool.publish(stored, timeout=5)).ok
+        by_id = pool.subscribe([{"ids": [stored["id"]]}])
+        author = public_key_hex(secret)
+        live = pool.subscribe([{"authors": [author], "since": stored["created_at"]}])
+        assert (await next_event(by_id))["id"] == stored["id"]
+        assert await by_id.wait_eose(5)
+        await wait_until(lambda: relay.url in by_id.closed_by)  # LocalRelay closes it
+        assert (await next_event(live))["id"] == stored["id"]
+        later = note(secret, "later")
+        assert (await pool.publish(later, timeout=5)).ok
+        assert (await next_event(live))["id"] == later["id"]
+        assert pool.status()[relay.url].state == "connected"
+
+
+async def test_close_ends_iteration_and_connections(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    pool = RelayPool([relay.url])
+    await pool.start()
+    sub = pool.subscribe([{"kinds": [1]}])
+    assert await pool.wait_connected(5)
+    consumer = asyncio.create_task(anext(sub, None))
+    await pool.close()
+    assert await asyncio.wait_for(consumer, 5) is None
+    assert pool.status() == {}
+    with pytest.raises(RuntimeError):
+        await pool.publish(note(generate_secret(), "after close"))
