@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -41,6 +41,8 @@ class Tool(Generic[P]):
     params: type[P]
     gated: bool
     handler: Handler
+    args: tuple[str, ...] = ()
+    flags: dict[str, str] = field(default_factory=dict)
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of this tool's params, with its description."""
@@ -60,21 +62,42 @@ class Registry:
         self._tools: dict[str, Tool[Any]] = {}
 
     def tool(
-        self, name: str, *, family: str, gated: bool, params: type[BaseModel] = NoParams
+        self,
+        name: str,
+        *,
+        family: str,
+        gated: bool,
+        params: type[BaseModel] = NoParams,
+        args: tuple[str, ...] = (),
+        flags: dict[str, str] | None = None,
     ) -> Callable[[Handler], Handler]:
-        """Decorator: register ``handler(session, params)``; its docstring is the description."""
+        """Decorator: register ``handler(session, params)``; its docstring is the description.
+
+        ``args`` and ``flags`` shape the text grammar: the params filled by bare words in
+        order (``"target"`` is a ref or selector, a leading ``*`` takes the rest of the
+        line) and single-letter flags mapped to params (``{"i": "interactive"}``).
+        """
 
         def register(handler: Handler) -> Handler:
-            if name in self._tools:
-                raise ValueError(f"tool {name!r} registered twice")
             doc = inspect.getdoc(handler) or ""
             description = doc.strip().split("\n\n")[0].replace("\n", " ")
             if not description:
                 raise ValueError(f"tool {name!r} needs a docstring: it becomes its description")
-            self._tools[name] = Tool(name, family, description, params, gated, handler)
+            self.add(Tool(name, family, description, params, gated, handler, args, flags or {}))
             return handler
 
         return register
+
+    def add(self, tool: Tool[Any]) -> None:
+        """Register an already declared tool."""
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def include(self, other: Registry) -> None:
+        """Add every tool of ``other`` (a family module's registry) to this one."""
+        for tool in other:
+            self.add(tool)
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

@@ -1,0 +1,46 @@
+"""The catalog: every tool family registered on one ``REGISTRY``, plus ``help``.
+
+A family is a module with ``TOOLS = Registry()`` and its tools declared on it; adding
+a family means writing that module and listing it in ``FAMILIES``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from . import interact, navigate, output, read, script, tabs, wait
+from .registry import Params, Registry
+
+FAMILIES = (navigate, read, interact, wait, tabs, output, script)
+
+REGISTRY = Registry()
+for family in FAMILIES:
+    REGISTRY.include(family.TOOLS)
+
+
+class HelpParams(Params):
+    """Optionally, the tool to describe in full."""
+
+    tool: str | None = Field(None, description="a tool name, for its params")
+
+
+def describe(registry: Registry, name: str | None) -> dict[str, Any]:
+    """The catalog (name, gated or free, description), or one tool's schema and usage."""
+    from .protocol import usage  # the text grammar lives with the protocol
+
+    if name:
+        tool = registry.get(name.replace(" ", "_"))
+        return {**tool.schema(), "usage": usage(tool)}
+    return {
+        "tools": [
+            {"name": t.name, "gated": t.gated, "description": t.description} for t in registry
+        ]
+    }
+
+
+@REGISTRY.tool("help", family="meta", gated=False, params=HelpParams, args=("*tool",))
+async def help_(session: Any, params: HelpParams) -> dict[str, Any]:
+    """List every tool, or with a tool name, its params and usage."""
+    return describe(REGISTRY, params.tool)

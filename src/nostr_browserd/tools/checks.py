@@ -1,0 +1,159 @@
+"""Inspect before acting, compare after: the checks behind click, fill and type.
+
+Every refusal fires on an inspection made before anything could change the page, and a
+state-changing action is judged by what it did, not by whether Playwright returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from playwright.async_api import Locator, Page
+
+from ..errors import BrowserdError, ErrorCode
+
+# URL, title, a mutation counter and every field's state: enough to tell "nothing happened".
+FINGERPRINT_JS = """() => {
+  if (!window.__nbdMutations) {
+    window.__nbdMutations = {n: 0};
+    new MutationObserver(r => { window.__nbdMutations.n += r.length; })
+      .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  }
+  const fields = [...document.querySelectorAll('input, select, textarea')]
+    .map(e => e.type === 'password' ? String(e.value.length) + e.checked
+                                    : e.value + e.checked + e.selectedIndex);
+  return {url: location.href, title: document.title, mutations: window.__nbdMutations.n,
+          fields: fields.join('\\u0000'), focus: document.activeElement?.outerHTML.slice(0, 200),
+          scroll: [scrollX, scrollY].join()};
+}"""
+
+# What covers the element's centre, if anything: named so the caller can deal with it.
+COVER_JS = """el => {
+  el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+  const r = el.getBoundingClientRect();
+  if (r.width === 0 || r.height === 0) return {hidden: true};
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const root = el.getRootNode();
+  let hit = (root.elementFromPoint ? root : document).elementFromPoint(x, y);
+  const inside = n => {
+    for (; n; n = n.parentNode || n.host) if (n === el) return true;
+    return false;
+  };
+  if (!hit || inside(hit)) return null;
+  if (el.labels && [...el.labels].some(l => l.contains(hit))) return null;
+  const text = (hit.innerText || '').trim().slice(0, 60);
+  const cls = String(hit.className).slice(0, 60);
+  return {tag: hit.tagName.toLowerCase(), id: hit.id, cls, text};
+}"""
+
+FIELD_JS = """el => ({
+  tag: el.tagName.toLowerCase(), type: (el.type || '').toLowerCase(),
+  editable: el.isContentEditable,
+  disabled: !!el.disabled || el.getAttribute('aria-disabled') === 'true',
+  readonly: !!el.readOnly, maxlength: el.maxLength ?? -1, value: el.value ?? el.innerText ?? ''
+})"""
+
+TEXT_TYPES = frozenset(
+    [
+        "text",
+        "email",
+        "number",
+        "tel",
+        "url",
+        "search",
+        "password",
+        "date",
+        "datetime-local",
+        "month",
+        "week",
+        "time",
+        "color",
+        "range",
+    ]
+)
+
+
+async def fingerprint(page: Page) -> dict[str, Any] | None:
+    """The page's observable state, or None while it is between documents."""
+    try:
+        return await asyncio.wait_for(page.evaluate(FINGERPRINT_JS), 5)
+    except Exception:
+        return None
+
+
+async def changes(page: Page, before: dict[str, Any] | None) -> list[str]:
+    """What differs from ``before``: re-checked a few frames later for late handlers."""
+    for delay in (0, 0.05, 0.15, 0.3):
+        await asyncio.sleep(delay)
+        if before is None:
+            return ["page reloaded"]
+        after = await fingerprint(page)
+        if after is None:
+            with contextlib.suppress(Exception):
+                await page.wait_for_load_state("load", timeout=5000)
+            return ["navigated"]
+        reasons = [
+            label
+            for key, label in (
+                ("url", "url changed"),
+                ("title", "title changed"),
+                ("mutations", "page content changed"),
+                ("fields", "field values changed"),
+                ("focus", "focus moved"),
+                ("scroll", "page scrolled"),
+            )
+            if after.get(key) != before.get(key)
+        ]
+        if reasons:
+            return reasons
+    return []
+
+
+async def refuse_if_covered(locator: Locator) -> None:
+    """Name the element that sits on top of the target's centre instead of clicking it."""
+    cover = await locator.evaluate(COVER_JS)
+    if cover is None:
+        return
+    if cover.get("hidden"):
+        raise BrowserdError(ErrorCode.REFUSED, "The element has no size on screen: not clicked.")
+    name = cover["tag"] + (f"#{cover['id']}" if cover["id"] else "")
+    if cover["cls"]:
+        name += "." + ".".join(cover["cls"].split())
+    text = f' ("{cover["text"]}")' if cover["text"] else ""
+    raise BrowserdError(
+        ErrorCode.REFUSED,
+        f"Not clicked: another element covers it: {name}{text}. Close or scroll past that first.",
+    )
+
+
+async def editable_field(locator: Locator, *, secret: bool) -> dict[str, Any]:
+    """Refuse anything a person could not type into; returns the inspection."""
+    info = await locator.evaluate(FIELD_JS)
+    kind = info["type"] if info["tag"] == "input" else info["tag"]
+    if not (info["editable"] or info["tag"] == "textarea" or kind in TEXT_TYPES):
+        raise BrowserdError(ErrorCode.REFUSED, f"Not a text field ({kind}): nothing typed.")
+    if info["disabled"]:
+        raise BrowserdError(ErrorCode.REFUSED, "The field is disabled: a person could not edit it.")
+    if info["readonly"]:
+        raise BrowserdError(
+            ErrorCode.REFUSED, "The field is read-only: a person could not edit it."
+        )
+    if kind == "password" and not secret:
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            "This is a password field: pass secret=true (--secret) to fill it on purpose.",
+        )
+    info["password"] = kind == "password"
+    return info
+
+
+def check_length(info: dict[str, Any], length: int) -> None:
+    """Refuse text the page would silently cut at its maxlength."""
+    limit = info["maxlength"]
+    if limit is not None and limit >= 0 and length > limit:
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            f"The text is {length} characters; the field takes at most {limit}: nothing typed.",
+        )

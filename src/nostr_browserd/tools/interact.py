@@ -1,0 +1,172 @@
+"""Acting on the page: click, fill, type, press, hover, focus, scroll and dialogs.
+
+Each action inspects before it acts and reports what it did: a click that changed
+nothing says NOT VERIFIED, a fill the page rewrote says MISMATCH, and a dialog the
+action opened comes back as state instead of hanging the command.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from playwright.async_api import Error as PlaywrightError
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .checks import changes, check_length, editable_field, fingerprint, refuse_if_covered
+from .params import OptionalTarget, Target
+from .refs import first_line
+from .registry import Params, Registry
+from .session import Session
+
+TOOLS = Registry()
+NOT_VERIFIED = "NOT VERIFIED: nothing observable changed (URL, title, content, fields, focus)."
+
+
+async def act_and_compare(session: Session, action: Any) -> dict[str, Any]:
+    """Run ``action`` and report what changed, a dialog it opened, or NOT VERIFIED."""
+    page = session.page
+    tabs_before = set(session.tabs)
+    before = await fingerprint(page)
+    if await session.race_dialog(action):
+        return {"verified": True, "changes": ["a dialog opened"]}
+    new_tabs = [t for t in session.tabs if t not in tabs_before]
+    if new_tabs:
+        return {"verified": True, "changes": ["new tab opened"], "new_tabs": new_tabs}
+    reasons = await changes(page, before)
+    result: dict[str, Any] = {"verified": bool(reasons), "changes": reasons}
+    if not reasons:
+        result["note"] = NOT_VERIFIED
+    return result
+
+
+@TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
+async def click(session: Session, params: Target) -> dict[str, Any]:
+    """Click one element, unless something covers it; says whether the page changed."""
+    locator = await session.locate(**params.target())
+    await refuse_if_covered(locator)
+    return await act_and_compare(session, locator.click())
+
+
+class FillParams(Target):
+    """A text field and the text that replaces its content."""
+
+    value: str = Field(description="the text to put in the field")
+    secret: bool = Field(False, description="required for password fields; value never echoed")
+
+
+async def read_back(locator: Any, info: dict[str, Any], expected: str) -> dict[str, Any]:
+    """Compare the field's value with what was typed; MISMATCH when the page rewrote it."""
+    actual = await locator.evaluate("el => el.isContentEditable ? el.innerText : el.value")
+    if actual == expected:
+        return {"ok": True}
+    if info["password"]:
+        return {"ok": False, "note": "MISMATCH: the page changed the password field's value."}
+    return {"ok": False, "value": actual, "note": f"MISMATCH: the field now reads {actual!r}."}
+
+
+@TOOLS.tool("fill", family="interact", gated=True, params=FillParams, args=("target", "*value"))
+async def fill(session: Session, params: FillParams) -> dict[str, Any]:
+    """Replace a text field's content and read it back (password fields need secret=true)."""
+    locator = await session.locate(**params.target())
+    info = await editable_field(locator, secret=params.secret)
+    check_length(info, len(params.value))
+    await locator.fill(params.value)
+    return await read_back(locator, info, params.value)
+
+
+@TOOLS.tool("type", family="interact", gated=True, params=FillParams, args=("target", "*value"))
+async def type_(session: Session, params: FillParams) -> dict[str, Any]:
+    """Type text key by key at the end of a field, firing the key events a person would."""
+    locator = await session.locate(**params.target())
+    info = await editable_field(locator, secret=params.secret)
+    check_length(info, len(info["value"]) + len(params.value))
+    await locator.evaluate("el => { el.focus(); el.setSelectionRange?.(1e9, 1e9); }")
+    await locator.press_sequentially(params.value)
+    return await read_back(locator, info, info["value"] + params.value)
+
+
+class PressParams(OptionalTarget):
+    """A key or chord, sent to an element or to whatever has focus."""
+
+    key: str = Field(min_length=1, description="e.g. Enter, Tab, Escape, Control+a, ArrowDown")
+
+
+@TOOLS.tool("press", family="interact", gated=True, params=PressParams, args=("key", "target"))
+async def press(session: Session, params: PressParams) -> dict[str, Any]:
+    """Press a key (Enter, Tab, Control+a…) on an element or on the focused element."""
+    if params.has_target:
+        locator = await session.locate(**params.target())
+        action = locator.press(params.key)
+    else:
+        action = session.page.keyboard.press(params.key)
+    try:
+        return await act_and_compare(session, action)
+    except PlaywrightError as exc:
+        if "Unknown key" in str(exc):
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, first_line(exc)) from None
+        raise
+
+
+@TOOLS.tool("hover", family="interact", gated=True, params=Target, args=("target",))
+async def hover(session: Session, params: Target) -> dict[str, Any]:
+    """Move the mouse over one element (opens hover menus and tooltips)."""
+    locator = await session.locate(**params.target())
+    await refuse_if_covered(locator)
+    return await act_and_compare(session, locator.hover())
+
+
+@TOOLS.tool("focus", family="interact", gated=True, params=Target, args=("target",))
+async def focus(session: Session, params: Target) -> dict[str, Any]:
+    """Give one element keyboard focus."""
+    locator = await session.locate(**params.target())
+    await locator.focus()
+    focused = await locator.evaluate(
+        "el => el === document.activeElement || el.contains(document.activeElement)"
+    )
+    return {"focused": focused}
+
+
+class ScrollParams(OptionalTarget):
+    """A direction and distance, or an element to bring into view."""
+
+    direction: Literal["down", "up", "left", "right"] = "down"
+    amount: int = Field(600, ge=1, le=100_000, description="pixels")
+
+
+SCROLL_POSITION_JS = """() => ({
+  x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight
+})"""
+
+
+@TOOLS.tool(
+    "scroll", family="interact", gated=False, params=ScrollParams, args=("direction", "amount")
+)
+async def scroll(session: Session, params: ScrollParams) -> dict[str, Any]:
+    """Scroll the page (down/up/left/right by pixels) or bring an element into view."""
+    page = session.page
+    if params.has_target:
+        locator = await session.locate(**params.target())
+        await locator.scroll_into_view_if_needed()
+    else:
+        dx, dy = {
+            "down": (0, params.amount),
+            "up": (0, -params.amount),
+            "right": (params.amount, 0),
+            "left": (-params.amount, 0),
+        }[params.direction]
+        await page.evaluate("([dx, dy]) => window.scrollBy(dx, dy)", [dx, dy])
+    return {"position": await page.evaluate(SCROLL_POSITION_JS)}
+
+
+class DialogParams(Params):
+    """Accept or dismiss the open dialog; ``value`` answers a prompt."""
+
+    action: Literal["accept", "dismiss"]
+    value: str | None = Field(None, description="text for a prompt() when accepting")
+
+
+@TOOLS.tool("dialog", family="interact", gated=True, params=DialogParams, args=("action", "*value"))
+async def dialog(session: Session, params: DialogParams) -> dict[str, Any]:
+    """Answer the confirm/prompt/beforeunload dialog that blocks the active tab."""
+    return await session.answer_dialog(params.action == "accept", params.value)

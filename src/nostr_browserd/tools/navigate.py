@@ -1,0 +1,85 @@
+"""Navigation: open an address, go back, forward, reload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page, Response
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .params import Url
+from .refs import first_line
+from .registry import NoParams, Registry
+from .session import Session
+from .snapshot import Options, take
+from .urls import resolve
+
+TOOLS = Registry()
+
+
+class OpenParams(Url):
+    """Where to go, and whether to snapshot the page once it has loaded."""
+
+    snapshot: bool = Field(False, description="also return an interactive snapshot")
+
+
+async def goto(session: Session, page: Page, text: str) -> dict[str, Any]:
+    """Load ``text`` (resolved like an address bar) in ``page`` and wait for its load event."""
+    config = session.config
+    url = resolve(text, config.allowed_schemes, config.search_url)
+    try:
+        response = await page.goto(url, wait_until="load")
+    except PlaywrightError as exc:
+        if "net::" not in str(exc):
+            raise
+        raise BrowserdError(
+            ErrorCode.NAVIGATION_FAILED, f"Could not load {url}: {first_line(exc)}"
+        ) from None
+    return loaded(response)
+
+
+def loaded(response: Response | None) -> dict[str, Any]:
+    """The HTTP status of a navigation, when there was one."""
+    return {"status": response.status} if response is not None else {}
+
+
+@TOOLS.tool("open", family="navigate", gated=True, params=OpenParams, args=("*url",))
+async def open_(session: Session, params: OpenParams) -> dict[str, Any]:
+    """Open an address, bare host or search phrase in the active tab; returns once loaded."""
+    if session.page_or_none is None:
+        await session.new_tab()
+    page = session.page
+    result = await goto(session, page, params.url)
+    if params.snapshot:
+        snap = await take(page, Options(interactive=True, max_chars=session.config.result_cap))
+        result["snapshot"] = snap.text
+    return result
+
+
+async def history(session: Session, step: str) -> dict[str, Any]:
+    page = session.page
+    move = {"back": page.go_back, "forward": page.go_forward, "reload": page.reload}[step]
+    response = await move(wait_until="load")
+    if response is None and step != "reload":
+        return {"moved": False, "note": f"There is no page to go {step} to."}
+    return {"moved": True, **loaded(response)}
+
+
+@TOOLS.tool("back", family="navigate", gated=True)
+async def back(session: Session, params: NoParams) -> dict[str, Any]:
+    """Go back one page in the active tab's history."""
+    return await history(session, "back")
+
+
+@TOOLS.tool("forward", family="navigate", gated=True)
+async def forward(session: Session, params: NoParams) -> dict[str, Any]:
+    """Go forward one page in the active tab's history."""
+    return await history(session, "forward")
+
+
+@TOOLS.tool("reload", family="navigate", gated=True)
+async def reload(session: Session, params: NoParams) -> dict[str, Any]:
+    """Reload the active tab."""
+    return await history(session, "reload")

@@ -1,0 +1,58 @@
+"""Screenshots: PNG or JPEG, of the viewport, the full page or one element, bounded."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .params import OptionalTarget
+from .registry import Registry
+from .session import Session
+
+TOOLS = Registry()
+
+
+class ScreenshotParams(OptionalTarget):
+    """What to capture and how to encode it; ref/selector capture one element."""
+
+    format: Literal["png", "jpeg"] = "png"
+    quality: int | None = Field(None, ge=1, le=100, description="JPEG quality")
+    full_page: bool = Field(False, description="the whole page, not just the viewport")
+    scale: Literal["css", "device"] = Field("css", description="css pixels or device pixels")
+
+
+@TOOLS.tool(
+    "screenshot",
+    family="output",
+    gated=False,
+    params=ScreenshotParams,
+    args=("target",),
+    flags={"f": "full_page"},
+)
+async def screenshot(session: Session, params: ScreenshotParams) -> dict[str, Any]:
+    """A picture of the viewport, the full page or one element, as base64 PNG or JPEG."""
+    if params.quality is not None and params.format != "jpeg":
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, "quality applies to format=jpeg only.")
+    options: dict[str, Any] = {"type": params.format, "scale": params.scale}
+    if params.quality is not None:
+        options["quality"] = params.quality
+    if params.has_target:
+        locator = await session.locate(**params.target())
+        data = await locator.screenshot(**options)
+    else:
+        data = await session.page.screenshot(full_page=params.full_page, **options)
+    cap = session.config.binary_cap
+    if len(data) > cap:
+        raise BrowserdError(
+            ErrorCode.TOO_LARGE,
+            f"The screenshot is {len(data):,} bytes, over the {cap:,}-byte cap: use "
+            "format=jpeg with a lower quality, drop full_page, or capture one element.",
+        )
+    return {
+        "mime": f"image/{params.format}",
+        "bytes": len(data),
+        "base64": base64.b64encode(data).decode("ascii"),
+    }

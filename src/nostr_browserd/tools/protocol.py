@@ -1,0 +1,325 @@
+"""One protocol for every transport: JSON requests, a text grammar, coded results.
+
+``{"id", "tool", "params"}`` → ``{"id", "success": true, "data"}`` or
+``{"id", "success": false, "error": {"code", "message"}}``.  People may type the
+agent-browser style grammar instead (``click @e2``, ``fill @e3 "hello"``, ``snapshot -i``);
+it is parsed with each tool's own ``args`` and ``flags`` from the registry, and such a
+request gets a text reply that reads well on a phone.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shlex
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+from pydantic import BaseModel, Field
+
+from ..errors import BrowserdError, ErrorCode
+from .params import Target
+from .refs import first_line, looks_like_ref
+from .registry import Registry, Tool
+
+log = logging.getLogger(__name__)
+
+TAB = re.compile(r"^t\d+$")
+# Words that pick a tool by what follows them: (word, test on the rest, tool).
+SHORTHANDS: tuple[tuple[str, Any, str], ...] = (
+    ("tab", lambda rest: not rest, "tab_list"),
+    ("tab", lambda rest: bool(TAB.match(rest[0])), "tab_switch"),
+    ("wait", lambda rest: bool(rest) and not rest[0].isdigit(), "wait_for"),
+    ("goto", lambda rest: True, "open"),
+    ("navigate", lambda rest: True, "open"),
+)
+BINARY_KEYS = frozenset({"base64"})
+STATE_KEYS = ("url", "title", "tab", "dialog", "alert")
+
+
+class Request(BaseModel):
+    """One command, whichever transport and syntax carried it."""
+
+    id: int | str | None = None
+    tool: str = Field(min_length=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+    text: bool = Field(False, exclude=True, description="came as text: reply in text")
+
+    def redacted(self) -> dict[str, Any]:
+        """The request as it may be logged: a secret value is never written anywhere."""
+        params = dict(self.params)
+        if params.get("secret") and "value" in params:
+            params["value"] = "••••"
+        return {"id": self.id, "tool": self.tool, "params": params}
+
+
+def parse_request(raw: str | dict[str, Any], registry: Registry | None = None) -> Request:
+    """A JSON object (or its text), or a line of the text grammar, as a ``Request``."""
+    registry = registry or default_registry()
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Not valid JSON: {exc.msg}.") from None
+    if isinstance(raw, dict):
+        if not isinstance(raw.get("tool"), str):
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS, 'A request is {"id", "tool", "params"}: tool is missing.'
+            )
+        if not isinstance(raw.get("params", {}), dict):
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "params must be an object.")
+        if not isinstance(raw.get("id"), int | str | None):
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "id must be a number or a string.")
+        return Request(id=raw.get("id"), tool=raw["tool"], params=raw.get("params") or {})
+    return parse_text(raw, registry)
+
+
+def default_registry() -> Registry:
+    from .catalog import REGISTRY  # the catalog imports every family; load it on demand
+
+    return REGISTRY
+
+
+def parse_text(line: str, registry: Registry) -> Request:
+    """``fill @e3 "hello world"`` → ``Request(tool="fill", params={...}, text=True)``."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Cannot read that line: {exc}.") from None
+    if not words:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, "Empty command: send 'help' for the list.")
+    tool, rest = pick_tool(words, registry)
+    return Request(tool=tool.name, params=bind(tool, rest), text=True)
+
+
+def pick_tool(words: list[str], registry: Registry) -> tuple[Tool[Any], list[str]]:
+    """The tool a line names (``get text`` → get_text) and the words left for its params."""
+    head = words[0].lower()
+    if len(words) > 1 and f"{head}_{words[1].lower()}" in registry:
+        return registry.get(f"{head}_{words[1].lower()}"), words[2:]
+    for word, test, name in SHORTHANDS:
+        if head == word and test(words[1:]) and name in registry:
+            return registry.get(name), words[1:]
+    return registry.get(head), words[1:]
+
+
+def bind(tool: Tool[Any], words: list[str]) -> dict[str, Any]:
+    """Fill params from bare words (in ``tool.args`` order), ``--name value`` and ``-x``."""
+    fields = tool.params.model_fields
+    params: dict[str, Any] = {}
+    bare: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        key = flag_name(tool, word)
+        if key is None:
+            bare.append(word)
+        elif "=" in word:
+            params[key] = word.split("=", 1)[1]
+        elif fields[key].annotation in (bool, bool | None):
+            params[key] = not word.startswith("--no-")
+        elif i + 1 < len(words):
+            i += 1
+            params[key] = words[i]
+        else:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{word} needs a value. {usage(tool)}")
+        i += 1
+    for spec in tool.args:
+        if not bare:
+            break
+        if spec.startswith("*"):
+            params[spec[1:]] = " ".join(bare)
+            bare = []
+        elif spec == "target":
+            word = bare.pop(0)
+            params["ref" if looks_like_ref(word) else "selector"] = word
+        else:
+            params[spec] = bare.pop(0)
+    if bare:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Too many words. {usage(tool)}")
+    return params
+
+
+def flag_name(tool: Tool[Any], word: str) -> str | None:
+    """The param a ``--long``/``-s`` word names, or None when it is a bare word."""
+    fields = tool.params.model_fields
+    if word.startswith("--") and len(word) > 2:
+        name = word[2:].split("=", 1)[0].replace("-", "_")
+        name = name[3:] if name.startswith("no_") and name[3:] in fields else name
+        return name if name in fields else None
+    if len(word) == 2 and word[0] == "-":
+        return tool.flags.get(word[1])
+    return None
+
+
+def usage(tool: Tool[Any]) -> str:
+    """``usage: fill <@ref|selector> <value…> [--secret]``, from the tool's declaration."""
+    fields = tool.params.model_fields
+    parts = ["usage:", tool.name.replace("_", " ")]
+    named = set()
+    for spec in tool.args:
+        name = spec.lstrip("*")
+        if name == "target":
+            named |= {"ref", "selector"}
+            text = "<@ref|selector>"
+            parts.append(text if issubclass(tool.params, Target) else f"[{text}]")
+            continue
+        named.add(name)
+        text = f"<{name}{'…' if spec.startswith('*') else ''}>"
+        parts.append(text if fields[name].is_required() else f"[{text}]")
+    shorts = {v: k for k, v in tool.flags.items()}
+    for name, field in fields.items():
+        if name in named:
+            continue
+        flag = f"-{shorts[name]}" if name in shorts else f"--{name.replace('_', '-')}"
+        parts.append(
+            f"[{flag}]" if field.annotation in (bool, bool | None) else f"[{flag} <{name}>]"
+        )
+    return " ".join(parts)
+
+
+async def run(registry: Registry, session: Any, request: Request) -> dict[str, Any]:
+    """Run one request against ``session``; always returns a response, never raises."""
+    try:
+        tool, params = registry.validate(request.tool, request.params)
+        if tool.family == "meta":
+            data = await tool.handler(session, params)
+        else:
+            async with session.lock:
+                await session.ready()
+                data = await tool.handler(session, params)
+                state = await session.state()
+                data = {**data, **{k: v for k, v in state.items() if k not in data}}
+        return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}
+    except BrowserdError as exc:
+        error = exc
+    except PlaywrightTimeout as exc:
+        error = BrowserdError(ErrorCode.TIMEOUT, f"Timed out: {first_line(exc)}")
+    except PlaywrightError as exc:
+        error = playwright_error(session, exc)
+    except Exception as exc:
+        log.exception("tool %s failed", request.tool)
+        error = BrowserdError(ErrorCode.INTERNAL, f"Unexpected {type(exc).__name__}: {exc}")
+    return {"id": request.id, "success": False, "error": error.to_dict()}
+
+
+def playwright_error(session: Any, exc: PlaywrightError) -> BrowserdError:
+    """A crashed or killed browser is BROWSER_CRASHED; anything else is INTERNAL."""
+    message = first_line(exc)
+    gone = "closed" in message or "crashed" in message.lower()
+    if gone and not session.pool.alive:
+        return BrowserdError(
+            ErrorCode.BROWSER_CRASHED,
+            "The browser stopped (crashed or was killed); it restarts on the next command, "
+            "with fresh tabs.",
+        )
+    if gone:
+        return BrowserdError(
+            ErrorCode.BROWSER_CRASHED, f"The tab closed or crashed: {message}. See tab_list."
+        )
+    return BrowserdError(ErrorCode.INTERNAL, message)
+
+
+def cap(data: Any, limit: int) -> Any:
+    """Cut the longest text fields until the result fits ``limit`` characters; flag it."""
+    if not isinstance(data, dict):
+        return data
+    over = text_size(data) - limit
+    if over <= 0:
+        return data
+    data = json.loads(json.dumps(data))
+    while over > 0:
+        holder, key, value = longest_string(data)
+        if holder is None or len(value) < 100:
+            break
+        keep = max(0, len(value) - over - 100)
+        holder[key] = value[:keep] + f"… [cut {len(value) - keep:,} characters]"
+        over = text_size(data) - limit
+    data["truncated"] = True
+    data["note"] = f"Result cut to fit {limit:,} characters: ask for less (a target, a scope)."
+    return data
+
+
+def text_size(data: Any) -> int:
+    """JSON size without binary fields, which have their own byte cap."""
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in BINARY_KEYS}
+    return len(json.dumps(data, ensure_ascii=False, default=str))
+
+
+def longest_string(node: Any) -> tuple[Any, Any, str]:
+    """(container, key, value) of the longest string leaf, binary fields excepted."""
+    best: tuple[Any, Any, str] = (None, None, "")
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if key in BINARY_KEYS:
+            continue
+        if isinstance(value, str) and len(value) > len(best[2]):
+            best = (node, key, value)
+        elif isinstance(value, dict | list):
+            candidate = longest_string(value)
+            if len(candidate[2]) > len(best[2]):
+                best = candidate
+    return best
+
+
+def render_text(response: dict[str, Any]) -> str:
+    """A reply for a person: the answer first, then where the tab is, then any dialog."""
+    if not response.get("success"):
+        error = response.get("error", {})
+        return f"✗ {error.get('code')}: {error.get('message')}"
+    data = response.get("data")
+    if not isinstance(data, dict):
+        return str(data)
+    lines: list[str] = []
+    if "tools" in data:
+        lines += [
+            f"{t['name']}{' (gated)' if t['gated'] else ''}: {t['description']}"
+            for t in data["tools"]
+        ]
+    for key in ("snapshot", "text", "html", "usage"):
+        if isinstance(data.get(key), str):
+            lines.append(data[key])
+    if "base64" in data:
+        lines.append(
+            f"[{data.get('mime')}, {data.get('bytes', 0):,} bytes: ask in JSON for the image]"
+        )
+    if isinstance(data.get("tabs"), list):
+        lines += [
+            f"{'▶' if t['active'] else ' '} {t['tab']}  {t['title'] or ''}  {t['url']}"
+            for t in data["tabs"]
+        ]
+    shown = {"tools", "snapshot", "text", "html", "usage", "base64", "tabs", "note", *STATE_KEYS}
+    for key, value in data.items():
+        if key not in shown and value not in (None, [], {}):
+            lines.append(
+                f"{key}: {value if not isinstance(value, list) else ', '.join(map(str, value))}"
+            )
+    if data.get("note"):
+        lines.append(f"⚠ {data['note']}")
+    if data.get("tab") or data.get("url"):
+        lines.append(
+            f"[{data.get('tab')}] {data.get('title') or ''} {data.get('url') or ''}".strip()
+        )
+    if data.get("alert"):
+        lines.append(f"alert: {data['alert']['message']!r} (accepted)")
+    if data.get("dialog"):
+        d = data["dialog"]
+        lines.append(
+            f"⚠ {d['type']} dialog open: {d['message']!r}: reply dialog accept | dialog dismiss"
+        )
+    return "\n".join(lines) if lines else "✓"
+
+
+async def handle_message(registry: Registry, session: Any, raw: str) -> str:
+    """Parse, run and encode one message: JSON in, JSON out; text in, text out."""
+    text = not raw.lstrip().startswith("{")
+    try:
+        request = parse_request(raw, registry)
+    except BrowserdError as exc:
+        response: dict[str, Any] = {"id": None, "success": False, "error": exc.to_dict()}
+    else:
+        response = await run(registry, session, request)
+    return render_text(response) if text else json.dumps(response, ensure_ascii=False)

@@ -1,0 +1,116 @@
+"""Reading the page: snapshot, text, HTML, attributes, URL and title.  All free."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .params import OptionalTarget, Target
+from .registry import NoParams, Registry
+from .session import Session
+from .snapshot import Options, take
+
+TOOLS = Registry()
+
+
+class SnapshotParams(OptionalTarget):
+    """What the snapshot shows; ``ref``/``selector`` scope it to one subtree."""
+
+    interactive: bool = Field(False, description="only elements one can act on, one per line")
+    compact: bool = Field(True, description="drop unnamed wrappers (false: full structure)")
+    depth: int | None = Field(None, ge=0, description="levels of the tree to print")
+    viewport: bool = Field(False, description="only what is inside the visible viewport")
+    urls: bool = Field(False, description="print link targets (/url: lines)")
+    text_limit: int = Field(80, ge=0, description="characters of prose per line, 0 for all")
+    max_chars: int | None = Field(None, ge=500, description="cut the snapshot at this size")
+
+
+@TOOLS.tool(
+    "snapshot",
+    family="read",
+    gated=False,
+    params=SnapshotParams,
+    args=("target",),
+    flags={"i": "interactive", "c": "compact", "d": "depth", "s": "selector", "v": "viewport"},
+)
+async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
+    """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.
+
+    Refs stay valid until the element changes role or name or the page navigates.
+    """
+    cap = session.config.result_cap - 1000
+    options = Options(
+        interactive=params.interactive,
+        compact=params.compact,
+        depth=params.depth,
+        urls=params.urls,
+        text_limit=params.text_limit,
+        viewport=(0, 0, 0, 0) if params.viewport else None,
+        max_chars=min(params.max_chars or cap, cap),
+    )
+    rendered = await take(session.page, options, ref=params.ref, selector=params.selector)
+    return {"snapshot": rendered.text, "refs": rendered.refs, "truncated": rendered.truncated}
+
+
+class GetHtmlParams(OptionalTarget):
+    """An element (or the whole page) and whether to include the element's own tag."""
+
+    outer: bool = Field(False, description="include the element's own tag")
+
+
+# Serialises without password values: a clone with every password field's value blanked.
+HTML_JS = """(el, outer) => {
+  const root = el || document.documentElement;
+  const copy = root.cloneNode(true);
+  const fields = copy.matches?.('input[type=password]') ? [copy] : [];
+  fields.push(...copy.querySelectorAll('input[type=password]'));
+  fields.forEach(f => f.hasAttribute('value') && f.setAttribute('value', ''));
+  return (outer || !el) ? copy.outerHTML : copy.innerHTML;
+}"""
+
+
+@TOOLS.tool("get_text", family="read", gated=False, params=OptionalTarget, args=("target",))
+async def get_text(session: Session, params: OptionalTarget) -> dict[str, Any]:
+    """The visible text of one element, or of the whole page without a target."""
+    if params.has_target:
+        locator = await session.locate(**params.target())
+        return {"text": await locator.inner_text()}
+    return {"text": await session.page.inner_text("body")}
+
+
+@TOOLS.tool("get_html", family="read", gated=False, params=GetHtmlParams, args=("target",))
+async def get_html(session: Session, params: GetHtmlParams) -> dict[str, Any]:
+    """The HTML inside one element (outer: with its tag), or of the whole page."""
+    if params.has_target:
+        locator = await session.locate(**params.target())
+        return {"html": await locator.evaluate(HTML_JS, params.outer)}
+    return {"html": await session.page.evaluate(f"({HTML_JS})(null, true)")}
+
+
+class GetAttrParams(Target):
+    """An element and the attribute to read."""
+
+    name: str = Field(min_length=1, description="attribute name, e.g. href")
+
+
+@TOOLS.tool("get_attr", family="read", gated=False, params=GetAttrParams, args=("target", "name"))
+async def get_attr(session: Session, params: GetAttrParams) -> dict[str, Any]:
+    """One attribute of one element (null when absent)."""
+    locator = await session.locate(**params.target())
+    if params.name.lower() == "value" and await locator.get_attribute("type") == "password":
+        raise BrowserdError(ErrorCode.REFUSED, "A password field's value is never returned.")
+    return {"name": params.name, "value": await locator.get_attribute(params.name)}
+
+
+@TOOLS.tool("get_url", family="read", gated=False)
+async def get_url(session: Session, params: NoParams) -> dict[str, Any]:
+    """The active tab's address."""
+    return {"url": session.page.url}
+
+
+@TOOLS.tool("get_title", family="read", gated=False)
+async def get_title(session: Session, params: NoParams) -> dict[str, Any]:
+    """The active tab's title."""
+    return {"title": await session.page.title()}

@@ -1,0 +1,47 @@
+"""Running JavaScript in the page: gated, since a script can do anything a page can."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .refs import first_line
+from .registry import Params, Registry
+from .session import Session
+
+TOOLS = Registry()
+
+
+class EvalParams(Params):
+    """A JavaScript expression, or a function that is called with no arguments."""
+
+    script: str = Field(min_length=1, description="e.g. document.title or () => location.href")
+
+
+@TOOLS.tool("eval", family="script", gated=True, params=EvalParams, args=("*script",))
+async def eval_(session: Session, params: EvalParams) -> dict[str, Any]:
+    """Evaluate JavaScript in the active tab and return its JSON-serialisable result."""
+    page = session.page
+    box: dict[str, Any] = {}
+
+    async def evaluate() -> None:
+        box["value"] = await page.evaluate(params.script)
+
+    try:
+        if await session.race_dialog(evaluate()):
+            return {"result": None, "note": "The script opened a dialog; see dialog."}
+    except PlaywrightError as exc:
+        message = first_line(exc)
+        if "Target" in message and "closed" in message:
+            raise
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"The script failed: {message}") from None
+    value = box.get("value")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        value = repr(value)
+    return {"result": value}

@@ -1,0 +1,395 @@
+"""The browser, one context per owner, tabs with stable ids, dialogs and events.
+
+A ``BrowserPool`` owns one Playwright browser.  Every controller (a pubkey, or ``local``)
+gets a ``Session``: its own BrowserContext, so cookies and storage are never shared,
+its own tabs (``t1``, ``t2``, … never reused) and its own pending-dialog state.  When the
+browser dies the pool relaunches it and re-binds the sessions; the command that hit the
+crash reports ``BROWSER_CRASHED`` and the next one works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from playwright.async_api import (
+    Browser,
+    BrowserContext,
+    Dialog,
+    Download,
+    Locator,
+    Page,
+    Playwright,
+    async_playwright,
+)
+from pydantic import BaseModel, Field
+
+from ..errors import BrowserdError, ErrorCode
+from .refs import locate
+
+log = logging.getLogger(__name__)
+
+EXECUTABLES = (
+    "/usr/bin/chromium-headless-shell",
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium",
+)
+LAUNCH_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
+EventCallback = Callable[[dict[str, Any]], None]
+
+
+class BrowserConfig(BaseModel):
+    """How to get a browser and the limits every tool obeys."""
+
+    executable: str | None = None
+    cdp_endpoint: str | None = Field(None, description="connect_over_cdp to a running Chromium")
+    ws_endpoint: str | None = Field(None, description="connect to a Playwright browser server")
+    headless: bool = True
+    isolation: Literal["owner", "shared"] = "owner"
+    allowed_schemes: list[str] = ["http", "https", "about"]
+    search_url: str = "https://duckduckgo.com/?q={query}"
+    result_cap: int = Field(20_000, ge=1000, description="characters per result")
+    binary_cap: int = Field(2_000_000, ge=10_000, description="bytes per binary result")
+    timeout_ms: int = Field(15_000, ge=100)
+    viewport: tuple[int, int] = (1280, 720)
+    downloads_dir: Path | None = None
+    uploads_dir: Path | None = None
+
+    def find_executable(self) -> str:
+        """The configured executable, or the first Debian Chromium that exists."""
+        if self.executable:
+            return self.executable
+        for path in EXECUTABLES:
+            if Path(path).exists():
+                return path
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE,
+            "No Chromium found: install chromium-headless-shell or set browser.executable.",
+        )
+
+
+@dataclass
+class PendingDialog:
+    """A dialog the page opened and nobody has answered yet."""
+
+    tab: str
+    dialog: Dialog
+
+    def describe(self) -> dict[str, Any]:
+        """What a controller needs to decide: type, message and a prompt's default."""
+        info: dict[str, Any] = {"type": self.dialog.type, "message": self.dialog.message}
+        if self.dialog.type == "prompt":
+            info["default"] = self.dialog.default_value
+        info["tab"] = self.tab
+        info["hint"] = "answer with: dialog accept [value] | dialog dismiss"
+        return info
+
+
+class Session:
+    """One owner's browsing: a BrowserContext, its tabs, the active tab and dialog state."""
+
+    def __init__(self, pool: BrowserPool, owner: str) -> None:
+        self.pool = pool
+        self.owner = owner
+        self.config = pool.config
+        self.lock = asyncio.Lock()
+        self.context: BrowserContext | None = None
+        self.tabs: dict[str, Page] = {}
+        self.active_tab: str | None = None
+        self.dialog: PendingDialog | None = None
+        self.last_alert: dict[str, Any] | None = None
+        self._next_tab = 1
+        self._listeners: list[EventCallback] = []
+        self._dialog_opened = asyncio.Event()
+        self._pending: set[asyncio.Future[Any]] = set()
+
+    # --- lifecycle -----------------------------------------------------------------
+
+    async def _bind(self, context: BrowserContext) -> None:
+        """Attach a fresh context (first use, or after a relaunch) and open one tab."""
+        self.context = context
+        self.tabs.clear()
+        self.active_tab = None
+        self.dialog = None
+        context.set_default_timeout(self.config.timeout_ms)
+        context.on("page", self._track)
+        await context.new_page()
+
+    async def ready(self) -> None:
+        """Make sure the browser behind this session is alive, relaunching it if it died."""
+        await self.pool.revive(self)
+
+    async def close(self) -> None:
+        """Close this owner's context; the pool forgets the session."""
+        await self.pool.release(self.owner)
+
+    # --- tabs ----------------------------------------------------------------------
+
+    def _track(self, page: Page) -> str:
+        """Give a page a tab id (idempotent) and make it active: popups come to the front."""
+        for tab_id, known in self.tabs.items():
+            if known is page:
+                return tab_id
+        tab_id = f"t{self._next_tab}"
+        self._next_tab += 1
+        self.tabs[tab_id] = page
+        page.on("dialog", lambda d: self._on_dialog(tab_id, d))
+        page.on("load", lambda p: self._emit("load", {"tab": tab_id, "url": p.url}))
+        page.on("close", lambda _p: self.forget(tab_id))
+        page.on("download", lambda d: self._on_download(tab_id, d))
+        page.on("console", lambda m: self._on_console(tab_id, m))
+        page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
+        self.switch(tab_id)
+        return tab_id
+
+    def tab_id(self, page: Page) -> str:
+        """The id of a page this session tracks (registering it if the event is late)."""
+        return self._track(page)
+
+    def switch(self, tab_id: str) -> Page:
+        """Make ``tab_id`` the active tab."""
+        page = self.tabs.get(tab_id)
+        if page is None:
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS,
+                f"No tab {tab_id!r}; open tabs: {', '.join(self.tabs) or 'none'}.",
+            )
+        if self.active_tab != tab_id:
+            self.active_tab = tab_id
+            self._emit("tab_changed", {"tab": tab_id, "url": page.url})
+        return page
+
+    def forget(self, tab_id: str) -> None:
+        """Drop a closed tab; the most recent remaining tab becomes active."""
+        self.tabs.pop(tab_id, None)
+        if self.dialog and self.dialog.tab == tab_id:
+            self.dialog = None
+        if self.active_tab == tab_id:
+            self.active_tab = None
+            if self.tabs:
+                self.switch(list(self.tabs)[-1])
+
+    async def new_tab(self) -> tuple[str, Page]:
+        """Open a blank tab and make it active."""
+        page = await self._context().new_page()
+        return self.tab_id(page), page
+
+    def _context(self) -> BrowserContext:
+        if self.context is None:
+            raise BrowserdError(ErrorCode.BROWSER_CRASHED, "The browser is not running.")
+        return self.context
+
+    @property
+    def page(self) -> Page:
+        """The active tab's page; refuses while a dialog blocks it (a command would hang)."""
+        page = self.page_or_none
+        if page is None:
+            raise BrowserdError(ErrorCode.REFUSED, "No open tab: use open or tab_new.")
+        if self.dialog is not None and self.dialog.tab == self.active_tab:
+            info = self.dialog.describe()
+            raise BrowserdError(
+                ErrorCode.REFUSED,
+                f"A {info['type']} dialog is open ({info['message']!r}); "
+                "answer it first with: dialog accept [value] | dialog dismiss.",
+            )
+        return page
+
+    @property
+    def page_or_none(self) -> Page | None:
+        """The active tab's page without the dialog check (for url and state)."""
+        return self.tabs.get(self.active_tab) if self.active_tab else None
+
+    async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
+        """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
+        return await locate(self.page, ref=ref, selector=selector)
+
+    # --- dialogs -------------------------------------------------------------------
+
+    def _on_dialog(self, tab_id: str, dialog: Dialog) -> None:
+        """Alerts are accepted and reported once; anything that asks waits for an answer."""
+        if dialog.type == "alert":
+            self.last_alert = {"type": "alert", "message": dialog.message, "tab": tab_id}
+            self._pending.add(asyncio.ensure_future(_quietly(dialog.accept())))
+            self._pending = {t for t in self._pending if not t.done()}
+        else:
+            self.dialog = PendingDialog(tab_id, dialog)
+        self._dialog_opened.set()
+        self._emit("dialog", {"tab": tab_id, "type": dialog.type, "message": dialog.message})
+
+    async def answer_dialog(self, accept: bool, value: str | None = None) -> dict[str, Any]:
+        """Accept or dismiss the pending dialog of the active tab."""
+        pending = self.dialog
+        if pending is None:
+            raise BrowserdError(ErrorCode.NO_DIALOG, "No dialog is open.")
+        self.dialog = None
+        info = pending.describe()
+        info.pop("hint")
+        if accept:
+            await pending.dialog.accept(
+                value
+            ) if value is not None else await pending.dialog.accept()
+        else:
+            await pending.dialog.dismiss()
+        return {**info, "answer": "accepted" if accept else "dismissed"}
+
+    async def race_dialog(self, action: Any) -> bool:
+        """Run ``action`` until it finishes or a dialog opens; True if a dialog interrupted.
+
+        A click that opens ``confirm()`` does not return until the dialog is answered,
+        so the command returns with the dialog as state and the action finishes later.
+        """
+        self._dialog_opened.clear()
+        task = asyncio.ensure_future(action)
+        opened = asyncio.ensure_future(self._dialog_opened.wait())
+        done, _ = await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            opened.cancel()
+            task.result()
+            return False
+        if self.dialog is None:  # only an alert, already accepted: let the action finish
+            opened.cancel()
+            await task
+            return False
+        task.add_done_callback(_consume)
+        return True
+
+    # --- events and state ----------------------------------------------------------
+
+    def on_event(self, callback: EventCallback) -> None:
+        """Call ``callback({"event", "data"})`` for load, tab_changed, dialog, download, …"""
+        self._listeners.append(callback)
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        for callback in self._listeners:
+            try:
+                callback({"event": event, "data": data})
+            except Exception:
+                log.exception("event listener failed")
+
+    def _on_download(self, tab_id: str, download: Download) -> None:
+        self._emit(
+            "download",
+            {"tab": tab_id, "url": download.url, "filename": download.suggested_filename},
+        )
+
+    def _on_console(self, tab_id: str, message: Any) -> None:
+        if message.type == "error":
+            self._emit("console_error", {"tab": tab_id, "text": message.text[:500]})
+
+    async def state(self) -> dict[str, Any]:
+        """url, title, tab and dialog: merged into every result."""
+        page = self.page_or_none
+        state: dict[str, Any] = {"url": page.url if page else None, "title": None}
+        if page is not None and self.dialog is None:
+            with contextlib.suppress(Exception):
+                state["title"] = await asyncio.wait_for(page.title(), 2)
+        state["tab"] = self.active_tab
+        state["dialog"] = self.dialog.describe() if self.dialog else None
+        if self.last_alert is not None:
+            state["alert"] = self.last_alert
+            self.last_alert = None
+        return state
+
+
+class BrowserPool:
+    """One Playwright browser shared by every session, relaunched when it dies."""
+
+    def __init__(self, config: BrowserConfig | None = None) -> None:
+        self.config = config or BrowserConfig()
+        self._playwright: Playwright | None = None
+        self.browser: Browser | None = None
+        self._sessions: dict[str, Session] = {}
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Start Playwright and the browser."""
+        if self._playwright is None:
+            self._playwright = await async_playwright().start()
+        await self._launch()
+
+    async def _launch(self) -> None:
+        assert self._playwright is not None
+        chromium = self._playwright.chromium
+        if self.config.cdp_endpoint:
+            self.browser = await chromium.connect_over_cdp(self.config.cdp_endpoint)
+        elif self.config.ws_endpoint:
+            self.browser = await chromium.connect(self.config.ws_endpoint)
+        else:
+            self.browser = await chromium.launch(
+                executable_path=self.config.find_executable(),
+                headless=self.config.headless,
+                args=LAUNCH_ARGS,
+            )
+
+    @property
+    def alive(self) -> bool:
+        """Whether the browser is connected."""
+        return self.browser is not None and self.browser.is_connected()
+
+    async def close(self) -> None:
+        """Close every context, the browser and Playwright."""
+        for owner in list(self._sessions):
+            await self.release(owner)
+        if self.browser is not None:
+            with contextlib.suppress(Exception):
+                await self.browser.close()
+        if self._playwright is not None:
+            await self._playwright.stop()
+        self.browser = self._playwright = None
+
+    async def session(self, owner: str) -> Session:
+        """The session of ``owner`` (everyone shares one under ``isolation="shared"``)."""
+        key = "shared" if self.config.isolation == "shared" else owner
+        async with self._lock:
+            session = self._sessions.get(key)
+            if session is None:
+                session = Session(self, key)
+                self._sessions[key] = session
+                await self._bind(session)
+        await self.revive(session)
+        return session
+
+    async def revive(self, session: Session) -> None:
+        """Relaunch a dead browser and give ``session`` a fresh context if it lost its own."""
+        async with self._lock:
+            if not self.alive:
+                log.warning("browser is gone; relaunching")
+                self.browser = None
+                await self._launch()
+            if session.context is None or session.context.browser is not self.browser:
+                await self._bind(session)
+
+    async def _bind(self, session: Session) -> None:
+        assert self.browser is not None
+        width, height = self.config.viewport
+        context = await self.browser.new_context(
+            viewport={"width": width, "height": height}, accept_downloads=True
+        )
+        await session._bind(context)
+
+    async def release(self, owner: str) -> None:
+        """Close ``owner``'s context and forget the session."""
+        session = self._sessions.pop(owner, None)
+        if session is not None and session.context is not None:
+            with contextlib.suppress(Exception):
+                await session.context.close()
+            session.context = None
+
+    def sessions(self) -> list[Session]:
+        """Every open session (for status)."""
+        return list(self._sessions.values())
+
+
+async def _quietly(awaitable: Any) -> None:
+    with contextlib.suppress(Exception):
+        await awaitable
+
+
+def _consume(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

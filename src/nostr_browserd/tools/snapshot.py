@@ -1,0 +1,444 @@
+"""Snapshots an agent can afford: Playwright's ai snapshot, trimmed but never renumbered.
+
+``page.aria_snapshot(mode="ai")`` gives every visible node a ref and prints link URLs and
+``[cursor=pointer]`` everywhere, so it is larger than the page on small pages.  We parse
+its lines into a tree and print it again: refs only where an agent can act (or scope),
+no ``/url:`` lines unless asked, unnamed wrappers dropped so their children move up.  Refs
+are printed exactly as Playwright assigned them, so ``aria-ref=`` still resolves them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from playwright.async_api import Page
+
+from ..errors import BrowserdError, ErrorCode
+from .refs import first_line, parse_ref
+
+ACTIONABLE = frozenset(
+    [
+        "link",
+        "button",
+        "textbox",
+        "searchbox",
+        "checkbox",
+        "radio",
+        "combobox",
+        "listbox",
+        "option",
+        "menuitem",
+        "menuitemcheckbox",
+        "menuitemradio",
+        "tab",
+        "switch",
+        "slider",
+        "spinbutton",
+        "treeitem",
+    ]
+)
+# Refs kept in the tree view because they make good scopes, though nothing acts on them.
+SCOPES = frozenset(
+    [
+        "iframe",
+        "heading",
+        "main",
+        "navigation",
+        "banner",
+        "contentinfo",
+        "complementary",
+        "form",
+        "search",
+        "region",
+        "dialog",
+        "alertdialog",
+        "table",
+    ]
+)
+WRAPPERS = frozenset(["generic", "list", "listitem", "group", "none", "presentation", "rowgroup"])
+# Runs of prose that print as one merged, shortened text line in the tree view.
+PROSE = frozenset(
+    ["text", "code", "strong", "emphasis", "mark", "subscript", "superscript", "time"]
+)
+LINE = re.compile(r"^(?P<indent> *)- (?P<body>.*)$")
+HEAD = re.compile(
+    r'^(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)'
+    r"(?P<rest>:.*)?$"
+)
+ATTR = re.compile(r" \[([^\]=]+)(?:=([^\]]*))?\]")
+MASK = "••••••••"
+
+
+@dataclass
+class Node:
+    """One line of the ai snapshot and the lines nested under it."""
+
+    role: str
+    name: str | None = None
+    attrs: list[tuple[str, str | None]] = field(default_factory=list)
+    inline: str | None = None
+    children: list[Node] = field(default_factory=list)
+    raw: str | None = None  # a line we could not parse, printed as it was
+
+    @property
+    def ref(self) -> str | None:
+        return next((v for k, v in self.attrs if k == "ref"), None)
+
+    @property
+    def clickable(self) -> bool:
+        return ("cursor", "pointer") in self.attrs
+
+    @property
+    def actionable(self) -> bool:
+        return self.ref is not None and (self.role in ACTIONABLE or self.clickable)
+
+    @property
+    def is_prop(self) -> bool:
+        return self.role.startswith("/")
+
+    def box(self) -> tuple[float, float, float, float] | None:
+        value = next((v for k, v in self.attrs if k == "box"), None)
+        if not value:
+            return None
+        x, y, w, h = (float(n) for n in value.split(","))
+        return x, y, w, h
+
+
+@dataclass
+class Options:
+    """What to show; see ``SnapshotParams`` for the meaning of each."""
+
+    interactive: bool = False
+    compact: bool = True
+    depth: int | None = None
+    urls: bool = False
+    text_limit: int = 80
+    viewport: tuple[float, float, float, float] | None = None
+    max_chars: int = 20_000
+
+
+@dataclass
+class Rendered:
+    """The printed snapshot and what it holds."""
+
+    text: str
+    refs: int
+    chars: int
+    truncated: bool
+
+
+def parse(raw: str) -> list[Node]:
+    """The ai snapshot's lines as a forest (indentation is two spaces per level)."""
+    roots: list[Node] = []
+    stack: list[tuple[int, Node]] = []
+    for line in raw.splitlines():
+        match = LINE.match(line)
+        if match is None:
+            if stack:  # continuation of a multi-line value
+                node = stack[-1][1]
+                node.inline = f"{node.inline or ''} {line.strip()}".strip()
+            continue
+        indent = len(match.group("indent"))
+        node = parse_body(match.group("body"))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        (stack[-1][1].children if stack else roots).append(node)
+        stack.append((indent, node))
+    return roots
+
+
+def parse_body(body: str) -> Node:
+    """``role "name" [attr=v]…: inline`` → a Node; anything else is kept verbatim."""
+    match = HEAD.match(body)
+    if match is None:
+        return Node(role="", raw=body)
+    rest = match.group("rest")
+    inline = rest[1:].strip() if rest else None
+    return Node(
+        role=match.group("role"),
+        name=match.group("name"),
+        attrs=ATTR.findall(match.group("attrs") or ""),
+        inline=inline or None,
+    )
+
+
+def find(nodes: list[Node], ref: str) -> Node | None:
+    """The node carrying ``ref``, anywhere in the forest."""
+    for node in nodes:
+        if node.ref == ref:
+            return node
+        hit = find(node.children, ref)
+        if hit is not None:
+            return hit
+    return None
+
+
+def redact(nodes: list[Node], secrets: set[str]) -> None:
+    """Mask the value a textbox shows when it is a password field's value."""
+    for node in nodes:
+        if (
+            node.inline
+            and node.role in ("textbox", "searchbox")
+            and unquote(node.inline) in secrets
+        ):
+            node.inline = MASK
+        redact(node.children, secrets)
+
+
+def unquote(value: str) -> str:
+    """YAML-ish quoted scalars come back as their text."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return value
+
+
+def quote(text: str) -> str:
+    """Quote a scalar the way the ai snapshot does when it could be misread."""
+    if text[:1] in "\"'[{>|*&!%@`#-" or ": " in text or text.endswith(":"):
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return text
+
+
+def text_of(node: Node, limit: int = 80) -> str:
+    """The words inside a node, for an unnamed link or button."""
+    parts: list[str] = []
+
+    def walk(n: Node) -> None:
+        if n.is_prop:
+            return
+        for piece in (n.name, unquote(n.inline) if n.inline else None):
+            if piece:
+                parts.append(piece)
+        for child in n.children:
+            walk(child)
+
+    for child in node.children:
+        walk(child)
+    return " ".join(parts)[:limit]
+
+
+class Printer:
+    """Prints a filtered forest line by line, stopping at the character budget."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.lines: list[str] = []
+        self.refs = 0
+
+    def head(self, node: Node, *, inline: str | None) -> str:
+        if node.raw is not None:
+            return node.raw
+        out = node.role
+        if node.name is not None:
+            out += f' "{node.name}"'
+        for key, value in node.attrs:
+            if key in ("cursor", "box", "active") or (key == "ref" and not self.keeps_ref(node)):
+                continue
+            out += f" [{key}]" if value is None else f" [{key}={value}]"
+        if node.ref is not None and self.keeps_ref(node):
+            self.refs += 1
+        return f"{out}: {inline}" if inline else out
+
+    def keeps_ref(self, node: Node) -> bool:
+        return node.actionable or (not self.options.interactive and node.role in SCOPES)
+
+    def visible(self, node: Node, offset: tuple[float, float]) -> bool:
+        view = self.options.viewport
+        box = node.box()
+        if view is None or box is None:
+            return True
+        x, y, w, h = box[0] + offset[0], box[1] + offset[1], box[2], box[3]
+        vx, vy, vw, vh = view
+        return w > 0 and h > 0 and x < vx + vw and x + w > vx and y < vy + vh and y + h > vy
+
+    def tree(
+        self, nodes: list[Node], level: int, offset: tuple[float, float], merged: bool = False
+    ) -> None:
+        """The default view: structure kept, noise dropped, wrappers hoisted."""
+        for node in nodes if merged else self.merge_prose(nodes):
+            if node.is_prop and (node.role == "/url" and not self.options.urls):
+                continue
+            in_view = self.visible(node, offset)
+            child_offset = offset
+            if node.role == "iframe" and node.box():
+                box = node.box() or (0, 0, 0, 0)
+                child_offset = (offset[0] + box[0], offset[1] + box[1])
+            hoist = (
+                self.options.compact
+                and node.role in WRAPPERS
+                and node.name is None
+                and not node.actionable
+                and not node.inline
+            )
+            if hoist or not in_view:
+                self.tree(node.children, level, child_offset)
+                continue
+            inline = node.inline
+            children = self.merge_prose(node.children)
+            if not inline and len(children) == 1 and children[0].role == "text":
+                inline, children = children[0].inline, []
+            if inline and not node.actionable:
+                inline = self.shorten(inline)
+            if node.actionable and node.name is None and not inline and children:
+                inline, children = text_of(node) or None, [c for c in children if c.is_prop]
+            if self.options.depth is not None and level >= self.options.depth:
+                children = []
+            self.lines.append(
+                "  " * level
+                + "- "
+                + self.head(node, inline=inline)
+                + (":" if children and self.has_output(children) else "")
+            )
+            self.tree(children, level + 1, child_offset, merged=True)
+
+    def merge_prose(self, nodes: list[Node]) -> list[Node]:
+        """Consecutive runs of prose (text, code, emphasis…) become one text line."""
+        if not self.options.text_limit:
+            return nodes
+        merged: list[Node] = []
+        for node in nodes:
+            prose = (
+                node.role in PROSE
+                and not node.children
+                and node.inline
+                and not self.keeps_ref(node)
+            )
+            if prose and merged and merged[-1].role == "text" and merged[-1].children == []:
+                merged[-1] = Node(role="text", inline=f"{merged[-1].inline} {unquote(node.inline)}")
+            elif prose:
+                merged.append(Node(role="text", inline=unquote(node.inline or "")))
+            else:
+                merged.append(node)
+        return merged
+
+    def shorten(self, text: str) -> str:
+        """Cut prose to ``text_limit`` characters: get_text reads the rest."""
+        limit = self.options.text_limit
+        text = unquote(text)
+        if limit and len(text) > limit:
+            text = text[:limit].rstrip() + "…"
+        return quote(text)
+
+    def has_output(self, children: list[Node]) -> bool:
+        return any(not (c.role == "/url" and not self.options.urls) for c in children)
+
+    def flat(self, nodes: list[Node], offset: tuple[float, float]) -> None:
+        """The interactive view: one line per element an agent can act on."""
+        for node in nodes:
+            child_offset = offset
+            if node.role == "iframe" and node.box():
+                box = node.box() or (0, 0, 0, 0)
+                child_offset = (offset[0] + box[0], offset[1] + box[1])
+            if node.actionable and self.visible(node, offset):
+                inline = node.inline
+                if node.role == "combobox":
+                    inline = next(
+                        (c.name for c in node.children if ("selected", None) in c.attrs), inline
+                    )
+                elif node.name is None and not inline:
+                    inline = text_of(node) or None
+                self.lines.append("- " + self.head(node, inline=inline))
+            self.flat(node.children, child_offset)
+
+
+def render(
+    raw: str, options: Options, *, scope: str | None = None, secrets: set[str] | None = None
+) -> Rendered:
+    """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``."""
+    nodes = parse(raw)
+    if scope is not None:
+        root = find(nodes, scope)
+        if root is None:
+            raise BrowserdError(
+                ErrorCode.STALE_REF,
+                f"Ref @{scope} is not on the page any more: take a new snapshot.",
+            )
+        nodes = [root]
+    if secrets:
+        redact(nodes, secrets)
+    printer = Printer(options)
+    if options.interactive:
+        printer.flat(nodes, (0, 0))
+    else:
+        printer.tree(nodes, 0, (0, 0))
+    return cut(printer.lines, printer.refs, options.max_chars)
+
+
+def cut(lines: list[str], refs: int, max_chars: int) -> Rendered:
+    """Join lines up to ``max_chars`` and say how to narrow the view when cut."""
+    total = sum(len(line) + 1 for line in lines)
+    if total <= max_chars:
+        return Rendered("\n".join(lines), refs, total, truncated=False)
+    kept: list[str] = []
+    used = 0
+    budget = max_chars - 200
+    for line in lines:
+        if used + len(line) + 1 > budget:
+            break
+        kept.append(line)
+        used += len(line) + 1
+    marker = (
+        f"[snapshot cut: showing {len(kept)} of {len(lines)} lines ({used:,} of {total:,} "
+        "characters). Narrow it: interactive=true (-i), scope=<ref or selector> (-s), "
+        "depth=N (-d), viewport=true (-v).]"
+    )
+    return Rendered("\n".join([*kept, marker]), refs, total, truncated=True)
+
+
+PASSWORDS_JS = (
+    "() => [...document.querySelectorAll('input[type=password]')].map(e => e.value).filter(Boolean)"
+)
+VIEWPORT_JS = "() => [window.scrollX, window.scrollY, window.innerWidth, window.innerHeight]"
+
+
+async def password_values(page: Page) -> set[str]:
+    """Current values of password fields in every frame, so snapshots can mask them."""
+    values: set[str] = set()
+    for frame in page.frames:
+        try:
+            values.update(await frame.evaluate(PASSWORDS_JS))
+        except Exception:  # a frame navigating away has no values worth hiding
+            continue
+    return values
+
+
+async def take(
+    page: Page, options: Options, *, ref: str | None = None, selector: str | None = None
+) -> Rendered:
+    """Snapshot ``page`` (optionally scoped to a ref or selector) and render it."""
+    boxes = options.viewport is not None
+    if boxes:
+        x, y, w, h = await page.evaluate(VIEWPORT_JS)
+        options.viewport = (x, y, w, h)
+    scope_refs: list[str] = []
+    if selector is not None:
+        scope_refs = await selector_scope(page, selector)
+    raw = await page.aria_snapshot(mode="ai", boxes=boxes or None)
+    secrets = await password_values(page)
+    if selector is not None and not scope_refs:
+        raise BrowserdError(
+            ErrorCode.ELEMENT_NOT_FOUND, f"{selector!r} holds nothing a snapshot shows."
+        )
+    if ref is not None:
+        return render(raw, options, scope=parse_ref(ref), secrets=secrets)
+    if scope_refs:
+        parts = [render(raw, options, scope=r, secrets=secrets) for r in scope_refs]
+        return cut([p.text for p in parts if p.text], sum(p.refs for p in parts), options.max_chars)
+    return render(raw, options, secrets=secrets)
+
+
+async def selector_scope(page: Page, selector: str) -> list[str]:
+    """The refs at the top of the subtree ``selector`` names.
+
+    A scoped ``aria_snapshot`` replaces the page's ref table, so we only read its top-level
+    refs here and then print those subtrees out of a full snapshot, where every ref lives.
+    """
+    from .refs import locate  # local: one lookup path for AMBIGUOUS and ELEMENT_NOT_FOUND
+
+    locator = await locate(page, selector=selector)
+    try:
+        scoped = await locator.aria_snapshot(mode="ai")
+    except Exception as exc:
+        raise BrowserdError(ErrorCode.ELEMENT_NOT_FOUND, first_line(exc)) from None
+    return [n.ref for n in parse(scoped) if n.ref is not None]

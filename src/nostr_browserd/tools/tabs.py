@@ -1,0 +1,87 @@
+"""Tabs: list, open, switch, close.  Ids (t1, t2, …) are never reused in a session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from pydantic import Field
+
+from .navigate import goto
+from .params import TabId
+from .registry import NoParams, Params, Registry
+from .session import Session
+
+TOOLS = Registry()
+
+
+async def describe_tabs(session: Session) -> list[dict[str, Any]]:
+    """Every tab's id, address, title and whether it is active."""
+    tabs = []
+    for tab_id, page in session.tabs.items():
+        title = None
+        blocked = session.dialog is not None and session.dialog.tab == tab_id
+        if not blocked:
+            with contextlib.suppress(Exception):
+                title = await asyncio.wait_for(page.title(), 2)
+        tabs.append(
+            {"tab": tab_id, "url": page.url, "title": title, "active": tab_id == session.active_tab}
+        )
+    return tabs
+
+
+@TOOLS.tool("tab_list", family="tabs", gated=False)
+async def tab_list(session: Session, params: NoParams) -> dict[str, Any]:
+    """List open tabs with their ids, addresses and titles."""
+    return {"tabs": await describe_tabs(session)}
+
+
+class TabNewParams(Params):
+    """An optional address for the new tab."""
+
+    url: str | None = Field(None, description="address, bare host or search phrase")
+
+
+@TOOLS.tool("tab_new", family="tabs", gated=True, params=TabNewParams, args=("*url",))
+async def tab_new(session: Session, params: TabNewParams) -> dict[str, Any]:
+    """Open a new tab (blank, or at an address) and make it active."""
+    tab_id, page = await session.new_tab()
+    result: dict[str, Any] = {"opened": tab_id}
+    if params.url:
+        result.update(await goto(session, page, params.url))
+    return result
+
+
+class TabSwitchParams(Params):
+    """The tab to bring to the front."""
+
+    tab: str = Field(pattern=r"^t\d+$", description="tab id, e.g. t2")
+
+
+@TOOLS.tool("tab_switch", family="tabs", gated=False, params=TabSwitchParams, args=("tab",))
+async def tab_switch(session: Session, params: TabSwitchParams) -> dict[str, Any]:
+    """Make another tab the active one."""
+    session.switch(params.tab)
+    return {"active": params.tab}
+
+
+@TOOLS.tool("tab_close", family="tabs", gated=True, params=TabId, args=("tab",))
+async def tab_close(session: Session, params: TabId) -> dict[str, Any]:
+    """Close a tab (the active one by default)."""
+    tab_id = params.tab or session.active_tab
+    if tab_id is None:
+        return {"closed": None, "note": "No tab is open."}
+    page = session.tabs.get(tab_id)
+    if page is None:
+        session.switch(tab_id)  # raises, naming the open tabs
+        return {}
+    await page.close()
+    session.forget(tab_id)
+    return {"closed": tab_id, "remaining": list(session.tabs)}
+
+
+@TOOLS.tool("close", family="tabs", gated=True)
+async def close(session: Session, params: NoParams) -> dict[str, Any]:
+    """Close the active tab."""
+    return await tab_close(session, TabId())
