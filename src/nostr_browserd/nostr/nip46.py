@@ -212,7 +212,9 @@ def nostrconnect_uri(
     if perms:
         pairs.append(("perms", format_perms(tuple(perms))))
     if name:
+        # ``name`` is the current spec; rust-nostr (0.45) still requires ``metadata``.
         pairs.append(("name", name))
+        pairs.append(("metadata", json.dumps({"name": name}, separators=(",", ":"))))
     return f"nostrconnect://{_check_pubkey(client_pubkey, 'client pubkey')}?{_query(pairs)}"
 
 

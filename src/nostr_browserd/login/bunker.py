@@ -1,0 +1,308 @@
+"""Log in with a NIP-46 remote signer ("bunker"): the key stays on another machine.
+
+Two ways to pair: the operator pastes the signer's ``bunker://`` URL (we send ``connect``
+with its one-time secret), or we show a ``nostrconnect://`` URI and wait for a signer
+app to answer with our secret.  Either way we then ask ``get_public_key`` (the user key
+may differ from the signer's transport key) and forward every Signer call.
+
+We speak NIP-44 and fall back to NIP-04 for old signers: if ``connect`` gets no answer
+in NIP-44 it is retried in NIP-04, and any answer in NIP-04 switches us over.  An
+``auth_url`` answer is shown to the operator while the request keeps waiting.  Every
+signed event that comes back is verified against the user's key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BrowserdError, ErrorCode
+from ..nostr import nip46
+from ..nostr.keys import KeySigner
+from .nip46_channel import Channel, Incoming
+from .verify import checked_event, checked_pubkey, unsigned_event
+
+__all__ = ["DEFAULT_PERMS", "BunkerSigner"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PERMS = nip46.parse_perms(
+    "get_public_key,sign_event,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt"
+)
+
+AuthUrlCallback = Callable[[str], None]
+
+
+def _print_uri(uri: str) -> None:
+    print(f"Open this in your NIP-46 signer app:\n{uri}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class _Pending:
+    """A request waiting for its answer; an ``auth_url`` pushes the deadline out."""
+
+    method: str
+    deadline: float
+    future: asyncio.Future[nip46.Response] = field(repr=False)
+    auth_url: str | None = None
+
+
+class BunkerSigner:
+    """A :class:`~nostr_browserd.nostr.signer.Signer` that forwards to a NIP-46 signer.
+
+    Build it with :meth:`connect` (``bunker://``) or :meth:`from_nostrconnect`.
+    """
+
+    def __init__(
+        self,
+        channel: Channel,
+        *,
+        timeout: float = 30.0,
+        auth_timeout: float = 300.0,
+        on_auth_url: AuthUrlCallback | None = None,
+    ) -> None:
+        self._channel = channel
+        self._timeout = timeout
+        self._auth_timeout = auth_timeout
+        self._on_auth_url = on_auth_url
+        self._remote: str | None = None  # the signer's transport pubkey
+        self._user: str | None = None
+        self._nip04 = False
+        self._pending: dict[str, _Pending] = {}
+        self._paired: asyncio.Future[str] | None = None  # nostrconnect: the signer's pubkey
+        self._pair_secret: str | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"BunkerSigner(remote={self._remote}, user={self._user}, nip04={self._nip04})"
+
+    # -- pairing -------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str | nip46.BunkerPointer,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float | None = None,
+        auth_timeout: float = 300.0,
+        on_auth_url: AuthUrlCallback | None = None,
+        app_key: KeySigner | None = None,
+        perms: tuple[nip46.Permission, ...] = (),
+    ) -> BunkerSigner:
+        """Pair through a ``bunker://`` URL: ``connect`` (NIP-44, then NIP-04), then
+        ``get_public_key``.  ``connect_timeout`` (default ``min(timeout, 10)``) bounds the
+        NIP-44 attempt before the NIP-04 retry.
+        """
+        try:
+            pointer = url if isinstance(url, nip46.BunkerPointer) else nip46.parse_bunker_url(url)
+        except nip46.Nip46Error as exc:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"bunker URL: {exc}") from None
+        app = app_key or KeySigner.generate()
+        self = cls(
+            Channel(pointer.relays, app, app.pubkey),
+            timeout=timeout,
+            auth_timeout=auth_timeout,
+            on_auth_url=on_auth_url,
+        )
+        self._remote = pointer.pubkey
+        try:
+            await self._open()
+            params = [pointer.pubkey, pointer.secret or ""]
+            if perms:
+                params.append(nip46.format_perms(perms))
+            first_wait = min(timeout, 10.0) if connect_timeout is None else connect_timeout
+            try:
+                answer = await self._request("connect", *params, timeout=first_wait)
+            except BrowserdError as exc:
+                if exc.code is not ErrorCode.TIMEOUT or self._nip04:
+                    raise
+                log.info("NIP-46: no answer to connect over NIP-44; retrying over NIP-04")
+                self._nip04 = True
+                answer = await self._request("connect", *params)
+            if answer != "ack" and not (pointer.secret and answer == pointer.secret):
+                raise BrowserdError(
+                    ErrorCode.SIGNER_ERROR, "the remote signer answered connect unexpectedly"
+                )
+            await self.public_key()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    @classmethod
+    async def from_nostrconnect(
+        cls,
+        relays: list[str] | tuple[str, ...],
+        *,
+        timeout: float = 30.0,
+        pair_timeout: float = 300.0,
+        auth_timeout: float = 300.0,
+        name: str = "nostr-browserd",
+        perms: tuple[nip46.Permission, ...] = DEFAULT_PERMS,
+        show_uri: Callable[[str], None] = _print_uri,
+        on_auth_url: AuthUrlCallback | None = None,
+        app_key: KeySigner | None = None,
+    ) -> BunkerSigner:
+        """Show a ``nostrconnect://`` URI (via ``show_uri``), wait up to ``pair_timeout`` s
+        for a signer to answer with its secret, then ask ``get_public_key``.
+        """
+        app = app_key or KeySigner.generate()
+        try:
+            channel = Channel(relays, app, app.pubkey)
+            secret = secrets.token_hex(16)
+            uri = nip46.nostrconnect_uri(app.pubkey, channel.relays, secret, perms, name)
+        except (nip46.Nip46Error, ValueError) as exc:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"nostrconnect: {exc}") from None
+        self = cls(channel, timeout=timeout, auth_timeout=auth_timeout, on_auth_url=on_auth_url)
+        self._pair_secret = secret
+        self._paired = asyncio.get_running_loop().create_future()
+        try:
+            await self._open()
+            show_uri(uri)
+            try:
+                self._remote = await asyncio.wait_for(asyncio.shield(self._paired), pair_timeout)
+            except TimeoutError:
+                raise BrowserdError(
+                    ErrorCode.TIMEOUT,
+                    f"no signer answered the nostrconnect:// URI within {pair_timeout:g} s",
+                ) from None
+            await self.public_key()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def _open(self) -> None:
+        await self._channel.open()
+        self._reader = asyncio.create_task(self._read(), name="nip46 client reader")
+
+    async def aclose(self) -> None:
+        """Stop listening and disconnect; pending requests fail with ``SIGNER_ERROR``."""
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        await self._channel.close()
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(
+                    BrowserdError(ErrorCode.SIGNER_ERROR, "the bunker session was closed")
+                )
+
+    # -- messages ------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        async for incoming in self._channel.messages():
+            if isinstance(incoming.message, nip46.Response):
+                self._on_response(incoming, incoming.message)
+
+    def _on_response(self, incoming: Incoming, response: nip46.Response) -> None:
+        if self._remote is None:
+            self._on_pairing(incoming, response)
+            return
+        if incoming.sender != self._remote:
+            return  # only the signer we paired with may answer
+        pending = self._pending.get(response.id)
+        if pending is None or pending.future.done():
+            return
+        if incoming.nip04 and not self._nip04:
+            log.info("NIP-46: the remote signer answers in NIP-04; switching to it")
+            self._nip04 = True
+        if response.is_auth_url:
+            assert response.error is not None
+            pending.auth_url = response.error
+            pending.deadline = asyncio.get_running_loop().time() + self._auth_timeout
+            log.warning(
+                "NIP-46: the remote signer asks for approval of %s: open %s",
+                pending.method,
+                response.error,
+            )
+            if self._on_auth_url is not None:
+                self._on_auth_url(response.error)
+            return
+        pending.future.set_result(response)
+
+    def _on_pairing(self, incoming: Incoming, response: nip46.Response) -> None:
+        """nostrconnect: the first response carrying our secret names the signer."""
+        assert self._paired is not None and self._pair_secret is not None
+        if self._paired.done() or not response.result:
+            return
+        if secrets.compare_digest(response.result, self._pair_secret):
+            self._nip04 = incoming.nip04
+            self._paired.set_result(incoming.sender)
+        else:
+            log.info("NIP-46: ignored a pairing answer without our secret")
+
+    async def _request(self, method: str, *params: str, timeout: float | None = None) -> str:
+        """Send one request and wait for its result (``auth_url`` extends the wait)."""
+        assert self._remote is not None
+        loop = asyncio.get_running_loop()
+        request = nip46.Request(nip46.new_request_id(), method, params)
+        pending = _Pending(method, loop.time() + (timeout or self._timeout), loop.create_future())
+        self._pending[request.id] = pending
+        try:
+            # Answers are ephemeral events: after a relay dropped us, wait for it to be back
+            # (the pool resubscribes on reconnect) rather than miss the answer.
+            await self._channel.wait_connected(max(0.0, pending.deadline - loop.time()))
+            await self._channel.send(self._remote, request, nip04=self._nip04)
+            while not pending.future.done():
+                remaining = pending.deadline - loop.time()
+                if remaining <= 0:
+                    waited = "approval" if pending.auth_url else "an answer"
+                    raise BrowserdError(
+                        ErrorCode.TIMEOUT,
+                        f"the remote signer gave no {waited} to {method} in time; is it "
+                        "running and connected to " + ", ".join(self._channel.relays),
+                    )
+                await asyncio.wait([pending.future], timeout=remaining)
+            response = pending.future.result()
+        finally:
+            del self._pending[request.id]
+        if response.error is not None or response.result is None:
+            raise BrowserdError(
+                ErrorCode.SIGNER_ERROR,
+                f"the remote signer refused {method}: {(response.error or 'no result')[:200]}",
+            )
+        return response.result
+
+    # -- Signer --------------------------------------------------------------------
+
+    async def public_key(self) -> str:
+        if self._user is None:
+            self._user = checked_pubkey(await self._request("get_public_key"), "the bunker")
+        return self._user
+
+    async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
+        unsigned = unsigned_event(template, await self.public_key())
+        result = await self._request("sign_event", json.dumps(unsigned))
+        return checked_event(result, unsigned, unsigned["pubkey"], "the bunker")
+
+    async def nip04_encrypt(self, pubkey: str, plaintext: str) -> str:
+        return await self._request("nip04_encrypt", pubkey, plaintext)
+
+    async def nip04_decrypt(self, pubkey: str, ciphertext: str) -> str:
+        return await self._request("nip04_decrypt", pubkey, ciphertext)
+
+    async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
+        return await self._request("nip44_encrypt", pubkey, plaintext)
+
+    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
+        return await self._request("nip44_decrypt", pubkey, ciphertext)
+
+    def describe(self) -> dict[str, Any]:
+        """Status details (no secrets): the signer, relays, transport, pending approvals."""
+        return {
+            "remote_signer": self._remote,
+            "relays": list(self._channel.relays),
+            "transport": "nip04" if self._nip04 else "nip44",
+            "auth_urls": [p.auth_url for p in self._pending.values() if p.auth_url],
+        }

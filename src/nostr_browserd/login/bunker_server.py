@@ -1,0 +1,401 @@
+"""``nostr-browserd bunker``: a NIP-46 remote signer, so the daemon's key can live elsewhere.
+
+It serves one Signer over relays.  A client pairs with the ``bunker://`` URL and its
+secret (which works once), or the bunker answers a client's ``nostrconnect://`` URI.
+Each paired client gets a permission list (``sign_event:1,nip44_decrypt,…``): requests
+inside it are answered; outside it the policy decides: ``auto`` refuses them, ``prompt``
+asks on the terminal (yes once / always / no).  With ``auth_url`` set, a request that
+waits for the operator first gets an ``auth_url`` answer, as nsecbunker does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import secrets
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import BrowserdError
+from ..nostr import nip46
+from ..nostr.keys import KeySigner, is_valid_pubkey
+from ..nostr.signer import Signer
+from .files import read_private_file
+from .manager import open_signer
+from .nip46_channel import Channel, Incoming
+from .params import LocalLogin, SeedLogin
+
+__all__ = ["ALL_PERMS", "Approval", "BunkerServer", "TerminalPrompt", "main", "serve_bunker"]
+
+log = logging.getLogger(__name__)
+
+ALL_PERMS = nip46.parse_perms("sign_event,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt")
+_ALWAYS_ALLOWED = {"ping", "get_public_key", "get_relays", "switch_relays", "logout"}
+_CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
+
+Decision = Literal["once", "always", "deny"]
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A request outside a client's permissions, for the operator to decide on."""
+
+    client: str
+    method: str
+    kind: int | None
+    summary: str
+
+
+Approver = Callable[[Approval], Awaitable[Decision]]
+
+
+class _Refused(Exception):
+    """A request we answer with an error (the message goes back to the client)."""
+
+
+@dataclass
+class _Client:
+    perms: tuple[nip46.Permission, ...]
+
+
+class TerminalPrompt:
+    """Ask the operator on the terminal, one request at a time."""
+
+    def __init__(self) -> None:
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, approval: Approval) -> Decision:
+        async with self._lock:
+            print(
+                f"\nClient {approval.client[:16]}… asks: {approval.summary}\n"
+                "Allow? [y]es once, [a]lways for this client, [N]o: ",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+            answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
+        return {"y": "once", "yes": "once", "a": "always", "always": "always"}.get(answer, "deny")
+
+
+class BunkerServer:
+    """Serve ``signer`` to NIP-46 clients over ``relays``."""
+
+    def __init__(
+        self,
+        signer: Signer,
+        relays: list[str] | tuple[str, ...],
+        *,
+        secret: str | None = None,
+        perms: tuple[nip46.Permission, ...] = ALL_PERMS,
+        approver: Approver | None = None,
+        auth_url: str | None = None,
+        transport: Signer | None = None,
+        nip04_only: bool = False,
+    ) -> None:
+        """``transport`` signs and decrypts the NIP-46 traffic (default: ``signer`` itself);
+        ``nip04_only`` behaves like a legacy signer that ignores NIP-44 requests.
+        """
+        self._signer = signer
+        self._transport = transport or signer
+        self._relays = tuple(relays)
+        self._secret: str | None = secret or secrets.token_hex(16)
+        self._perms = perms
+        self._approver = approver
+        self._auth_url = auth_url
+        self._nip04_only = nip04_only
+        self._clients: dict[str, _Client] = {}
+        self._channel: Channel | None = None
+        self._user = ""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def __repr__(self) -> str:
+        return f"BunkerServer(user={self._user}, clients={len(self._clients)})"
+
+    @property
+    def pubkey(self) -> str:
+        """The transport pubkey clients address (in the bunker:// URL)."""
+        assert self._channel is not None, "start() first"
+        return self._channel.pubkey
+
+    @property
+    def bunker_url(self) -> str:
+        """The pairing URL for the operator (it holds the one-time secret while unused)."""
+        return nip46.bunker_url(self.pubkey, self._relays, self._secret)
+
+    @property
+    def clients(self) -> dict[str, str]:
+        """Paired clients and their permissions (for status)."""
+        return {pk: nip46.format_perms(c.perms) for pk, c in self._clients.items()}
+
+    async def start(self) -> None:
+        """Connect to the relays and listen for requests."""
+        self._user = await self._signer.public_key()
+        channel = Channel(
+            self._relays,
+            self._transport,
+            await self._transport.public_key(),
+            accept_nip44=not self._nip04_only,
+        )
+        await channel.open()
+        self._channel = channel
+        self._spawn(self._read())
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._channel is not None:
+            await self._channel.close()
+
+    async def accept_nostrconnect(self, uri: str) -> str:
+        """Pair with a client that showed a ``nostrconnect://`` URI; returns its pubkey."""
+        assert self._channel is not None, "start() first"
+        pointer = nip46.parse_nostrconnect_uri(uri)
+        for relay in pointer.relays:
+            self._channel.add_relay(relay)
+        self._clients[pointer.client_pubkey] = _Client(self._grant(pointer.perms))
+        reply = nip46.Response(nip46.new_request_id(), pointer.secret)
+        await self._channel.send(pointer.client_pubkey, reply, nip04=self._nip04_only)
+        log.info("bunker: paired with nostrconnect client %s…", pointer.client_pubkey[:16])
+        return pointer.client_pubkey
+
+    def _grant(self, requested: tuple[nip46.Permission, ...]) -> tuple[nip46.Permission, ...]:
+        """What a client gets: what it asked for that we allow (all we allow if it asked
+        for nothing).
+        """
+        if not requested:
+            return self._perms
+        return tuple(p for p in requested if nip46.permits(self._perms, p.method, p.kind))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _read(self) -> None:
+        assert self._channel is not None
+        async for incoming in self._channel.messages():
+            if isinstance(incoming.message, nip46.Request):
+                self._spawn(self._handle(incoming, incoming.message))
+
+    async def _handle(self, incoming: Incoming, request: nip46.Request) -> None:
+        assert self._channel is not None
+        try:
+            result = await self._dispatch(incoming, request)
+            response = nip46.Response(request.id, result)
+        except (_Refused, BrowserdError) as exc:
+            response = nip46.Response(request.id, None, str(exc))
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            response = nip46.Response(request.id, None, f"bad request: {type(exc).__name__}")
+        log.info(
+            "bunker: %s from %s… → %s",
+            request.method,
+            incoming.sender[:16],
+            "error" if response.error else "ok",
+        )
+        try:
+            await self._channel.send(incoming.sender, response, nip04=incoming.nip04)
+        except BrowserdError as exc:
+            log.warning("bunker: could not send the answer: %s", exc.message)
+
+    async def _dispatch(self, incoming: Incoming, request: nip46.Request) -> str:
+        client_pk, method, params = incoming.sender, request.method, request.params
+        if method == "connect":
+            return self._connect(client_pk, params)
+        client = self._clients.get(client_pk)
+        if client is None:
+            raise _Refused("not connected: send connect with the bunker secret first")
+        if method in _ALWAYS_ALLOWED:
+            return await self._harmless(client_pk, method)
+        if method == "sign_event":
+            template = json.loads(params[0])
+            if template.get("pubkey", self._user) != self._user:
+                raise _Refused("this bunker signs only as " + self._user)
+            kind = template["kind"]
+            summary = f"sign_event kind {kind}: {str(template.get('content', ''))[:60]!r}"
+            await self._approve(client_pk, client, request, incoming.nip04, kind, summary)
+            return json.dumps(await self._signer.sign_event(template))
+        if method in _CRYPTO:
+            peer, text = params[0], params[1]
+            if not is_valid_pubkey(peer):
+                raise _Refused(f"{method}: the first param must be a 64-hex pubkey")
+            summary = f"{method} with {peer[:16]}… ({len(text)} characters)"
+            await self._approve(client_pk, client, request, incoming.nip04, None, summary)
+            return str(await getattr(self._signer, method)(peer, text))
+        raise _Refused(f"unknown method {method!r}")
+
+    def _connect(self, client_pk: str, params: tuple[str, ...]) -> str:
+        if params and params[0] and params[0] != self.pubkey:
+            raise _Refused("this connect is addressed to another signer")
+        if client_pk in self._clients:
+            return "ack"  # a paired client reconnecting
+        given = params[1] if len(params) > 1 else ""
+        if self._secret is None or not secrets.compare_digest(given, self._secret):
+            raise _Refused("invalid or already used secret")
+        self._secret = None  # single use
+        requested = nip46.parse_perms(params[2]) if len(params) > 2 else ()
+        self._clients[client_pk] = _Client(self._grant(requested))
+        log.info("bunker: client %s… connected", client_pk[:16])
+        return "ack"
+
+    async def _harmless(self, client_pk: str, method: str) -> str:
+        if method == "ping":
+            return "pong"
+        if method == "get_public_key":
+            return self._user
+        if method == "logout":
+            self._clients.pop(client_pk, None)
+            return "ack"
+        if method == "get_relays":
+            return json.dumps({r: {"read": True, "write": True} for r in self._relays})
+        return "null"  # switch_relays: we stay where we are
+
+    async def _approve(
+        self,
+        client_pk: str,
+        client: _Client,
+        request: nip46.Request,
+        nip04: bool,
+        kind: int | None,
+        summary: str,
+    ) -> None:
+        """Return if allowed; raise :class:`_Refused` otherwise."""
+        if nip46.permits(client.perms, request.method, kind):
+            return
+        if self._approver is None:
+            raise _Refused(f"{request.method} is not permitted for this client")
+        if self._auth_url and self._channel is not None:
+            challenge = nip46.Response(request.id, "auth_url", self._auth_url)
+            await self._channel.send(client_pk, challenge, nip04=nip04)
+        decision = await self._approver(Approval(client_pk, request.method, kind, summary))
+        if decision == "always":
+            client.perms += (nip46.Permission(request.method, kind),)
+        elif decision != "once":
+            raise _Refused(f"the operator declined {request.method}")
+
+
+def _print_url(url: str) -> None:
+    print(url, flush=True)
+
+
+async def serve_bunker(
+    signer: Signer,
+    relays: list[str] | tuple[str, ...],
+    *,
+    secret: str | None = None,
+    policy: Literal["auto", "prompt"] | Approver = "auto",
+    perms: tuple[nip46.Permission, ...] = ALL_PERMS,
+    auth_url: str | None = None,
+    transport: Signer | None = None,
+    nostrconnect: str | None = None,
+    on_ready: Callable[[str], None] = _print_url,
+) -> None:
+    """Serve ``signer`` until cancelled; ``on_ready`` gets the bunker:// URL (default:
+    stdout, never the log, since it carries the secret).
+    """
+    approver: Approver | None
+    approver = TerminalPrompt() if policy == "prompt" else None if policy == "auto" else policy
+    server = BunkerServer(
+        signer,
+        relays,
+        secret=secret,
+        perms=perms,
+        approver=approver,
+        auth_url=auth_url,
+        transport=transport,
+    )
+    await server.start()
+    try:
+        on_ready(server.bunker_url)
+        if nostrconnect:
+            await server.accept_nostrconnect(nostrconnect)
+        await asyncio.Event().wait()
+    finally:
+        await server.aclose()
+
+
+# -- command line ---------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nostr-browserd bunker",
+        description="Serve a Nostr key to NIP-46 clients (e.g. a nostr-browserd elsewhere).",
+    )
+    p.add_argument("--relay", action="append", required=True, help="ws(s):// URL (repeat)")
+    key = p.add_mutually_exclusive_group(required=True)
+    key.add_argument("--nsec-file", help="file with the nsec1… or hex key (chmod 600)")
+    key.add_argument("--nsec-env", help="environment variable holding the key")
+    key.add_argument("--credential", help="systemd credential holding the key")
+    key.add_argument("--seed-file", help="file with a BIP-39 mnemonic (chmod 600)")
+    p.add_argument("--passphrase-file", help="file with the BIP-39 passphrase")
+    p.add_argument("--account", type=int, default=0, help="NIP-06 account (default 0)")
+    p.add_argument("--secret-file", help="file with the pairing secret (default: random)")
+    p.add_argument(
+        "--perms",
+        default=nip46.format_perms(ALL_PERMS),
+        help="what paired clients may do, e.g. sign_event:1,nip44_decrypt (default: all)",
+    )
+    p.add_argument(
+        "--policy",
+        choices=("auto", "prompt"),
+        default="auto",
+        help="outside --perms: refuse (auto) or ask on this terminal (prompt)",
+    )
+    p.add_argument("--nostrconnect", help="pair with the client that shows this URI")
+    p.add_argument(
+        "--separate-transport-key",
+        action="store_true",
+        help="talk NIP-46 with a fresh key instead of the served key (URL changes each run)",
+    )
+    return p
+
+
+def _key_params(args: argparse.Namespace) -> LocalLogin | SeedLogin:
+    if args.seed_file:
+        return SeedLogin(
+            method="seed",
+            seed_file=args.seed_file,
+            passphrase_file=args.passphrase_file,
+            account=args.account,
+        )
+    return LocalLogin(
+        method="local",
+        nsec_file=args.nsec_file,
+        nsec_env=args.nsec_env,
+        credential=args.credential,
+    )
+
+
+async def _run(args: argparse.Namespace) -> None:
+    signer = await open_signer(_key_params(args))
+    await serve_bunker(
+        signer,
+        args.relay,
+        secret=read_private_file(args.secret_file) if args.secret_file else None,
+        policy=args.policy,
+        perms=nip46.parse_perms(args.perms),
+        transport=KeySigner.generate() if args.separate_transport_key else None,
+        nostrconnect=args.nostrconnect,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``nostr-browserd bunker``; prints the bunker:// URL on stdout."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 0
+    except BrowserdError as exc:
+        print(f"nostr-browserd bunker: {exc.message}", file=sys.stderr)
+        return 1
+    except nip46.Nip46Error as exc:
+        print(f"nostr-browserd bunker: {exc}", file=sys.stderr)
+        return 2
+    return 0

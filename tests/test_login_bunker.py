@@ -1,0 +1,307 @@
+"""NIP-46: our bunker client and our bunker server, over real relays, and nostr-sdk's
+NostrConnect (an independent implementation) as a client of our server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from nostr_browserd.errors import BrowserdError, ErrorCode
+from nostr_browserd.login.bunker import BunkerSigner
+from nostr_browserd.login.bunker_server import Approval, BunkerServer
+from nostr_browserd.login.manager import IdentityManager
+from nostr_browserd.nostr import nip46
+from nostr_browserd.nostr.keys import KeySigner
+from nostr_browserd.nostr.nip01 import verify_event
+
+
+@contextlib.asynccontextmanager
+async def running(server: BunkerServer) -> AsyncIterator[BunkerServer]:
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.aclose()
+
+
+@contextlib.asynccontextmanager
+async def client(url: str, **kwargs: Any) -> AsyncIterator[BunkerSigner]:
+    signer = await BunkerSigner.connect(url, **{"timeout": 5.0, **kwargs})
+    try:
+        yield signer
+    finally:
+        await signer.aclose()
+
+
+@pytest.fixture
+async def relay_url(local_relay_factory) -> str:
+    return (await local_relay_factory()).url
+
+
+async def exercise(signer: Any, user: KeySigner) -> None:
+    """Every Signer call through ``signer``, checked against a local peer."""
+    assert await signer.public_key() == user.pubkey
+    event = await signer.sign_event({"kind": 1, "content": "hello", "tags": [["t", "x"]]})
+    verify_event(event)
+    assert (event["pubkey"], event["content"], event["tags"]) == (
+        user.pubkey,
+        "hello",
+        [["t", "x"]],
+    )
+    peer = KeySigner.generate()
+    for scheme in ("nip04", "nip44"):
+        ct = await getattr(signer, f"{scheme}_encrypt")(peer.pubkey, f"to peer {scheme}")
+        assert await getattr(peer, f"{scheme}_decrypt")(user.pubkey, ct) == f"to peer {scheme}"
+        back = await getattr(peer, f"{scheme}_encrypt")(user.pubkey, "from peer")
+        assert await getattr(signer, f"{scheme}_decrypt")(peer.pubkey, back) == "from peer"
+
+
+@pytest.mark.parametrize("separate_transport", [False, True], ids=["same-key", "own-key"])
+async def test_our_client_against_our_bunker(relay_url, separate_transport) -> None:
+    user = KeySigner.generate()
+    transport = KeySigner.generate() if separate_transport else None
+    async with running(BunkerServer(user, [relay_url], transport=transport)) as server:
+        assert (server.pubkey == user.pubkey) is not separate_transport
+        async with client(server.bunker_url) as signer:
+            await exercise(signer, user)
+            info = signer.describe()
+            assert info["remote_signer"] == server.pubkey and info["transport"] == "nip44"
+
+
+async def test_over_nostr_relay_subprocess(nostr_relay_url) -> None:
+    user = KeySigner.generate()
+    async with (
+        running(BunkerServer(user, [nostr_relay_url])) as server,
+        client(server.bunker_url) as signer,
+    ):
+        await exercise(signer, user)
+
+
+async def test_secret_works_once_and_a_paired_client_may_reconnect(relay_url) -> None:
+    user, app = KeySigner.generate(), KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url], secret="one-time-secret")) as server:
+        url = server.bunker_url
+        async with client(url, app_key=app) as first:
+            assert await first.public_key() == user.pubkey
+        with pytest.raises(BrowserdError) as err:
+            async with client(url):
+                pass
+        assert err.value.code is ErrorCode.SIGNER_ERROR and "already used" in err.value.message
+        async with client(url, app_key=app) as again:  # same client key: still paired
+            assert await again.public_key() == user.pubkey
+        assert "one-time-secret" not in server.bunker_url
+
+
+async def test_wrong_secret_is_refused(relay_url) -> None:
+    user = KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url], secret="right")) as server:
+        wrong = nip46.bunker_url(server.pubkey, [relay_url], "wrong")
+        with pytest.raises(BrowserdError) as err:
+            async with client(wrong):
+                pass
+        assert "invalid or already used secret" in err.value.message
+        assert "wrong" not in err.value.message.replace("invalid or already used", "")
+
+
+async def test_permissions_per_client_and_auto_policy(relay_url) -> None:
+    user = KeySigner.generate()
+    perms = nip46.parse_perms("sign_event:1,nip44_encrypt")
+    async with (
+        running(BunkerServer(user, [relay_url], perms=perms)) as server,
+        client(server.bunker_url) as signer,
+    ):
+        verify_event(await signer.sign_event({"kind": 1, "content": "ok"}))
+        await signer.nip44_encrypt(KeySigner.generate().pubkey, "ok")
+        for call in (
+            signer.sign_event({"kind": 4, "content": "no"}),
+            signer.nip44_decrypt(user.pubkey, "AAAA"),
+        ):
+            with pytest.raises(BrowserdError, match="not permitted"):
+                await call
+        assert server.clients == {signer._channel.pubkey: "sign_event:1,nip44_encrypt"}
+
+
+async def test_client_may_ask_for_fewer_permissions(relay_url) -> None:
+    user = KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url])) as server:
+        wanted = nip46.parse_perms("sign_event:7,get_public_key")
+        async with client(server.bunker_url, perms=wanted) as signer:
+            verify_event(await signer.sign_event({"kind": 7, "content": "+"}))
+            with pytest.raises(BrowserdError, match="not permitted"):
+                await signer.sign_event({"kind": 1, "content": "no"})
+
+
+async def test_auth_url_is_surfaced_while_the_request_keeps_waiting(relay_url) -> None:
+    user = KeySigner.generate()
+    asked: list[Approval] = []
+    release = asyncio.Event()
+
+    async def operator(approval: Approval) -> str:
+        asked.append(approval)
+        await release.wait()
+        return "always"
+
+    seen: list[str] = []
+    challenged = asyncio.Event()
+
+    def on_auth_url(url: str) -> None:
+        seen.append(url)
+        challenged.set()
+
+    server = BunkerServer(
+        user, [relay_url], perms=(), approver=operator, auth_url="https://approve.example/r/1"
+    )
+    async with (
+        running(server),
+        client(server.bunker_url, timeout=0.5, on_auth_url=on_auth_url) as signer,
+    ):
+        task = asyncio.create_task(signer.sign_event({"kind": 1, "content": "please"}))
+        await asyncio.wait_for(challenged.wait(), 5)
+        assert seen == ["https://approve.example/r/1"]
+        assert signer.describe()["auth_urls"] == ["https://approve.example/r/1"]
+        await asyncio.sleep(1.0)  # twice the request timeout: the wait was extended
+        assert not task.done()
+        release.set()
+        event = await task
+        verify_event(event)
+        assert asked[0].method == "sign_event" and asked[0].kind == 1
+        assert "please" in asked[0].summary
+        # "always" granted sign_event:1 to this client: no second approval needed
+        await signer.sign_event({"kind": 1, "content": "again"})
+        assert len(asked) == 1
+
+
+async def test_operator_can_decline(relay_url) -> None:
+    async def no(approval: Approval) -> str:
+        return "deny"
+
+    server = BunkerServer(KeySigner.generate(), [relay_url], perms=(), approver=no)
+    async with running(server), client(server.bunker_url) as signer:
+        with pytest.raises(BrowserdError, match="declined"):
+            await signer.nip44_encrypt(KeySigner.generate().pubkey, "x")
+
+
+class LyingSigner(KeySigner):
+    """Claims one key, signs with another (or tampers with the event)."""
+
+    def __init__(self, claimed: KeySigner, actual: KeySigner, tamper: bool = False) -> None:
+        super().__init__(actual.secret)
+        self._claimed, self._tamper = claimed, tamper
+
+    async def public_key(self) -> str:
+        return self._claimed.pubkey
+
+    async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
+        if self._tamper:
+            return await self._claimed.sign_event({**template, "content": "tampered"})
+        return await super().sign_event(template)
+
+
+@pytest.mark.parametrize(("tamper", "why"), [(False, "not the logged-in key"), (True, "changed")])
+async def test_a_bad_signature_from_the_bunker_is_rejected(relay_url, tamper, why) -> None:
+    claimed = KeySigner.generate()
+    liar = LyingSigner(claimed, KeySigner.generate(), tamper)
+    server = BunkerServer(liar, [relay_url], transport=KeySigner.generate())
+    async with running(server), client(server.bunker_url) as signer:
+        assert await signer.public_key() == claimed.pubkey
+        with pytest.raises(BrowserdError) as err:
+            await signer.sign_event({"kind": 1, "content": "hi"})
+        assert err.value.code is ErrorCode.SIGNER_ERROR and why in err.value.message
+
+
+async def test_nip04_fallback_for_a_legacy_signer(relay_url) -> None:
+    user = KeySigner.generate()
+    server = BunkerServer(user, [relay_url], nip04_only=True)
+    async with running(server), client(server.bunker_url, connect_timeout=0.5) as signer:
+        assert signer.describe()["transport"] == "nip04"
+        await exercise(signer, user)
+
+
+async def test_request_timeout_when_the_bunker_goes_away(relay_url) -> None:
+    user = KeySigner.generate()
+    server = BunkerServer(user, [relay_url])
+    async with running(server):
+        signer = await BunkerSigner.connect(server.bunker_url, timeout=0.5)
+    try:
+        with pytest.raises(BrowserdError) as err:
+            await signer.sign_event({"kind": 1, "content": "anyone?"})
+        assert err.value.code is ErrorCode.TIMEOUT and relay_url in err.value.message
+    finally:
+        await signer.aclose()
+
+
+async def test_both_ends_survive_a_relay_restart(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    user = KeySigner.generate()
+    async with (
+        running(BunkerServer(user, [relay.url])) as server,
+        client(server.bunker_url, timeout=2.0) as signer,
+    ):
+        await signer.public_key()
+        await relay.restart()
+        assert await server._channel.wait_connected(10)
+        # The first request after the restart may race the server's resubscription;
+        # a handful of pings bounds that, then real requests must simply work.
+        for _ in range(5):
+            with contextlib.suppress(BrowserdError):
+                await signer._request("ping", timeout=1.0)
+                break
+        else:
+            pytest.fail("no answer after the relay came back")
+        verify_event(await signer.sign_event({"kind": 1, "content": "after restart"}))
+
+
+async def test_nostrconnect_flow_our_client_our_bunker(relay_url) -> None:
+    user = KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url], transport=KeySigner.generate())) as server:
+        shown: list[str] = []
+
+        def show(uri: str) -> None:
+            shown.append(uri)
+            asyncio.get_running_loop().create_task(server.accept_nostrconnect(uri))
+
+        signer = await BunkerSigner.from_nostrconnect([relay_url], show_uri=show, timeout=5)
+        try:
+            pointer = nip46.parse_nostrconnect_uri(shown[0])
+            assert pointer.name == "nostr-browserd" and pointer.relays == (relay_url,)
+            await exercise(signer, user)
+            assert signer.describe()["remote_signer"] == server.pubkey
+        finally:
+            await signer.aclose()
+
+
+async def test_nostrconnect_ignores_an_answer_without_our_secret(relay_url) -> None:
+    async with running(BunkerServer(KeySigner.generate(), [relay_url])) as server:
+
+        def show(uri: str) -> None:
+            forged = uri.replace("secret=", "secret=forged")
+            asyncio.get_running_loop().create_task(server.accept_nostrconnect(forged))
+
+        with pytest.raises(BrowserdError) as err:
+            await BunkerSigner.from_nostrconnect([relay_url], show_uri=show, pair_timeout=1.0)
+        assert err.value.code is ErrorCode.TIMEOUT
+
+
+async def test_manager_logs_in_through_a_bunker(relay_url) -> None:
+    user = KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url])) as server:
+        manager = IdentityManager()
+        result = await manager.login({"method": "nip46", "bunker_url": server.bunker_url})
+        assert result["pubkey"] == user.pubkey and result["method"] == "nip46"
+        status = manager.status()
+        assert status["signer"]["remote_signer"] == server.pubkey
+        assert "secret" not in json.dumps(status)
+        verify_event(await manager.signer.sign_event({"kind": 1, "content": "via manager"}))
+        await manager.logout()
+
+
+def test_bad_bunker_url_is_invalid_params() -> None:
+    with pytest.raises(BrowserdError) as err:
+        asyncio.run(BunkerSigner.connect("bunker://nothex?relay=wss://x&secret=abc"))
+    assert err.value.code is ErrorCode.INVALID_PARAMS and "abc" not in err.value.message
