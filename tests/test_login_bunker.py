@@ -305,3 +305,38 @@ def test_bad_bunker_url_is_invalid_params() -> None:
     with pytest.raises(BrowserdError) as err:
         asyncio.run(BunkerSigner.connect("bunker://nothex?relay=wss://x&secret=abc"))
     assert err.value.code is ErrorCode.INVALID_PARAMS and "abc" not in err.value.message
+
+
+async def test_unreachable_relay_gives_a_clear_error() -> None:
+    from tests.fixtures.relays import free_port
+
+    url = nip46.bunker_url(KeySigner.generate().pubkey, [f"ws://127.0.0.1:{free_port()}"], "s")
+    with pytest.raises(BrowserdError) as err:
+        await BunkerSigner.connect(url, timeout=0.5)
+    assert err.value.code in (ErrorCode.UNAVAILABLE, ErrorCode.TIMEOUT)
+    assert "127.0.0.1" in err.value.message
+
+
+async def test_manager_status_shows_a_pending_auth_url(relay_url, caplog) -> None:
+    release = asyncio.Event()
+
+    async def operator(approval: Approval) -> str:
+        await release.wait()
+        return "once"
+
+    user = KeySigner.generate()
+    server = BunkerServer(user, [relay_url], perms=(), approver=operator, auth_url="https://ok/1")
+    async with running(server):
+        manager = IdentityManager()
+        await manager.login({"method": "nip46", "bunker_url": server.bunker_url})
+        task = asyncio.create_task(manager.signer.sign_event({"kind": 1, "content": "hm"}))
+        for _ in range(500):
+            if manager.status()["signer"]["auth_urls"]:
+                break
+            await asyncio.sleep(0.01)
+        assert manager.status()["signer"]["auth_urls"] == ["https://ok/1"]
+        assert "https://ok/1" in caplog.text
+        release.set()
+        verify_event(await task)
+        assert manager.status()["signer"]["auth_urls"] == []
+        await manager.logout()

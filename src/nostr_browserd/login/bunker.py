@@ -107,7 +107,7 @@ class BunkerSigner:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, f"bunker URL: {exc}") from None
         app = app_key or KeySigner.generate()
         self = cls(
-            Channel(pointer.relays, app, app.pubkey),
+            Channel(pointer.relays, app, app.pubkey, publish_timeout=min(timeout, 10.0)),
             timeout=timeout,
             auth_timeout=auth_timeout,
             on_auth_url=on_auth_url,
@@ -156,7 +156,7 @@ class BunkerSigner:
         """
         app = app_key or KeySigner.generate()
         try:
-            channel = Channel(relays, app, app.pubkey)
+            channel = Channel(relays, app, app.pubkey, publish_timeout=min(timeout, 10.0))
             secret = secrets.token_hex(16)
             uri = nip46.nostrconnect_uri(app.pubkey, channel.relays, secret, perms, name)
         except (nip46.Nip46Error, ValueError) as exc:

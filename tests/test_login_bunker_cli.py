@@ -1,0 +1,90 @@
+"""``nostr-browserd bunker`` as a process: prints its bunker:// URL, serves, stops on SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+from nostr_browserd.login.bunker import BunkerSigner
+from nostr_browserd.nostr.keys import KeySigner
+from nostr_browserd.nostr.nip01 import verify_event
+from nostr_browserd.nostr.nip19 import nsec_encode
+from tests.fixtures.signers import NIP06, private_file
+
+ENTRY = (
+    "import sys; from nostr_browserd.login.bunker_server import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+async def run_bunker(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        ENTRY,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def test_cli_serves_a_key_file(tmp_path, local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    key = KeySigner.generate()
+    key_file = private_file(tmp_path, "key", nsec_encode(key.secret))
+    proc = await run_bunker("--relay", relay.url, "--nsec-file", str(key_file))
+    try:
+        assert proc.stdout is not None
+        url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
+        assert url.startswith(f"bunker://{key.pubkey}?relay=")
+        signer = await BunkerSigner.connect(url, timeout=5)
+        try:
+            assert await signer.public_key() == key.pubkey
+            verify_event(await signer.sign_event({"kind": 1, "content": "from the cli"}))
+        finally:
+            await signer.aclose()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
+    assert nsec_encode(key.secret) not in err.decode() and url not in err.decode()
+
+
+async def test_cli_serves_a_seed_with_a_separate_transport_key(tmp_path, local_relay_factory):
+    relay = await local_relay_factory()
+    seed = private_file(tmp_path, "seed", NIP06[0]["mnemonic"])
+    proc = await run_bunker(
+        "--relay",
+        relay.url,
+        "--seed-file",
+        str(seed),
+        "--separate-transport-key",
+        "--perms",
+        "sign_event:1",
+    )
+    try:
+        assert proc.stdout is not None
+        url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
+        assert NIP06[0]["public_key"] not in url
+        signer = await BunkerSigner.connect(url, timeout=5)
+        try:
+            assert await signer.public_key() == NIP06[0]["public_key"]
+        finally:
+            await signer.aclose()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.communicate(), 20)
+
+
+async def test_cli_refuses_a_readable_key_file(tmp_path) -> None:
+    key_file = private_file(tmp_path, "key", NIP06[0]["nsec"], 0o640)
+    proc = await run_bunker("--relay", "ws://127.0.0.1:9", "--nsec-file", str(key_file))
+    out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 1 and out == b""
+    assert f"chmod 600 {key_file}" in err.decode()
+
+
+async def test_cli_usage_errors(tmp_path) -> None:
+    proc = await run_bunker("--nsec-file", "x")
+    _, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 2 and b"--relay" in err
