@@ -44,6 +44,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
+LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Response = dict[str, Any]
 
 
@@ -99,11 +100,13 @@ class Dispatcher:
         controllers: dict[str, ControllerConfig],
         command_timeout: float,
         queue_size: int,
+        local_tools: LocalTools | None = None,
     ) -> None:
         self.registry, self.browser, self.store = registry, browser, store
         self._reply, self._send = reply, send
         self.controllers = controllers
         self.command_timeout, self.queue_size = command_timeout, queue_size
+        self._local_tools = local_tools
         self._queues: dict[str, asyncio.Queue[Incoming | None]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -236,6 +239,30 @@ class Dispatcher:
             outcome,
             duration,
         )
+
+    # --- the local control channel ----------------------------------------------------
+
+    async def handle_local(self, owner: str, raw: str) -> str:
+        """One request from the loopback WebSocket: full role, no approval, login tools too."""
+        started = time.perf_counter()
+        request: Request | None = None
+        try:
+            request = parse_request(raw)
+            if request.tool in LOGIN_TOOLS and self._local_tools is not None:
+                data = await self._local_tools(request.tool, request.params or {})
+                response = {"id": request.id, "success": True, "data": data}
+            else:
+                response = await self.execute(owner, request, None)
+        except BrowserdError as exc:
+            response = error_response(request.id if request else None, exc)
+        except Exception:
+            log.exception("local command failed unexpectedly")
+            response = error_response(
+                request.id if request else None,
+                BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
+            )
+        self._audit(owner, "local", request, response, started)
+        return render(response, is_text(raw))
 
     # --- running -----------------------------------------------------------------------
 

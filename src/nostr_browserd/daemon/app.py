@@ -1,0 +1,398 @@
+"""The daemon: login, relays, inbox, dispatcher, outbox, browser and local channel, joined.
+
+Start order: state store → identity → (embedded relay) → browser → relay pool → inbox
+subscription → announcements (kind 10050, 10002, 0) → local channel → ``READY=1``.
+Stop order is the reverse, after the dispatcher has finished the running commands and sent
+their replies.  A read-only identity starts everything except the inbox: it serves the local
+channel and status, and says plainly that it cannot read or answer direct messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..login.manager import IdentityManager
+from ..login.readonly import READ_ONLY_MESSAGE
+from ..nostr import nip17
+from ..nostr.nip01 import now
+from ..nostr.nip19 import npub_encode
+from ..nostr.relay import RelayPool, Subscription
+from ..nostr.signer import Signer
+from ..tools.catalog import REGISTRY
+from ..tools.session import BrowserConfig, BrowserPool
+from .config import Config, ConfigError, IdentityConfig, load_config
+from .dispatch import Dispatcher
+from .embedded_relay import EmbeddedRelay
+from .inbox import Inbox, Scheme, subscription_filters
+from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
+from .local_ws import LocalServer
+from .notify import notify, watchdog_interval
+from .outbox import Outbox
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+RELAY_LIST_KIND = 10002
+PROFILE_KIND = 0
+
+
+def login_params(identity: IdentityConfig, state_dir: Path) -> dict[str, Any]:
+    """The ``login`` params for the configured identity (a generated key when none is set)."""
+    method = identity.method
+    if method == "local":
+        path = identity.nsec_file or state_dir / DEFAULT_IDENTITY_FILE
+        if identity.nsec_file is None and ensure_key(path):
+            log.warning("generated a new identity in %s (mode 0600)", path)
+        return {"method": "local", "nsec_file": str(path)}
+    if method == "seed":
+        params = {
+            "method": "seed",
+            "seed_file": str(identity.seed_file),
+            "account": identity.account,
+        }
+        if identity.passphrase_file:
+            params["passphrase_file"] = str(identity.passphrase_file)
+        return params
+    if method == "readonly":
+        return {"method": "readonly", "npub": identity.npub}
+    if method == "nip46":
+        return {"method": "nip46", "bunker_url": identity.bunker_url}
+    n = identity.nsigner
+    return {"method": "nsigner", "device": n.device, "service": n.service, "index": n.index}
+
+
+class Daemon:
+    """One running nostr-browserd."""
+
+    def __init__(self, config: Config, config_path: Path | None = None) -> None:
+        self.config, self.config_path = config, config_path
+        self.state_dir = config.state.dir
+        self.started_at = time.time()
+        self.identity = IdentityManager()
+        self.store: Store | None = None
+        self.embedded: EmbeddedRelay | None = None
+        self.relays: list[str] = list(config.nostr.relays)
+        self.browser = BrowserPool(
+            BrowserConfig(
+                executable=config.browser.executable,
+                isolation="shared" if config.browser.isolation == "shared" else "owner",
+                allowed_schemes=config.browser.allowed_schemes,
+            )
+        )
+        self.pool: RelayPool | None = None
+        self.discovery: RelayPool | None = None
+        self.outbox: Outbox | None = None
+        self.dispatcher: Dispatcher | None = None
+        self.local: LocalServer | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._inbox_sub: Subscription | None = None
+        self._stop = asyncio.Event()
+        self._rewiring: asyncio.Task[None] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bring everything up; raises with a clear message when something cannot start."""
+        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.store = Store(self.state_dir / "state.sqlite3")
+        self.store.prune(self.config.state.seen_retention)
+        await self.identity.login(login_params(self.config.identity, self.state_dir))
+        if self.config.nostr.uses_embedded_relay:
+            self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
+            self.relays.insert(0, await self.embedded.start())
+        await self.browser.start()
+        self.dispatcher = Dispatcher(
+            registry=REGISTRY,
+            browser=self.browser,
+            store=self.store,
+            reply=self._reply,
+            send=self._send,
+            controllers=self.config.allowed(),
+            command_timeout=self.config.browser.command_timeout,
+            queue_size=self.config.browser.queue_size,
+            local_tools=self._login_tool,
+        )
+        await self._connect_nostr()
+        self.identity.add_listener(self._identity_changed)
+        if self.config.local.enabled:
+            token = None
+            if self.config.local.token_file:
+                token = self.config.local.token_file.read_text().strip()
+            self.local = LocalServer(
+                self.dispatcher.handle_local, self.status, port=self.config.local.port, token=token
+            )
+            await self.local.start()
+        interval = watchdog_interval()
+        if interval:
+            self._tasks.append(asyncio.create_task(self._watchdog(interval)))
+        notify("READY=1")
+        notify(f"STATUS=serving as {self.npub}")
+
+    async def run(self, on_ready: Callable[[], None] | None = None) -> int:
+        """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
+        try:
+            await self.start()
+            if on_ready is not None:
+                on_ready()
+            await self._stop.wait()
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                loop.remove_signal_handler(sig)
+            await self.stop()
+        return 0
+
+    def request_stop(self) -> None:
+        """Ask :meth:`run` to stop (what SIGTERM does)."""
+        self._stop.set()
+
+    async def stop(self) -> None:
+        """Finish running commands and their replies, then close everything, in reverse."""
+        notify("STOPPING=1")
+        if self._inbox_sub is not None:
+            self._inbox_sub.close()
+        if self.dispatcher is not None:
+            await self.dispatcher.close()
+        if self.local is not None:
+            await self.local.close()
+        await self._disconnect_nostr()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.browser.close()
+        await self.identity.logout()
+        if self.embedded is not None:
+            self.embedded.stop()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        log.info("stopped")
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the config file and the environment; apply the new allow-list."""
+        try:
+            config = load_config(self.config_path)
+        except ConfigError as exc:
+            log.error("reload failed, keeping the current allow-list: %s", exc)
+            return
+        self.config.controllers, self.config.nostr.controllers = (
+            config.controllers,
+            config.nostr.controllers,
+        )
+        if self.dispatcher is not None:
+            self.dispatcher.controllers = config.allowed()
+            log.info("reloaded the allow-list: %d controller(s)", len(config.allowed()))
+
+    async def _watchdog(self, interval: float) -> None:
+        while True:
+            notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+    # --- the Nostr side (rebuilt when the identity changes) ----------------------------
+
+    @property
+    def npub(self) -> str | None:
+        """The daemon's npub, or None when logged out."""
+        return self.identity.identity()["npub"] if self.identity.logged_in else None
+
+    async def _connect_nostr(self) -> None:
+        if not self.identity.logged_in:
+            log.warning("not logged in: direct messages are off until login on the local channel")
+            return
+        signer: Signer = self.identity.signer
+        pubkey = await signer.public_key()
+        if self.identity.readonly:
+            log.warning("%s", READ_ONLY_MESSAGE)
+            self.pool = RelayPool(self.relays)
+            await self.pool.start()
+            return
+        self.pool = RelayPool(self.relays, auth_signer=signer)
+        await self.pool.start()
+        self.outbox = Outbox(signer, self.pool, timeout=self.config.nostr.publish_timeout)
+        assert self.dispatcher is not None and self.store is not None
+        inbox = Inbox(
+            signer,
+            pubkey,
+            self.store,
+            is_known=self.dispatcher.is_known,
+            schemes=self.config.nostr.dm,
+            freshness=self.config.nostr.freshness,
+        )
+        filters = subscription_filters(
+            pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
+        )
+        self._inbox_sub = self.pool.subscribe(filters, advance_since=False)
+        self._tasks.append(asyncio.create_task(self._read_inbox(inbox, self._inbox_sub)))
+        if self.config.nostr.discovery_relays:
+            self.discovery = RelayPool(self.config.nostr.discovery_relays)
+            await self.discovery.start()
+        self._tasks.append(asyncio.create_task(self._announce(signer)))
+        self._tasks.append(asyncio.create_task(self._follow_controller_inboxes()))
+        log.info(
+            "listening for %s on %s as %s",
+            "/".join(self.config.nostr.dm),
+            self.relays,
+            npub_encode(pubkey),
+        )
+
+    async def _disconnect_nostr(self) -> None:
+        if self._inbox_sub is not None:
+            self._inbox_sub.close()
+            self._inbox_sub = None
+        if self.outbox is not None:
+            await self.outbox.close()
+            self.outbox = None
+        for pool in (self.pool, self.discovery):
+            if pool is not None:
+                await pool.close()
+        self.pool = self.discovery = None
+
+    async def _read_inbox(self, inbox: Inbox, sub: Subscription) -> None:
+        assert self.dispatcher is not None
+        async for event in sub:
+            try:
+                incoming = await inbox.open(event)
+            except Exception:  # one bad event must never stop the inbox
+                log.exception("could not process event %s", event.get("id", "?")[:12])
+                continue
+            if incoming is not None:
+                self.dispatcher.submit(incoming)
+
+    async def _announce(self, signer: Signer) -> None:
+        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
+
+        Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
+        these go to our relays and to the discovery relays (indexers) too.
+        """
+        nostr = self.config.nostr
+        public = [url for url in self.relays if not url.startswith("ws://127.")] or self.relays
+        templates = [
+            nip17.inbox_relays_event_template(public),
+            {
+                "kind": RELAY_LIST_KIND,
+                "content": "",
+                "tags": [["r", url] for url in public],
+                "created_at": now(),
+            },
+            {
+                "kind": PROFILE_KIND,
+                "content": json.dumps({"name": nostr.name, "about": nostr.about, "bot": True}),
+                "tags": [],
+                "created_at": now(),
+            },
+        ]
+        for template in templates:
+            try:
+                event = await signer.sign_event(template)
+                for pool in (self.pool, self.discovery):
+                    if pool is not None:
+                        result = await pool.publish(event, nostr.publish_timeout)
+                        if not result.ok:
+                            log.warning("kind %s not accepted: %s", event["kind"], result.refused)
+            except Exception:
+                log.exception("could not publish kind %s", template["kind"])
+
+    async def _follow_controller_inboxes(self) -> None:
+        """Learn controllers' kind 10050 DM inbox relays so replies also reach them there."""
+        authors = list(self.config.allowed())
+        if not authors or self.pool is None:
+            return
+        filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]
+        subs = [p.subscribe(filters) for p in (self.pool, self.discovery) if p is not None]
+        await asyncio.gather(*(self._learn(sub) for sub in subs))
+
+    async def _learn(self, sub: Subscription) -> None:
+        async for event in sub:
+            if self.outbox is not None:
+                await self.outbox.learn_inbox(event)
+
+    def _identity_changed(self, status: dict[str, Any]) -> None:
+        """After login/switch/logout on the local channel, rebuild the Nostr side."""
+        if self._stop.is_set():
+            return
+
+        async def rewire() -> None:
+            await self._disconnect_nostr()
+            await self._connect_nostr()
+
+        self._rewiring = asyncio.create_task(rewire())
+
+    # --- callbacks for the dispatcher --------------------------------------------------
+
+    async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
+        if self.outbox is None:
+            return False
+        return await self.outbox.reply(incoming, text, request_id)
+
+    async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        if self.outbox is None:
+            return False
+        return await self.outbox.send(recipient, text, scheme=scheme)
+
+    async def _login_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``login_status``, ``login``, ``logout``, ``switch_identity``: local channel only."""
+        if tool == "login_status":
+            return self.identity.status()
+        if tool == "login":
+            return await self.identity.login(params)
+        if tool == "switch_identity":
+            return await self.identity.switch_identity(params)
+        return await self.identity.logout()
+
+    # --- status ------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Identity, relays and their state, controllers, queues, recent commands."""
+        login = self.identity.status()
+        relays = {}
+        if self.pool is not None:
+            for url, st in self.pool.status().items():
+                relays[url] = {
+                    "state": st.state,
+                    "publish_state": st.publish_state,
+                    "authenticated": st.authenticated,
+                    "last_error": st.last_error,
+                }
+        controllers = [
+            {
+                "npub": npub_encode(pk),
+                "name": c.name,
+                "role": c.role,
+                "approver": npub_encode(c.approver) if c.approver else None,
+            }
+            for pk, c in (self.dispatcher.controllers if self.dispatcher else {}).items()
+        ]
+        status: dict[str, Any] = {
+            "version": __version__,
+            "uptime": round(time.time() - self.started_at, 1),
+            "identity": login,
+            "direct_messages": self._dm_state(),
+            "relays": relays,
+            "embedded_relay": self.embedded.url if self.embedded else None,
+            "controllers": controllers,
+            "browser": {"alive": self.browser.alive, "sessions": len(self.browser.sessions())},
+        }
+        if self.dispatcher is not None:
+            status.update(self.dispatcher.status())
+        if self.store is not None:
+            status["store"] = self.store.counts()
+            status["recent"] = [e.to_dict() for e in self.store.recent(10)]
+        return status
+
+    def _dm_state(self) -> str:
+        if not self.identity.logged_in:
+            return "off: not logged in"
+        if self.identity.readonly:
+            return "off: " + READ_ONLY_MESSAGE
+        return "on: " + ", ".join(self.config.nostr.dm)

@@ -1,0 +1,247 @@
+"""``nostr-browserd``: run the daemon, ask it for its status, send it a command, and more.
+
+nostr-browserd run [--config PATH]
+nostr-browserd status [--config PATH] [--json]
+nostr-browserd send --to NPUB --key FILE [--relay URL …] [--nip04] [--json] COMMAND…
+nostr-browserd keygen FILE
+nostr-browserd bunker …            (a NIP-46 remote signer: see ``bunker --help``)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..errors import BrowserdError
+from ..nostr.nip19 import Bech32Error, npub_encode
+from .config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nostr-browserd",
+        description="A headless browser driven over encrypted Nostr direct messages.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run the daemon (no config: a local default setup)")
+    run.add_argument("--config", type=Path, help="TOML config file (see config.example.toml)")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+
+    status = sub.add_parser("status", help="show the running daemon's status")
+    status.add_argument("--config", type=Path, help="the daemon's config file")
+    status.add_argument("--json", action="store_true", help="print the raw status JSON")
+
+    send = sub.add_parser("send", help="send one command to a daemon and print its reply")
+    send.add_argument("--to", required=True, help="the daemon's npub (or hex public key)")
+    send.add_argument("--key", required=True, type=Path, help="your key file (nsec, mode 0600)")
+    send.add_argument(
+        "--relay",
+        action="append",
+        default=[],
+        help=f"relay URL, repeatable (default ws://127.0.0.1:{DEFAULT_EMBEDDED_RELAY_PORT})",
+    )
+    send.add_argument("--nip04", action="store_true", help="send as legacy NIP-04 (kind 4)")
+    send.add_argument("--json", action="store_true", help="print the JSON response")
+    send.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
+    send.add_argument("--out", type=Path, help="where to save a screenshot (default: by id)")
+    send.add_argument(
+        "words", nargs=argparse.REMAINDER, metavar="COMMAND…", help="e.g. snapshot -i, or JSON"
+    )
+
+    keygen = sub.add_parser("keygen", help="write a new key (mode 0600) and print its npub")
+    keygen.add_argument("file", type=Path, help="where to write the nsec (must not exist)")
+
+    sub.add_parser("bunker", help="run a NIP-46 remote signer (bunker) for a key", add_help=False)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bunker"]:
+        from ..login.bunker_server import main as bunker_main
+
+        return bunker_main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return _run(args.config, args.verbose)
+        if args.command == "status":
+            return _status(_load(args.config), args.json)
+        if args.command == "send":
+            from .send import send_command
+
+            if not args.words:
+                _parser().error("send needs a command, e.g. get title")
+            return asyncio.run(send_command(args))
+        return _keygen(args.file)
+    except ConfigError as exc:
+        print(f"nostr-browserd: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_FAILED
+
+
+def _load(path: Path | None) -> Config:
+    return load_config(path)
+
+
+# --- run -----------------------------------------------------------------------------------
+
+
+def _setup_logging(verbose: bool) -> None:
+    # Under systemd the journal adds its own timestamps.
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    if "JOURNAL_STREAM" not in os.environ:
+        fmt = "%(asctime)s " + fmt
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt)
+    for noisy in ("websockets", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _run(path: Path | None, verbose: bool) -> int:
+    from .app import Daemon
+
+    config = _load(path)
+    _setup_logging(verbose)
+    daemon = Daemon(config, path)
+    try:
+        return asyncio.run(daemon.run(on_ready=lambda: print(banner(daemon), flush=True)))
+    except (BrowserdError, OSError) as exc:
+        message = exc.message if isinstance(exc, BrowserdError) else str(exc)
+        print(f"nostr-browserd: cannot start: {message}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def banner(daemon: Any) -> str:
+    """What a person needs after ``run``: who the daemon is, where, and how to talk to it."""
+    config: Config = daemon.config
+    npub = daemon.npub or "(not logged in)"
+    relays = daemon.relays
+    relay_args = " ".join(f"--relay {url}" for url in relays[:1])
+    lines = [
+        "nostr-browserd is running.",
+        f"  identity:    {npub} ({config.identity.method})",
+        f"  relays:      {', '.join(relays) or 'none'}"
+        + ("  (embedded, loopback only)" if daemon.embedded else ""),
+        f"  state:       {daemon.state_dir}",
+    ]
+    if daemon.local is not None:
+        port = daemon.local.port
+        lines.append(
+            f"  local:       ws://127.0.0.1:{port}/agent   status: http://127.0.0.1:{port}/"
+        )
+    lines.append(f"  direct msgs: {daemon.status()['direct_messages']}")
+    allowed = config.allowed()
+    if allowed:
+        lines.append("  controllers: " + ", ".join(npub_encode(pk) for pk in allowed))
+    else:
+        lines += [
+            "  controllers: none yet, so no command will run.",
+            "",
+            "To allow a controller, give the daemon its public key, e.g. a new one:",
+            "  nostr-browserd keygen controller.nsec        # prints the controller's npub",
+            "  NOSTR_BROWSERD_NOSTR_CONTROLLERS=npub1… nostr-browserd run",
+            '(or controllers = ["npub1…"] under [nostr] in the config file, then SIGHUP).',
+        ]
+    lines += [
+        "",
+        "Send it a command (NIP-17; add --nip04 for legacy DMs, --json for JSON):",
+        f"  nostr-browserd send --to {npub} --key controller.nsec {relay_args} open example.com",
+        "  … get title | snapshot -i | click @e2 | screenshot   (send 'help' for every tool)",
+    ]
+    return "\n".join(lines)
+
+
+# --- status --------------------------------------------------------------------------------
+
+
+def fetch_status(config: Config, timeout: float = 5.0) -> dict[str, Any] | None:
+    """The running daemon's status from its local HTTP endpoint, or None if none answers."""
+    if not config.local.enabled:
+        return None
+    request = urllib.request.Request(f"http://127.0.0.1:{config.local.port}/")
+    if config.local.token_file:
+        token = config.local.token_file.read_text().strip()
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _status(config: Config, as_json: bool) -> int:
+    status = fetch_status(config)
+    if status is None:
+        print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
+        db = config.state.dir / "state.sqlite3"
+        if db.exists():
+            from .store import Store
+
+            store = Store(db)
+            try:
+                _print_recent([e.to_dict() for e in store.recent(10)])
+            finally:
+                store.close()
+        return EXIT_NOT_RUNNING
+    if as_json:
+        print(json.dumps(status, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    identity = status.get("identity", {})
+    print(f"nostr-browserd {status.get('version')}, up {status.get('uptime')} s")
+    print(f"identity: {identity.get('npub', 'not logged in')} ({identity.get('method')})")
+    print(f"direct messages: {status.get('direct_messages')}")
+    print("relays:")
+    for url, relay in (status.get("relays") or {}).items():
+        error = f"  last error: {relay['last_error']}" if relay.get("last_error") else ""
+        print(f"  {url}: {relay.get('state')}{error}")
+    print("controllers:")
+    for c in status.get("controllers") or []:
+        approver = f", approver {c['approver']}" if c.get("approver") else ""
+        print(f"  {c['npub']} {c.get('name') or ''} role={c['role']}{approver}")
+    _print_recent(status.get("recent") or [])
+    return EXIT_OK
+
+
+def _print_recent(entries: list[dict[str, Any]]) -> None:
+    import time
+
+    print("recent commands:" if entries else "no commands yet.")
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(e["at"]))
+        duration = f"{e['duration_ms']:.0f} ms" if e.get("duration_ms") is not None else ""
+        print(
+            f"  {when} {e['controller'][:12]} {e['transport']:5} {e.get('tool') or '?'}"
+            f" -> {e['outcome']} {duration}"
+        )
+
+
+# --- keygen --------------------------------------------------------------------------------
+
+
+def _keygen(path: Path) -> int:
+    from .keyfile import write_new_key
+
+    try:
+        pubkey = write_new_key(path)
+    except FileExistsError:
+        print(f"nostr-browserd: {path} exists; refusing to overwrite a key", file=sys.stderr)
+        return EXIT_USAGE
+    except (Bech32Error, OSError) as exc:
+        print(f"nostr-browserd: cannot write {path}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(npub_encode(pubkey))
+    print(f"(secret key written to {path}, mode 0600)", file=sys.stderr)
+    return EXIT_OK

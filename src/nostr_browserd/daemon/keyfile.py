@@ -1,0 +1,37 @@
+"""Generated keys on disk: created owner-only (0600) from the first byte, never overwritten.
+
+Used for the daemon's own identity in the zero-config default and by ``nostr-browserd keygen``
+for a controller's key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..nostr.keys import generate_secret, public_key_hex
+from ..nostr.nip19 import nsec_encode
+
+DEFAULT_IDENTITY_FILE = "identity.nsec"
+
+
+def write_new_key(path: Path) -> str:
+    """Create ``path`` holding a fresh ``nsec1…``; returns the public key (hex).
+
+    ``O_EXCL`` refuses to replace an existing key; the mode is 0600 at creation, so the
+    secret is never readable by anyone else, not even for a moment.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    secret = generate_secret()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(nsec_encode(secret) + "\n")
+    return public_key_hex(secret)
+
+
+def ensure_key(path: Path) -> bool:
+    """Make sure a key exists at ``path``; True when it was generated just now."""
+    if path.exists():
+        return False
+    write_new_key(path)
+    return True
