@@ -257,10 +257,10 @@ class BunkerSigner:
             while not pending.future.done():
                 remaining = pending.deadline - loop.time()
                 if remaining <= 0:
-                    waited = "approval" if pending.auth_url else "an answer"
+                    waited = "approval of" if pending.auth_url else "answer to"
                     raise BrowserdError(
                         ErrorCode.TIMEOUT,
-                        f"the remote signer gave no {waited} to {method} in time; is it "
+                        f"the remote signer gave no {waited} {method} in time; is it "
                         "running and connected to " + ", ".join(self._channel.relays),
                     )
                 await asyncio.wait([pending.future], timeout=remaining)
