@@ -159,6 +159,7 @@ class Daemon:
 
     async def stop(self) -> None:
         """Finish running commands and their replies, then close everything, in reverse."""
+        self._stop.set()
         notify("STOPPING=1")
         if self._inbox_sub is not None:
             self._inbox_sub.close()
