@@ -3,10 +3,10 @@
 import json
 
 from nostr_browserd.errors import ErrorCode
-from tests.fixtures.daemon import (  # noqa: F401
+from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
-    start_daemon,
+    start_daemon_fixture,  # noqa: F401
 )
 
 
@@ -20,7 +20,8 @@ async def test_nip17_commands_run_and_are_answered(nostr_relay_url, site_url, st
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         me = await daemon_pubkey(daemon)
-        opened = await phone.command(me, {"tool": "open", "params": {"url": f"{site_url}/form.html"}})
+        url = f"{site_url}/form.html"
+        opened = await phone.command(me, {"tool": "open", "params": {"url": url}})
         assert opened["success"], opened
         snap = await phone.command(me, {"tool": "snapshot", "params": {"interactive": True}})
         text = snap["data"]["snapshot"]
