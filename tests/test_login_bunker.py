@@ -340,3 +340,17 @@ async def test_manager_status_shows_a_pending_auth_url(relay_url, caplog) -> Non
         verify_event(await task)
         assert manager.status()["signer"]["auth_urls"] == []
         await manager.logout()
+
+
+@pytest.mark.parametrize(
+    ("typed", "decision"), [("y\n", "once"), ("a\n", "always"), ("\n", "deny"), ("", "deny")]
+)
+async def test_terminal_prompt(monkeypatch, capsys, typed, decision) -> None:
+    import io
+
+    from nostr_browserd.login.bunker_server import TerminalPrompt
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+    approval = Approval("ab" * 32, "sign_event", 1, "sign_event kind 1: 'hi'")
+    assert await TerminalPrompt()(approval) == decision
+    assert "sign_event kind 1: 'hi'" in capsys.readouterr().err

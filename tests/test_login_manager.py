@@ -143,3 +143,14 @@ def test_login_params_schema_is_a_discriminated_union() -> None:
         "nip46",
         "nsigner",
     }
+
+
+async def test_manager_turns_bad_dicts_into_invalid_params() -> None:
+    manager = IdentityManager()
+    with pytest.raises(BrowserdError) as err:
+        await manager.login({"method": "local", "nsec": A["nsec"], "nsec_env": "X"})
+    assert err.value.code is ErrorCode.INVALID_PARAMS
+    assert "exactly one of" in err.value.message and A["nsec"] not in err.value.message
+    with pytest.raises(BrowserdError, match="method"):
+        await manager.switch_identity({"method": "telepathy"})
+    assert not manager.logged_in

@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 
 ALL_PERMS = nip46.parse_perms("sign_event,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt")
 _ALWAYS_ALLOWED = {"ping", "get_public_key", "get_relays", "switch_relays", "logout"}
+# Requests handled at once (each may wait for the operator); beyond it, new ones are dropped
+# so that a flood from anyone on the relay cannot grow memory without bound.
+_MAX_IN_FLIGHT = 64
 _CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
 
 Decision = Literal["once", "always", "deny"]
@@ -179,8 +182,12 @@ class BunkerServer:
     async def _read(self) -> None:
         assert self._channel is not None
         async for incoming in self._channel.messages():
-            if isinstance(incoming.message, nip46.Request):
-                self._spawn(self._handle(incoming, incoming.message))
+            if not isinstance(incoming.message, nip46.Request):
+                continue
+            if len(self._tasks) > _MAX_IN_FLIGHT:
+                log.warning("bunker: too many requests in flight; dropped one")
+                continue
+            self._spawn(self._handle(incoming, incoming.message))
 
     async def _handle(self, incoming: Incoming, request: nip46.Request) -> None:
         assert self._channel is not None

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import SecretStr, ValidationError
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
@@ -128,9 +128,17 @@ async def _close(signer: Signer | None) -> None:
 def _as_method(params: LoginParams | LoginMethod | dict[str, Any]) -> LoginMethod:
     if isinstance(params, LoginParams):
         return params.root
-    if isinstance(params, dict):
+    if not isinstance(params, dict):
+        return params
+    try:
         return LoginParams.model_validate(params).root
-    return params
+    except ValidationError as exc:
+        # Never echo the input: it may hold a key, a seed or a bunker secret.
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}"
+            for e in exc.errors(include_input=False, include_url=False)
+        )
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"invalid login params: {problems}") from None
 
 
 class IdentityManager:
