@@ -92,6 +92,12 @@ async def test_nsigner_login_and_refusal(qrexec_standin) -> None:
     }
     assert (await manager.login(params))["pubkey"] == A["public_key"]
     assert manager.status()["method"] == "nsigner"
+    assert manager.status()["signer"] == {
+        "transport": "qrexec",
+        "device": "nostr_signer",
+        "service": "qubes.NsignerRpc",
+        "index": 0,
+    }
     await manager.logout()
     qrexec_standin("refuse")
     with pytest.raises(BrowserdError) as err:

@@ -75,6 +75,7 @@ class BunkerSigner:
         self._remote: str | None = None  # the signer's transport pubkey
         self._user: str | None = None
         self._nip04 = False
+        self._heard = False  # any answer from the signer yet (so it reads our transport)
         self._pending: dict[str, _Pending] = {}
         self._paired: asyncio.Future[str] | None = None  # nostrconnect: the signer's pubkey
         self._pair_secret: str | None = None
@@ -106,36 +107,36 @@ class BunkerSigner:
         except nip46.Nip46Error as exc:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, f"bunker URL: {exc}") from None
         app = app_key or KeySigner.generate()
-        self = cls(
+        signer = cls(
             Channel(pointer.relays, app, app.pubkey, publish_timeout=min(timeout, 10.0)),
             timeout=timeout,
             auth_timeout=auth_timeout,
             on_auth_url=on_auth_url,
         )
-        self._remote = pointer.pubkey
+        signer._remote = pointer.pubkey
         try:
-            await self._open()
+            await signer._open()
             params = [pointer.pubkey, pointer.secret or ""]
             if perms:
                 params.append(nip46.format_perms(perms))
             first_wait = min(timeout, 10.0) if connect_timeout is None else connect_timeout
             try:
-                answer = await self._request("connect", *params, timeout=first_wait)
+                answer = await signer._request("connect", *params, timeout=first_wait)
             except BrowserdError as exc:
-                if exc.code is not ErrorCode.TIMEOUT or self._nip04:
+                if exc.code is not ErrorCode.TIMEOUT or signer._nip04 or signer._heard:
                     raise
                 log.info("NIP-46: no answer to connect over NIP-44; retrying over NIP-04")
-                self._nip04 = True
-                answer = await self._request("connect", *params)
+                signer._nip04 = True
+                answer = await signer._request("connect", *params)
             if answer != "ack" and not (pointer.secret and answer == pointer.secret):
                 raise BrowserdError(
                     ErrorCode.SIGNER_ERROR, "the remote signer answered connect unexpectedly"
                 )
-            await self.public_key()
+            await signer.public_key()
         except BaseException:
-            await self.aclose()
+            await signer.aclose()
             raise
-        return self
+        return signer
 
     @classmethod
     async def from_nostrconnect(
@@ -161,24 +162,25 @@ class BunkerSigner:
             uri = nip46.nostrconnect_uri(app.pubkey, channel.relays, secret, perms, name)
         except (nip46.Nip46Error, ValueError) as exc:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, f"nostrconnect: {exc}") from None
-        self = cls(channel, timeout=timeout, auth_timeout=auth_timeout, on_auth_url=on_auth_url)
-        self._pair_secret = secret
-        self._paired = asyncio.get_running_loop().create_future()
+        signer = cls(channel, timeout=timeout, auth_timeout=auth_timeout, on_auth_url=on_auth_url)
+        signer._pair_secret = secret
+        signer._paired = asyncio.get_running_loop().create_future()
         try:
-            await self._open()
+            await signer._open()
             show_uri(uri)
             try:
-                self._remote = await asyncio.wait_for(asyncio.shield(self._paired), pair_timeout)
+                paired = asyncio.shield(signer._paired)
+                signer._remote = await asyncio.wait_for(paired, pair_timeout)
             except TimeoutError:
                 raise BrowserdError(
                     ErrorCode.TIMEOUT,
                     f"no signer answered the nostrconnect:// URI within {pair_timeout:g} s",
                 ) from None
-            await self.public_key()
+            await signer.public_key()
         except BaseException:
-            await self.aclose()
+            await signer.aclose()
             raise
-        return self
+        return signer
 
     async def _open(self) -> None:
         await self._channel.open()
@@ -214,6 +216,7 @@ class BunkerSigner:
         pending = self._pending.get(response.id)
         if pending is None or pending.future.done():
             return
+        self._heard = True
         if incoming.nip04 and not self._nip04:
             log.info("NIP-46: the remote signer answers in NIP-04; switching to it")
             self._nip04 = True

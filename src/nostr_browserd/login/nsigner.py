@@ -183,6 +183,15 @@ class NsignerSigner:
         assert reply.result is not None
         return reply.result
 
+    def describe(self) -> dict[str, Any]:
+        """Status details: where the key lives."""
+        return {
+            "transport": "qrexec",
+            "device": self.device,
+            "service": self.service,
+            "index": self.index,
+        }
+
     async def aclose(self) -> None:
         """End the qrexec session."""
         async with self._lock:
