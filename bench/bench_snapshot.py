@@ -8,6 +8,7 @@ measured in the same run.  Usage: .venv/bin/python bench/bench_snapshot.py [page
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import statistics
 import sys
@@ -23,6 +24,7 @@ from tests.fixtures.site import serve_directory
 DOCS = "/usr/share/doc/python3.11/html"
 PAGES = ["library/index.html", "library/stdtypes.html", "tutorial/controlflow.html"]
 RUNS = 5
+VARIANTS = ("raw", "default", "interactive")
 REF = re.compile(r"\[ref=[^\]]+\]")
 
 
@@ -48,10 +50,16 @@ async def main(pages: list[str]) -> None:
     try:
         for path in pages:
             await session.page.goto(base + path)
-            results = {}
-            for variant in ("raw", "default", "interactive"):
-                runs = [await measure(session.page, variant) for _ in range(RUNS)]
-                results[variant] = tuple(statistics.median(r[i] for r in runs) for i in range(3))
+            await measure(session.page, "raw")  # warm-up: the first snapshot of a page is slower
+            runs: dict[str, list[tuple[int, int, float]]] = {v: [] for v in VARIANTS}
+            for _ in range(RUNS):  # interleaved, so drift in machine load hits all alike
+                for variant in VARIANTS:
+                    gc.collect()
+                    runs[variant].append(await measure(session.page, variant))
+            results = {
+                v: tuple(statistics.median(r[i] for r in runs[v]) for i in range(3))
+                for v in VARIANTS
+            }
             raw = results["raw"]
             for variant, (chars, refs, ms) in results.items():
                 ratios = f"chars {chars / raw[0]:.2f}x  time {ms / raw[2]:.2f}x"

@@ -15,16 +15,22 @@ from playwright.async_api import Locator, Page
 from ..errors import BrowserdError, ErrorCode
 
 # URL, title, a mutation counter and every field's state: enough to tell "nothing happened".
+# Open shadow roots are observed too, since MutationObserver does not see into them.
 FINGERPRINT_JS = """() => {
-  if (!window.__nbdMutations) {
-    window.__nbdMutations = {n: 0};
-    new MutationObserver(r => { window.__nbdMutations.n += r.length; })
-      .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  const seen = window.__nbdSeen || (window.__nbdSeen = {n: 0, roots: new WeakSet()});
+  const roots = [document];
+  for (let i = 0; i < roots.length; i++)
+    for (const el of roots[i].querySelectorAll('*')) if (el.shadowRoot) roots.push(el.shadowRoot);
+  for (const root of roots) {
+    if (seen.roots.has(root)) continue;
+    seen.roots.add(root);
+    new MutationObserver(r => { seen.n += r.length; }).observe(root,
+      {subtree: true, childList: true, attributes: true, characterData: true});
   }
-  const fields = [...document.querySelectorAll('input, select, textarea')]
+  const fields = roots.flatMap(r => [...r.querySelectorAll('input, select, textarea')])
     .map(e => e.type === 'password' ? String(e.value.length) + e.checked
                                     : e.value + e.checked + e.selectedIndex);
-  return {url: location.href, title: document.title, mutations: window.__nbdMutations.n,
+  return {url: location.href, title: document.title, mutations: seen.n,
           fields: fields.join('\\u0000'), focus: document.activeElement?.outerHTML.slice(0, 200),
           scroll: [scrollX, scrollY].join()};
 }"""

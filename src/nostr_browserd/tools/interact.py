@@ -7,9 +7,12 @@ action opened comes back as state instead of hanging the command.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Locator
 from pydantic import Field
 
 from ..errors import BrowserdError, ErrorCode
@@ -23,21 +26,47 @@ TOOLS = Registry()
 NOT_VERIFIED = "NOT VERIFIED: nothing observable changed (URL, title, content, fields, focus)."
 
 
-async def act_and_compare(session: Session, action: Any) -> dict[str, Any]:
-    """Run ``action`` and report what changed, a dialog it opened, or NOT VERIFIED."""
+async def act_and_compare(
+    session: Session, action: Any, target: Locator | None = None, *, opens_tab: bool = False
+) -> dict[str, Any]:
+    """Run ``action`` and report what changed, a dialog it opened, or NOT VERIFIED.
+
+    Focus landing on the element acted on is a side effect of any click, not a change.
+    A link with a target opens its tab in a new process, which can take a while: with
+    ``opens_tab`` we wait for it (up to the timeout) instead of calling the click a no-op.
+    """
     page = session.page
     tabs_before = set(session.tabs)
+    session.tab_opened.clear()
     before = await fingerprint(page)
     if await session.race_dialog(action):
         return {"verified": True, "changes": ["a dialog opened"]}
+    reasons = await changes(page, before)
+    if reasons == ["focus moved"] and target is not None and await has_focus(target):
+        reasons = []
+    if opens_tab and not reasons:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(session.tab_opened.wait(), session.config.timeout_ms / 1000)
     new_tabs = [t for t in session.tabs if t not in tabs_before]
     if new_tabs:
-        return {"verified": True, "changes": ["new tab opened"], "new_tabs": new_tabs}
-    reasons = await changes(page, before)
+        return {"verified": True, "changes": [*reasons, "new tab opened"], "new_tabs": new_tabs}
     result: dict[str, Any] = {"verified": bool(reasons), "changes": reasons}
     if not reasons:
         result["note"] = NOT_VERIFIED
     return result
+
+
+OPENS_TAB_JS = """el => {
+  const link = el.closest('a[target], area[target]');
+  return !!link && !['', '_self', '_parent', '_top'].includes(link.target.toLowerCase());
+}"""
+
+
+async def has_focus(locator: Locator) -> bool:
+    """Whether focus is on the element or inside it."""
+    return await locator.evaluate(
+        "el => el === document.activeElement || el.contains(document.activeElement)"
+    )
 
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
@@ -45,7 +74,8 @@ async def click(session: Session, params: Target) -> dict[str, Any]:
     """Click one element, unless something covers it; says whether the page changed."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
-    return await act_and_compare(session, locator.click())
+    opens_tab = await locator.evaluate(OPENS_TAB_JS)
+    return await act_and_compare(session, locator.click(), locator, opens_tab=opens_tab)
 
 
 class FillParams(Target):
@@ -113,7 +143,7 @@ async def hover(session: Session, params: Target) -> dict[str, Any]:
     """Move the mouse over one element (opens hover menus and tooltips)."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
-    return await act_and_compare(session, locator.hover())
+    return await act_and_compare(session, locator.hover(), locator)
 
 
 @TOOLS.tool("focus", family="interact", gated=True, params=Target, args=("target",))
@@ -121,10 +151,7 @@ async def focus(session: Session, params: Target) -> dict[str, Any]:
     """Give one element keyboard focus."""
     locator = await session.locate(**params.target())
     await locator.focus()
-    focused = await locator.evaluate(
-        "el => el === document.activeElement || el.contains(document.activeElement)"
-    )
-    return {"focused": focused}
+    return {"focused": await has_focus(locator)}
 
 
 class ScrollParams(OptionalTarget):

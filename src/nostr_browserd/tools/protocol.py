@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -82,61 +82,92 @@ def default_registry() -> Registry:
     return REGISTRY
 
 
+@dataclass(frozen=True)
+class Word:
+    """One word of a text command, with where it sits in the line."""
+
+    text: str
+    start: int
+    end: int
+    quoted: bool
+
+
+WORD = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|(\S+)')
+
+
+def split_words(line: str) -> list[Word]:
+    """Words separated by spaces; "double" or 'single' quotes keep spaces inside one."""
+    if line.count('"') % 2 and "'" not in line:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, "A quote is not closed.")
+    words = []
+    for match in WORD.finditer(line):
+        double, single, bare = match.groups()
+        if double is not None:
+            text = re.sub(r"\\(.)", r"\1", double)
+        else:
+            text = single if single is not None else bare
+        words.append(Word(text, match.start(), match.end(), bare is None))
+    return words
+
+
 def parse_text(line: str, registry: Registry) -> Request:
     """``fill @e3 "hello world"`` → ``Request(tool="fill", params={...}, text=True)``."""
-    try:
-        words = shlex.split(line)
-    except ValueError as exc:
-        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Cannot read that line: {exc}.") from None
+    words = split_words(line)
     if not words:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "Empty command: send 'help' for the list.")
     tool, rest = pick_tool(words, registry)
-    return Request(tool=tool.name, params=bind(tool, rest), text=True)
+    return Request(tool=tool.name, params=bind(tool, rest, line), text=True)
 
 
-def pick_tool(words: list[str], registry: Registry) -> tuple[Tool[Any], list[str]]:
+def pick_tool(words: list[Word], registry: Registry) -> tuple[Tool[Any], list[Word]]:
     """The tool a line names (``get text`` → get_text) and the words left for its params."""
-    head = words[0].lower()
-    if len(words) > 1 and f"{head}_{words[1].lower()}" in registry:
-        return registry.get(f"{head}_{words[1].lower()}"), words[2:]
+    head = words[0].text.lower()
+    if len(words) > 1 and f"{head}_{words[1].text.lower()}" in registry:
+        return registry.get(f"{head}_{words[1].text.lower()}"), words[2:]
     for word, test, name in SHORTHANDS:
-        if head == word and test(words[1:]) and name in registry:
+        if head == word and test([w.text for w in words[1:]]) and name in registry:
             return registry.get(name), words[1:]
     return registry.get(head), words[1:]
 
 
-def bind(tool: Tool[Any], words: list[str]) -> dict[str, Any]:
-    """Fill params from bare words (in ``tool.args`` order), ``--name value`` and ``-x``."""
+def bind(tool: Tool[Any], words: list[Word], line: str) -> dict[str, Any]:
+    """Fill params from bare words (in ``tool.args`` order), ``--name value`` and ``-x``.
+
+    A ``*`` param takes the rest of the line as typed, so ``eval a = 'b'`` keeps its quotes.
+    """
     fields = tool.params.model_fields
     params: dict[str, Any] = {}
-    bare: list[str] = []
+    bare: list[Word] = []
     i = 0
     while i < len(words):
         word = words[i]
-        key = flag_name(tool, word)
+        key = None if word.quoted else flag_name(tool, word.text)
         if key is None:
             bare.append(word)
-        elif "=" in word:
-            params[key] = word.split("=", 1)[1]
+        elif "=" in word.text:
+            params[key] = word.text.split("=", 1)[1]
         elif fields[key].annotation in (bool, bool | None):
-            params[key] = not word.startswith("--no-")
+            params[key] = not word.text.startswith("--no-")
         elif i + 1 < len(words):
             i += 1
-            params[key] = words[i]
+            params[key] = words[i].text
         else:
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{word} needs a value. {usage(tool)}")
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS, f"{word.text} needs a value. {usage(tool)}"
+            )
         i += 1
     for spec in tool.args:
         if not bare:
             break
         if spec.startswith("*"):
-            params[spec[1:]] = " ".join(bare)
+            whole = bare[0].text if len(bare) == 1 else line[bare[0].start : bare[-1].end]
+            params[spec[1:]] = whole
             bare = []
         elif spec == "target":
             word = bare.pop(0)
-            params["ref" if looks_like_ref(word) else "selector"] = word
+            params["ref" if looks_like_ref(word.text) else "selector"] = word.text
         else:
-            params[spec] = bare.pop(0)
+            params[spec] = bare.pop(0).text
     if bare:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Too many words. {usage(tool)}")
     return params
@@ -243,10 +274,12 @@ def cap(data: Any, limit: int) -> Any:
 
 
 def text_size(data: Any) -> int:
-    """JSON size without binary fields, which have their own byte cap."""
+    """Characters of text in a result (keys and values), binary fields excepted."""
     if isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in BINARY_KEYS}
-    return len(json.dumps(data, ensure_ascii=False, default=str))
+        return sum(len(k) + text_size(v) for k, v in data.items() if k not in BINARY_KEYS)
+    if isinstance(data, list):
+        return sum(text_size(v) for v in data)
+    return len(data) if isinstance(data, str) else len(str(data))
 
 
 def longest_string(node: Any) -> tuple[Any, Any, str]:

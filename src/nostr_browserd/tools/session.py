@@ -107,6 +107,7 @@ class Session:
         self._listeners: list[EventCallback] = []
         self._dialog_opened = asyncio.Event()
         self._pending: set[asyncio.Future[Any]] = set()
+        self.tab_opened = asyncio.Event()
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -121,8 +122,17 @@ class Session:
         await context.new_page()
 
     async def ready(self) -> None:
-        """Make sure the browser behind this session is alive, relaunching it if it died."""
-        await self.pool.revive(self)
+        """Make sure the browser is alive; ``BROWSER_CRASHED`` if it had died under us.
+
+        The browser is relaunched and this session gets a fresh context, so the command
+        after this one works; this one fails, because its tabs and page state are gone.
+        """
+        if await self.pool.revive(self):
+            raise BrowserdError(
+                ErrorCode.BROWSER_CRASHED,
+                "The browser had stopped (crashed or was killed); it was restarted with a "
+                "fresh tab: open the page again.",
+            )
 
     async def close(self) -> None:
         """Close this owner's context; the pool forgets the session."""
@@ -138,11 +148,13 @@ class Session:
         tab_id = f"t{self._next_tab}"
         self._next_tab += 1
         self.tabs[tab_id] = page
+        self.tab_opened.set()
         page.on("dialog", lambda d: self._on_dialog(tab_id, d))
         page.on("load", lambda p: self._emit("load", {"tab": tab_id, "url": p.url}))
         page.on("close", lambda _p: self.forget(tab_id))
         page.on("download", lambda d: self._on_download(tab_id, d))
         page.on("console", lambda m: self._on_console(tab_id, m))
+        page.on("crash", lambda _p: self._emit("crash", {"tab": tab_id}))
         page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
         self.switch(tab_id)
         return tab_id
@@ -343,26 +355,34 @@ class BrowserPool:
         self.browser = self._playwright = None
 
     async def session(self, owner: str) -> Session:
-        """The session of ``owner`` (everyone shares one under ``isolation="shared"``)."""
+        """The session of ``owner`` (everyone shares one under ``isolation="shared"``).
+
+        An existing session is returned as it is; ``Session.ready`` (called before each
+        command) notices a dead browser, so the command that meets it can say so.
+        """
         key = "shared" if self.config.isolation == "shared" else owner
-        async with self._lock:
-            session = self._sessions.get(key)
-            if session is None:
-                session = Session(self, key)
-                self._sessions[key] = session
-                await self._bind(session)
-        await self.revive(session)
+        session = self._sessions.get(key)
+        if session is None:
+            session = Session(self, key)
+            self._sessions[key] = session
+            await self.revive(session)
         return session
 
-    async def revive(self, session: Session) -> None:
-        """Relaunch a dead browser and give ``session`` a fresh context if it lost its own."""
+    async def revive(self, session: Session) -> bool:
+        """Relaunch a dead browser and rebind ``session`` if it lost its context.
+
+        Returns True when the session had a context that died (its tabs are gone).
+        """
         async with self._lock:
             if not self.alive:
                 log.warning("browser is gone; relaunching")
                 self.browser = None
                 await self._launch()
-            if session.context is None or session.context.browser is not self.browser:
-                await self._bind(session)
+            if session.context is not None and session.context.browser is self.browser:
+                return False
+            lost = session.context is not None
+            await self._bind(session)
+            return lost
 
     async def _bind(self, session: Session) -> None:
         assert self.browser is not None

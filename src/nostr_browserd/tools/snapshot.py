@@ -9,8 +9,9 @@ are printed exactly as Playwright assigned them, so ``aria-ref=`` still resolves
 
 from __future__ import annotations
 
+import asyncio
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from playwright.async_api import Page
 
@@ -61,44 +62,48 @@ WRAPPERS = frozenset(["generic", "list", "listitem", "group", "none", "presentat
 PROSE = frozenset(
     ["text", "code", "strong", "emphasis", "mark", "subscript", "superscript", "time"]
 )
-LINE = re.compile(r"^(?P<indent> *)- (?P<body>.*)$")
-HEAD = re.compile(
-    r'^(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)'
-    r"(?P<rest>:.*)?$"
+LINE = re.compile(
+    r'^(?P<indent> *)- (?:(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?'
+    r"(?P<attrs>(?: \[[^\]]*\])*)(?::(?P<inline>.*))?|(?P<raw>.*))$"
 )
 ATTR = re.compile(r" \[([^\]=]+)(?:=([^\]]*))?\]")
 MASK = "••••••••"
 
 
-@dataclass
 class Node:
     """One line of the ai snapshot and the lines nested under it."""
 
-    role: str
-    name: str | None = None
-    attrs: list[tuple[str, str | None]] = field(default_factory=list)
-    inline: str | None = None
-    children: list[Node] = field(default_factory=list)
-    raw: str | None = None  # a line we could not parse, printed as it was
+    __slots__ = ("actionable", "attrs", "children", "inline", "name", "raw", "ref", "role")
 
-    @property
-    def ref(self) -> str | None:
-        return next((v for k, v in self.attrs if k == "ref"), None)
-
-    @property
-    def clickable(self) -> bool:
-        return ("cursor", "pointer") in self.attrs
-
-    @property
-    def actionable(self) -> bool:
-        return self.ref is not None and (self.role in ACTIONABLE or self.clickable)
+    def __init__(
+        self,
+        role: str,
+        name: str | None = None,
+        attrs: dict[str, str | None] | None = None,
+        inline: str | None = None,
+        raw: str | None = None,
+    ) -> None:
+        self.role = role
+        self.name = name
+        self.attrs = attrs or {}
+        self.inline = inline
+        self.raw = raw  # a line we could not parse, printed as it was
+        self.children: list[Node] = []
+        self.ref = self.attrs.get("ref")
+        # Something one can act on.  A named generic is usually an editable region or a
+        # custom control (contenteditable, summary): the ai snapshot cannot tell them apart.
+        self.actionable = self.ref is not None and (
+            role in ACTIONABLE
+            or self.attrs.get("cursor") == "pointer"
+            or (role == "generic" and bool(name))
+        )
 
     @property
     def is_prop(self) -> bool:
         return self.role.startswith("/")
 
     def box(self) -> tuple[float, float, float, float] | None:
-        value = next((v for k, v in self.attrs if k == "box"), None)
+        value = self.attrs.get("box")
         if not value:
             return None
         x, y, w, h = (float(n) for n in value.split(","))
@@ -139,28 +144,18 @@ def parse(raw: str) -> list[Node]:
                 node = stack[-1][1]
                 node.inline = f"{node.inline or ''} {line.strip()}".strip()
             continue
-        indent = len(match.group("indent"))
-        node = parse_body(match.group("body"))
-        while stack and stack[-1][0] >= indent:
+        indent, role, name, attrs, inline, body = match.groups()
+        if role is None:
+            node = Node(role="", raw=body)
+        else:
+            pairs = {k: v or None for k, v in ATTR.findall(attrs)} if attrs else None
+            node = Node(role, name, pairs, inline.strip() or None if inline else None)
+        depth = len(indent)
+        while stack and stack[-1][0] >= depth:
             stack.pop()
         (stack[-1][1].children if stack else roots).append(node)
-        stack.append((indent, node))
+        stack.append((depth, node))
     return roots
-
-
-def parse_body(body: str) -> Node:
-    """``role "name" [attr=v]…: inline`` → a Node; anything else is kept verbatim."""
-    match = HEAD.match(body)
-    if match is None:
-        return Node(role="", raw=body)
-    rest = match.group("rest")
-    inline = rest[1:].strip() if rest else None
-    return Node(
-        role=match.group("role"),
-        name=match.group("name"),
-        attrs=ATTR.findall(match.group("attrs") or ""),
-        inline=inline or None,
-    )
 
 
 def find(nodes: list[Node], ref: str) -> Node | None:
@@ -232,7 +227,7 @@ class Printer:
         out = node.role
         if node.name is not None:
             out += f' "{node.name}"'
-        for key, value in node.attrs:
+        for key, value in node.attrs.items():
             if key in ("cursor", "box", "active") or (key == "ref" and not self.keeps_ref(node)):
                 continue
             out += f" [{key}]" if value is None else f" [{key}={value}]"
@@ -252,65 +247,68 @@ class Printer:
         vx, vy, vw, vh = view
         return w > 0 and h > 0 and x < vx + vw and x + w > vx and y < vy + vh and y + h > vy
 
-    def tree(
-        self, nodes: list[Node], level: int, offset: tuple[float, float], merged: bool = False
-    ) -> None:
+    def tree(self, nodes: list[Node], level: int, offset: tuple[float, float]) -> None:
         """The default view: structure kept, noise dropped, wrappers hoisted."""
-        for node in nodes if merged else self.merge_prose(nodes):
-            if node.is_prop and (node.role == "/url" and not self.options.urls):
+        for node in nodes:
+            if node.role == "/url" and not self.options.urls:
                 continue
-            in_view = self.visible(node, offset)
-            child_offset = offset
-            if node.role == "iframe" and node.box():
-                box = node.box() or (0, 0, 0, 0)
-                child_offset = (offset[0] + box[0], offset[1] + box[1])
-            hoist = (
-                self.options.compact
-                and node.role in WRAPPERS
-                and node.name is None
-                and not node.actionable
-                and not node.inline
-            )
-            if hoist or not in_view:
-                self.tree(node.children, level, child_offset)
+            inner = inner_offset(node, offset)
+            compact = self.options.compact
+            hoist = compact and node.role in WRAPPERS and not (node.name or node.inline)
+            if not self.visible(node, offset) or (hoist and not node.actionable):
+                self.tree(self.tidy(node.children), level, inner)
                 continue
-            inline = node.inline
-            children = self.merge_prose(node.children)
-            if not inline and len(children) == 1 and children[0].role == "text":
+            inline, children = node.inline, self.tidy(node.children)
+            if not inline and len(children) == 1 and self.is_prose(children[0]):
                 inline, children = children[0].inline, []
-            if inline and not node.actionable:
-                inline = self.shorten(inline)
             if node.actionable and node.name is None and not inline and children:
                 inline, children = text_of(node) or None, [c for c in children if c.is_prop]
+            if inline and not node.actionable:
+                inline = self.shorten(inline)
             if self.options.depth is not None and level >= self.options.depth:
                 children = []
-            self.lines.append(
-                "  " * level
-                + "- "
-                + self.head(node, inline=inline)
-                + (":" if children and self.has_output(children) else "")
-            )
-            self.tree(children, level + 1, child_offset, merged=True)
+            if not self.options.urls:
+                children = [c for c in children if c.role != "/url"]
+            empty = not (node.name or inline or children or self.keeps_ref(node))
+            if compact and empty and node.raw is None:
+                continue
+            line = "  " * level + "- " + self.head(node, inline=inline)
+            self.lines.append(line + (":" if children else ""))
+            self.tree(children, level + 1, inner)
 
-    def merge_prose(self, nodes: list[Node]) -> list[Node]:
-        """Consecutive runs of prose (text, code, emphasis…) become one text line."""
-        if not self.options.text_limit:
+    def is_prose(self, node: Node) -> bool:
+        """A run of text with nothing to act on inside."""
+        return (
+            node.role in PROSE
+            and bool(node.inline)
+            and not node.children
+            and not self.keeps_ref(node)
+        )
+
+    def tidy(self, nodes: list[Node]) -> list[Node]:
+        """Merge runs of prose into one text line; drop a label that repeats its field."""
+        if not self.options.compact or len(nodes) < 2:
             return nodes
         merged: list[Node] = []
         for node in nodes:
-            prose = (
-                node.role in PROSE
-                and not node.children
-                and node.inline
-                and not self.keeps_ref(node)
-            )
-            if prose and merged and merged[-1].role == "text" and merged[-1].children == []:
-                merged[-1] = Node(role="text", inline=f"{merged[-1].inline} {unquote(node.inline)}")
-            elif prose:
+            prose = self.is_prose(node)
+            if prose and merged and merged[-1].role == "text" and not merged[-1].children:
+                text = f"{unquote(merged[-1].inline or '')} {unquote(node.inline or '')}"
+                merged[-1] = Node(role="text", inline=text)
+            elif prose and node.role != "text":
                 merged.append(Node(role="text", inline=unquote(node.inline or "")))
             else:
                 merged.append(node)
-        return merged
+        names = [n.name for n in merged]
+        return [
+            node
+            for i, node in enumerate(merged)
+            if not (
+                node.role == "text"
+                and node.inline
+                and unquote(node.inline) in names[max(0, i - 1) : i + 2]
+            )
+        ]
 
     def shorten(self, text: str) -> str:
         """Cut prose to ``text_limit`` characters: get_text reads the rest."""
@@ -320,26 +318,23 @@ class Printer:
             text = text[:limit].rstrip() + "…"
         return quote(text)
 
-    def has_output(self, children: list[Node]) -> bool:
-        return any(not (c.role == "/url" and not self.options.urls) for c in children)
-
     def flat(self, nodes: list[Node], offset: tuple[float, float]) -> None:
         """The interactive view: one line per element an agent can act on."""
         for node in nodes:
-            child_offset = offset
-            if node.role == "iframe" and node.box():
-                box = node.box() or (0, 0, 0, 0)
-                child_offset = (offset[0] + box[0], offset[1] + box[1])
             if node.actionable and self.visible(node, offset):
                 inline = node.inline
                 if node.role == "combobox":
-                    inline = next(
-                        (c.name for c in node.children if ("selected", None) in c.attrs), inline
-                    )
+                    inline = next((c.name for c in node.children if "selected" in c.attrs), inline)
                 elif node.name is None and not inline:
                     inline = text_of(node) or None
                 self.lines.append("- " + self.head(node, inline=inline))
-            self.flat(node.children, child_offset)
+            self.flat(node.children, inner_offset(node, offset))
+
+
+def inner_offset(node: Node, offset: tuple[float, float]) -> tuple[float, float]:
+    """Boxes inside an iframe are relative to it: where its children's origin lies."""
+    box = node.box() if node.role == "iframe" else None
+    return (offset[0] + box[0], offset[1] + box[1]) if box else offset
 
 
 def render(
@@ -361,7 +356,7 @@ def render(
     if options.interactive:
         printer.flat(nodes, (0, 0))
     else:
-        printer.tree(nodes, 0, (0, 0))
+        printer.tree(printer.tidy(nodes), 0, (0, 0))
     return cut(printer.lines, printer.refs, options.max_chars)
 
 
@@ -414,8 +409,9 @@ async def take(
     scope_refs: list[str] = []
     if selector is not None:
         scope_refs = await selector_scope(page, selector)
-    raw = await page.aria_snapshot(mode="ai", boxes=boxes or None)
-    secrets = await password_values(page)
+    raw, secrets = await asyncio.gather(
+        page.aria_snapshot(mode="ai", boxes=boxes or None), password_values(page)
+    )
     if selector is not None and not scope_refs:
         raise BrowserdError(
             ErrorCode.ELEMENT_NOT_FOUND, f"{selector!r} holds nothing a snapshot shows."

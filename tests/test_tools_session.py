@@ -1,0 +1,82 @@
+"""Sessions: one context per owner, crash recovery, events, tabs and popups."""
+
+import pytest
+from playwright.async_api import Error as PlaywrightError
+
+from nostr_browserd.tools.catalog import REGISTRY
+from nostr_browserd.tools.protocol import parse_request, run
+
+
+async def send(session, command):
+    return await run(REGISTRY, session, parse_request(command, REGISTRY))
+
+
+async def test_owners_do_not_share_cookies(browser_pool, site_url):
+    alice = await browser_pool.session("alice-test")
+    bob = await browser_pool.session("bob-test")
+    try:
+        assert alice.context is not bob.context
+        await send(alice, f"open {site_url}/index.html")
+        await send(bob, f"open {site_url}/index.html")
+        await send(alice, "eval document.cookie = 'who=alice'")
+        assert (await send(bob, "eval document.cookie"))["data"]["result"] == ""
+        assert (await send(alice, "eval document.cookie"))["data"]["result"] == "who=alice"
+        assert await browser_pool.session("alice-test") is alice
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_killed_browser_is_relaunched(browser_pool, site_url):
+    session = await browser_pool.session("crash-test")
+    try:
+        assert (await send(session, f"open {site_url}/index.html"))["success"]
+        cdp = await browser_pool.browser.new_browser_cdp_session()
+        with pytest.raises(PlaywrightError):  # the browser dies mid-call
+            await cdp.send("Browser.crash")
+        hit = await send(session, "get title")
+        assert hit["success"] is False and hit["error"]["code"] == "BROWSER_CRASHED", hit
+        again = await send(session, f"open {site_url}/form.html")
+        assert again["success"], again
+        assert again["data"]["title"] == "Form"
+        assert browser_pool.alive
+    finally:
+        await session.close()
+
+
+async def test_events_reach_listeners(session, call, site_url):
+    events = []
+    session.on_event(events.append)
+    await call(f"open {site_url}/popup.html")
+    await call("click #blank")
+    assert events[0] == {"event": "load", "data": {"tab": "t1", "url": f"{site_url}/popup.html"}}
+    assert ("tab_changed", "t2") in [(e["event"], e["data"]["tab"]) for e in events]
+    assert events[-1] == {"event": "load", "data": {"tab": "t2", "url": f"{site_url}/form.html"}}
+
+
+async def test_popup_becomes_a_tracked_tab(call, site_url):
+    await call(f"open {site_url}/popup.html")
+    clicked = await call("click #blank")
+    assert clicked["data"]["new_tabs"] == ["t2"]
+    assert clicked["data"]["tab"] == "t2"
+    await call("wait_for #submit")
+    tabs = (await call("tab_list"))["data"]["tabs"]
+    assert [(t["tab"], t["active"]) for t in tabs] == [("t1", False), ("t2", True)]
+    assert tabs[1]["url"].endswith("/form.html")
+    await call("tab t1")
+    assert (await call("get title"))["data"]["title"] == "Popup"
+    opened = await call("click #open")
+    assert opened["data"]["new_tabs"] == ["t3"]
+
+
+async def test_tab_ids_are_never_reused(call, site_url):
+    assert (await call(f"tab new {site_url}/index.html"))["data"]["opened"] == "t2"
+    closed = await call("tab close")
+    assert closed["data"]["closed"] == "t2" and closed["data"]["tab"] == "t1"
+    assert (await call("tab new"))["data"]["opened"] == "t3"
+    assert (await call("tab t2"))["error"]["code"] == "INVALID_PARAMS"
+    await call("close")
+    await call("close")
+    assert (await call("get url"))["error"]["code"] == "REFUSED"
+    reopened = await call(f"open {site_url}/index.html")
+    assert reopened["data"]["tab"] == "t4"
