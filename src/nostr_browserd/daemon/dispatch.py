@@ -412,12 +412,17 @@ async def describe_action(session: Session, request: Request) -> str:
     return " ".join(parts)
 
 
+ROLE_LOCATOR = re.compile(r'^get_by_role\("([\w-]+)"(?:, name="(.*?)")?')
+
+
 async def _describe_target(session: Session, ref: str | None, selector: str | None) -> str:
+    """``button "Send" (@e4)``.  ``normalize()`` leaves the ref table alone, unlike a snapshot."""
     try:
         locator = await session.locate(ref=ref, selector=selector)
-        snapshot = await asyncio.wait_for(locator.aria_snapshot(), 2)
+        described = str(await asyncio.wait_for(locator.normalize(), 2))
     except Exception:  # an unresolvable target is described by what was given
         return f"target {ref or selector!r} (not found on the page now)"
-    first = snapshot.strip().splitlines()[0].lstrip("- ").rstrip(":") if snapshot.strip() else ""
-    first = re.sub(r"\s*\[ref=[^\]]*\]", "", first)
-    return f"{first or 'element'} ({ref or selector})"
+    match = ROLE_LOCATOR.match(described)
+    if match:
+        described = match[1] + (f' "{match[2]}"' if match[2] is not None else "")
+    return f"{described} ({ref or selector})"

@@ -1,0 +1,149 @@
+"""End to end: roles, batches, and an approver's consent for an agent's gated commands."""
+
+import asyncio
+import json
+import re
+
+from nostr_browserd.errors import ErrorCode
+from tests.fixtures.daemon import (
+    SdkController,
+    daemon_pubkey,
+    start_daemon_fixture,  # noqa: F401
+)
+
+CODE = re.compile(r'"approve ([A-Z0-9]+)"')
+
+
+async def test_read_role_and_tool_lists(nostr_relay_url, site_url, start_daemon):
+    async with (
+        SdkController([nostr_relay_url]) as reader,
+        SdkController([nostr_relay_url]) as lister,
+    ):
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[
+                {"pubkey": reader.npub, "role": "read"},
+                {"pubkey": lister.npub, "role": ["get_url"]},
+            ],
+        )
+        me = await daemon_pubkey(daemon)
+        url = f"{site_url}/form.html"
+        refused = await reader.command(me, {"tool": "open", "params": {"url": url}})
+        assert refused["error"]["code"] == ErrorCode.FORBIDDEN
+        assert (await reader.command(me, {"tool": "get_url"}))["success"]
+        assert (await lister.command(me, {"tool": "get_url"}))["success"]
+        other = await lister.command(me, {"tool": "get_title"})
+        assert other["error"]["code"] == ErrorCode.FORBIDDEN
+        assert all(e.tool != "open" or e.outcome == "FORBIDDEN" for e in daemon.store.recent())
+
+
+async def test_login_tools_never_run_over_messages(nostr_relay_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        for tool in ("login_status", "logout"):
+            answer = await phone.command(me, {"tool": tool})
+            assert answer["error"]["code"] == ErrorCode.FORBIDDEN
+        assert daemon.identity.logged_in
+
+
+async def test_batch_runs_in_order_and_stops_at_a_refusal(nostr_relay_url, site_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[{"pubkey": phone.npub, "role": "read"}]
+        )
+        me = await daemon_pubkey(daemon)
+        batch = {
+            "tool": "batch",
+            "params": {
+                "commands": [
+                    {"tool": "get_url"},
+                    {"tool": "open", "params": {"url": f"{site_url}/form.html"}},
+                    {"tool": "get_title"},
+                ]
+            },
+        }
+        answer = await phone.command(me, batch)
+        results = answer["data"]["results"]
+        assert not answer["success"]
+        assert [r["success"] for r in results] == [True, False]
+        assert results[1]["error"]["code"] == ErrorCode.FORBIDDEN
+
+
+async def agent_and_phone(nostr_relay_url, start_daemon, timeout=60):
+    agent = await SdkController([nostr_relay_url]).__aenter__()
+    phone = await SdkController([nostr_relay_url]).__aenter__()
+    daemon = await start_daemon(
+        [nostr_relay_url],
+        controllers=[
+            {
+                "pubkey": agent.npub,
+                "name": "agent",
+                "approver": phone.npub,
+                "approval_timeout": timeout,
+            }
+        ],
+    )
+    return agent, phone, daemon, await daemon_pubkey(daemon)
+
+
+async def approve(phone, me, verdict="approve"):
+    """Wait for the approval request, answer it; returns the request's text."""
+    ask = await phone.wait_reply(lambda r: r.sender == me and "approve" in r.content)
+    code = CODE.search(ask.content)[1]
+    await phone.send(me, f"{verdict} {code}")
+    return ask.content
+
+
+async def test_gated_commands_wait_for_the_approver(nostr_relay_url, site_url, start_daemon):
+    agent, phone, _, me = await agent_and_phone(nostr_relay_url, start_daemon)
+    try:
+        url = f"{site_url}/form.html"
+        opening = asyncio.create_task(
+            agent.command(me, {"tool": "open", "params": {"url": url}}, timeout=30)
+        )
+        asked = await approve(phone, me)
+        assert asked.startswith("agent asks to run open") and url in asked
+        assert (await opening)["success"]
+        # A free tool runs without asking.
+        snap = await agent.command(me, {"tool": "snapshot", "params": {"interactive": True}})
+        line = next(x for x in snap["data"]["snapshot"].splitlines() if 'button "Send"' in x)
+        ref = "@" + line.split("[ref=")[1].split("]")[0]
+        clicking = asyncio.create_task(
+            agent.command(me, {"tool": "click", "params": {"ref": ref}}, timeout=30)
+        )
+        asked = await approve(phone, me)
+        assert "click" in asked and 'button "Send"' in asked and f"on {url}" in asked
+        assert (await clicking)["success"]
+        # Denied: the agent is told, and nothing ran.
+        typing = asyncio.create_task(
+            agent.command(
+                me, {"tool": "fill", "params": {"selector": "#name", "value": "x"}}, timeout=30
+            )
+        )
+        await approve(phone, me, "deny")
+        denied = await typing
+        assert denied["error"]["code"] == ErrorCode.DENIED
+        value = await agent.command(
+            me, {"tool": "get_attr", "params": {"selector": "#name", "name": "value"}}
+        )
+        assert not json.dumps(value).count('"x"')
+    finally:
+        await agent.__aexit__(None, None, None)
+        await phone.__aexit__(None, None, None)
+
+
+async def test_an_unanswered_approval_is_denied(nostr_relay_url, start_daemon):
+    agent, phone, _, me = await agent_and_phone(nostr_relay_url, start_daemon, timeout=1)
+    try:
+        answer = await agent.command(me, {"tool": "reload"}, timeout=30)
+        assert answer["error"]["code"] == ErrorCode.DENIED
+        assert "did not answer" in answer["error"]["message"]
+        # A late "approve" finds nothing to approve.
+        ask = next(r for r in await phone.poll() + phone.received if "approve" in r.content)
+        await phone.send(me, f"approve {CODE.search(ask.content)[1]}")
+        late = await phone.wait_reply(lambda r: r.sender == me and "No command" in r.content)
+        assert late
+    finally:
+        await agent.__aexit__(None, None, None)
+        await phone.__aexit__(None, None, None)
