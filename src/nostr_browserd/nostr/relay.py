@@ -63,8 +63,9 @@ SINCE_MARGIN = 120
 (relays' clocks and late-indexed events)."""
 
 OUTBOX_SIZE = 256
-"""Frames waiting to be written on one connection; a relay that lets more pile up is not
-reading and gets disconnected."""
+"""Frames that may wait to be written on one connection.  Publishers wait for room (within
+their timeout); a REQ or CLOSE that finds no room means the relay stopped reading, and the
+connection is dropped.  A relay that stops reading entirely also misses our keepalive pings."""
 
 _COUNTS = (
     "connects",
@@ -309,6 +310,7 @@ class _Connection:
         self._auth_task: asyncio.Task[None] | None = None
         self._helpers: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
+        self._abort_reason: str | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"relay {self.purpose} {self.url}")
@@ -324,17 +326,21 @@ class _Connection:
     def url(self) -> str:
         return self.relay.url
 
-    def post(self, frame: str) -> bool:
-        """Queue ``frame`` for sending without waiting; False if it cannot be sent now."""
+    def post(self, frame: str) -> None:
+        """Queue ``frame`` without waiting; dropped if not connected (re-sent on connect)."""
         if self._ws is None or self._outbox is None:
-            return False
+            return
         try:
             self._outbox.put_nowait(frame)
         except asyncio.QueueFull:
-            self.relay.last_error = "relay is not reading what we send; reconnecting"
+            self._abort_reason = "the relay is not reading what we send"
             self._ws.transport.abort()
-            return False
-        return True
+
+    async def send(self, frame: str) -> None:
+        """Queue ``frame``, waiting for room in the outbox (the caller bounds the wait)."""
+        if self._outbox is None:
+            raise _ConnectionLost(self.relay.last_error or "not connected")
+        await self._outbox.put(frame)
 
     async def request_ok(self, frame: str, event_id: str) -> tuple[bool, str]:
         """Send an EVENT or AUTH frame and wait for the relay's ``OK`` for ``event_id``.
@@ -347,8 +353,7 @@ class _Connection:
         future = asyncio.get_running_loop().create_future()
         self._waiting_ok[event_id] = future
         try:
-            if not self.post(frame):
-                raise _ConnectionLost(self.relay.last_error or "not connected")
+            await self.send(frame)
             return await future
         finally:
             if self._waiting_ok.get(event_id) is future:
@@ -364,6 +369,7 @@ class _Connection:
         attempt = 0
         while True:
             self._set_state("connecting")
+            self._abort_reason = None
             opened_at: float | None = None
             try:
                 async with connect(self.url, **self.pool._connect_options) as ws:
@@ -376,7 +382,7 @@ class _Connection:
                 error = f"{type(exc).__name__}: {exc}"
             finally:
                 self._drop_socket()
-            self.relay.last_error = _short(error)
+            self.relay.last_error = _short(self._abort_reason or error)
             if opened_at is not None and time.monotonic() - opened_at >= self.pool._backoff_cap:
                 attempt = 0  # it stayed up a while: start over from the short delays
             delay = backoff_delay(attempt, self.pool._backoff_base, self.pool._backoff_cap)
@@ -394,13 +400,14 @@ class _Connection:
             self.opened.set()
             self._set_state("connected")
             if self.purpose == "read":
-                self.pool._resubscribe(self)
+                await self.pool._resubscribe(self)
             sock = ws.transport.get_extra_info("socket")
             async for raw in ws:
                 self._handle(raw)
                 _ack_now(sock)
         finally:
             writer.cancel()
+            await ws.close()  # normal closure (1000), also when the pool stops us
 
     @staticmethod
     async def _write(ws: ClientConnection, outbox: asyncio.Queue[str]) -> None:
@@ -684,10 +691,11 @@ class RelayPool:
             for relay in self._relays.values():
                 relay.reader.post(close_message(sub.id))
 
-    def _resubscribe(self, conn: _Connection) -> None:
-        for sub in self._subs.values():
-            sub.closed_by.pop(conn.url, None)
-            conn.post(req_message(sub.id, *sub._filters_for(conn.url)))
+    async def _resubscribe(self, conn: _Connection) -> None:
+        for sub in list(self._subs.values()):
+            if self._subs.get(sub.id) is sub:  # not closed while we waited for room
+                sub.closed_by.pop(conn.url, None)
+                await conn.send(req_message(sub.id, *sub._filters_for(conn.url)))
 
     def _relay_changed(self, relay: _Relay) -> None:
         for sub in self._subs.values():
@@ -755,4 +763,4 @@ class RelayPool:
             self._check_eose(sub)
             return
         if self._subs.get(sub.id) is sub:
-            conn.post(req_message(sub.id, *sub._filters_for(conn.url)))
+            await conn.send(req_message(sub.id, *sub._filters_for(conn.url)))
