@@ -27,3 +27,10 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/pip install -q -e '.[test,dev]'
   touch .venv/.installed
 fi
+
+# The last nostr-sdk with a Python bunker (0.37.0) speaks the legacy NIP-04 transport: the
+# tests run it as a real old signer against our bunker client.  It cannot share a venv.
+if [ ! -x .venv-legacy/bin/python ]; then
+  "$python" -m venv .venv-legacy
+  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || echo "setup: legacy signer unavailable"
+fi

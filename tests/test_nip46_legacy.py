@@ -1,6 +1,6 @@
 """NIP-04 fallback against a real legacy signer: nostr-sdk 0.37.0's NostrConnectRemoteSigner,
 which speaks only the old NIP-04 transport.  It needs its own venv (0.37 and 0.45 cannot
-share one): set NOSTR_SDK_LEGACY_PYTHON to that venv's python, else this test is skipped.
+share one): scripts/setup.sh makes .venv-legacy; NOSTR_SDK_LEGACY_PYTHON names another.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
 
-LEGACY_PYTHON = os.environ.get("NOSTR_SDK_LEGACY_PYTHON", "")
+LEGACY_PYTHON = os.environ.get("NOSTR_SDK_LEGACY_PYTHON", ".venv-legacy/bin/python")
 
 LEGACY_SIGNER = """
 import asyncio, sys
@@ -35,7 +35,7 @@ asyncio.run(main())
 """
 
 pytestmark = pytest.mark.skipif(
-    not os.path.exists(LEGACY_PYTHON), reason="NOSTR_SDK_LEGACY_PYTHON (nostr-sdk 0.37.0) not set"
+    not os.path.exists(LEGACY_PYTHON), reason="no nostr-sdk 0.37.0 venv: run scripts/setup.sh"
 )
 
 
