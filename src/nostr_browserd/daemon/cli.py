@@ -167,13 +167,10 @@ def banner(daemon: Any) -> str:
 # --- status --------------------------------------------------------------------------------
 
 
-def fetch_status(config: Config, timeout: float = 5.0) -> dict[str, Any] | None:
+def fetch_status(port: int, token: str | None = None, timeout: float = 5.0) -> dict | None:
     """The running daemon's status from its local HTTP endpoint, or None if none answers."""
-    if not config.local.enabled:
-        return None
-    request = urllib.request.Request(f"http://127.0.0.1:{config.local.port}/")
-    if config.local.token_file:
-        token = config.local.token_file.read_text().strip()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/")
+    if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -183,7 +180,8 @@ def fetch_status(config: Config, timeout: float = 5.0) -> dict[str, Any] | None:
 
 
 def _status(config: Config, as_json: bool) -> int:
-    status = fetch_status(config)
+    token = config.local.token_file.read_text().strip() if config.local.token_file else None
+    status = fetch_status(config.local.port, token) if config.local.enabled else None
     if status is None:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
         db = config.state.dir / "state.sqlite3"

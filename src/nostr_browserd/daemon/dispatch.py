@@ -111,6 +111,7 @@ class Dispatcher:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._approvals: dict[str, Approval] = {}
+        self._running: dict[str, str] = {}
         self._schemes: dict[str, Scheme] = {}
         self._closing = False
 
@@ -176,6 +177,7 @@ class Dispatcher:
             controller = self.controllers.get(incoming.sender)
             if controller is None:  # removed by a reload while queued
                 raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
+            self._running[incoming.sender] = request.tool
             response = await self.execute(incoming.sender, request, controller)
         except BrowserdError as exc:
             response = error_response(request.id if request else None, exc)
@@ -185,6 +187,8 @@ class Dispatcher:
                 request.id if request else None,
                 BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
             )
+        finally:
+            self._running.pop(incoming.sender, None)
         delivered = await self._deliver(incoming, render(response, text), response.get("id"))
         self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
 
@@ -384,8 +388,9 @@ class Dispatcher:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def status(self) -> dict[str, Any]:
-        """Queue depths and held approvals, for the status page."""
+        """Running commands, queue depths and held approvals, for the status page."""
         return {
+            "running": dict(self._running),
             "queued": {pk: q.qsize() for pk, q in self._queues.items() if q.qsize()},
             "awaiting_approval": [
                 {"requester": a.requester, "approver": a.approver} for a in self._approvals.values()

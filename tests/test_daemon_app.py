@@ -1,0 +1,87 @@
+"""The daemon's local side: login tools on the loopback channel, read-only identity, reload."""
+
+import asyncio
+import json
+
+from websockets.asyncio.client import connect
+
+from nostr_browserd.daemon.cli import fetch_status
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
+from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
+from tests.fixtures.daemon import (
+    SdkController,
+    daemon_pubkey,
+    start_daemon_fixture,  # noqa: F401
+    wait_until,
+)
+
+
+async def local(daemon, request: dict | str):
+    async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
+        await ws.send(request if isinstance(request, str) else json.dumps(request))
+        answer = await ws.recv()
+    return answer if isinstance(request, str) else json.loads(answer)
+
+
+async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        old = await daemon_pubkey(daemon)
+        status = await local(daemon, {"id": 1, "tool": "login_status"})
+        assert status["data"]["npub"] == npub_encode(old) and status["data"]["can_sign"]
+        secret = generate_secret()
+        new = public_key_hex(secret)
+        switched = await local(
+            daemon,
+            {
+                "id": 2,
+                "tool": "switch_identity",
+                "params": {"method": "local", "nsec": nsec_encode(secret)},
+            },
+        )
+        assert switched["data"]["pubkey"] == new
+        # The Nostr side follows the new identity: it answers DMs sent to the new key.
+        await wait_until(lambda: daemon._inbox_sub is not None and daemon.outbox is not None)
+        assert (await phone.command(new, {"tool": "get_url"}))["success"]
+        logged_out = await local(daemon, {"id": 3, "tool": "logout"})
+        assert logged_out["data"]["logged_in"] is False
+        await wait_until(lambda: daemon.status()["direct_messages"].startswith("off"))
+        assert (await local(daemon, {"id": 4, "tool": "get_url"}))["success"], "browser still works"
+        audit = json.dumps([e.to_dict() for e in daemon.store.recent(20)])
+        assert nsec_encode(secret) not in audit and "switch_identity" in audit
+
+
+async def test_read_only_identity_serves_the_local_channel_and_says_why(
+    nostr_relay_url, start_daemon, site_url
+):
+    npub = npub_encode(public_key_hex(generate_secret()))
+    daemon = await start_daemon([nostr_relay_url], identity={"method": "readonly", "npub": npub})
+    state = daemon.status()
+    assert state["identity"]["readonly"] and state["direct_messages"].startswith("off: ")
+    assert "cannot read or answer direct messages" in state["direct_messages"]
+    assert daemon._inbox_sub is None
+    opened = await local(daemon, f"open {site_url}/form.html")
+    assert "form.html" in opened
+    http_status = await asyncio.to_thread(fetch_status, daemon.local.port)
+    assert http_status["identity"]["npub"] == npub
+    assert http_status["recent"][0]["tool"] == "open"
+
+
+async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tmp_path, caplog):
+    async with SdkController([nostr_relay_url]) as phone:
+        config = tmp_path / "config.toml"
+        config.write_text(f'[nostr]\nrelays = ["{nostr_relay_url}"]\n')
+        daemon = await start_daemon([nostr_relay_url])
+        daemon.config_path = config
+        me = await daemon_pubkey(daemon)
+        await phone.send(me, "get url")
+        await wait_until(lambda: f"unknown key {phone.pubkey}" in caplog.text)
+        config.write_text(
+            f'[nostr]\nrelays = ["{nostr_relay_url}"]\ncontrollers = ["{phone.npub}"]\n'
+        )
+        daemon.reload()
+        assert (await phone.command(me, {"tool": "get_url"}))["success"]
+        assert [e.tool for e in daemon.store.recent()] == ["get_url"], "the first was dropped"
+        config.write_text("[nostr]\nfreshness = -1\n")
+        daemon.reload()  # a broken file keeps the current allow-list
+        assert phone.pubkey in daemon.dispatcher.controllers
