@@ -1,0 +1,51 @@
+"""The CLI's own parts: keygen, the bunker subcommand's delegation, status with no daemon."""
+
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from nostr_browserd.daemon.cli import main
+from nostr_browserd.login.nsec import signer_from_file
+from nostr_browserd.nostr.nip19 import npub_encode
+
+CLI = [str(Path(sys.executable).with_name("nostr-browserd"))]
+
+
+def test_keygen_writes_an_owner_only_key_and_prints_its_npub(tmp_path, capsys):
+    path = tmp_path / "keys" / "controller.nsec"
+    assert main(["keygen", str(path)]) == 0
+    out = capsys.readouterr()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert out.out.strip() == npub_encode(signer_from_file(path).pubkey)
+    assert "nsec1" not in out.out + out.err
+    assert main(["keygen", str(path)]) == 2, "never overwrite a key"
+
+
+def test_status_without_a_daemon_says_so_and_shows_the_audit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("NOSTR_BROWSERD_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOSTR_BROWSERD_LOCAL_PORT", "1")
+    assert main(["status"]) == 3
+    assert "not running" in capsys.readouterr().out
+
+
+def test_config_errors_exit_with_usage_and_name_the_key(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[browser]\nisolation = 'nope'\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    assert "browser.isolation" in capsys.readouterr().err
+
+
+def test_send_refuses_a_world_readable_key_before_sending(tmp_path, capsys):
+    key = tmp_path / "k.nsec"
+    main(["keygen", str(key)])
+    key.chmod(0o644)
+    code = main(["send", "--to", npub_encode("ab" * 32), "--key", str(key), "get", "url"])
+    assert code == 2 and "k.nsec" in capsys.readouterr().err
+
+
+def test_bunker_is_the_login_layers_signer():
+    proc = subprocess.run(
+        [*CLI, "bunker", "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0 and "bunker" in proc.stdout
