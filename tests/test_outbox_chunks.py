@@ -14,6 +14,7 @@ from nostr_browserd.daemon.chunks import (
     as_part,
     reassemble,
     split,
+    wire_size,
 )
 
 
@@ -32,7 +33,7 @@ def test_screenshot_sized_reply_splits_and_reassembles():
     whole = json.dumps({"id": "s1", "success": True, "data": {"base64": png}})
     messages = split(whole, "s1", budget=24_000)
     assert len(messages) > 10
-    assert all(len(m.encode()) <= 24_000 + 200 for m in messages)
+    assert all(wire_size(m) <= 24_000 + 200 for m in messages)
     parts = parts_of(messages)
     assert [p["part"] for p in parts] == list(range(1, len(parts) + 1))
     random.shuffle(parts)
@@ -42,7 +43,7 @@ def test_screenshot_sized_reply_splits_and_reassembles():
 def test_escape_heavy_text_keeps_parts_within_budget():
     whole = '"\\\x01é😀' * 5000
     messages = split(whole, 7, budget=2000)
-    assert all(len(m.encode()) <= 2000 + 200 for m in messages)
+    assert all(wire_size(m) <= 2000 + 200 for m in messages)
     assert reassemble(parts_of(messages)) == whole
 
 
@@ -65,6 +66,7 @@ def test_missing_part_is_incomplete_and_corruption_is_an_error():
 @given(st.text(min_size=1, max_size=3000), st.integers(min_value=64, max_value=700))
 def test_any_text_round_trips(text, budget):
     messages = split(text, "r", budget=budget)
+    assert all(wire_size(m) <= budget + 200 for m in messages)
     if len(messages) == 1:
         assert messages[0] == text
     else:

@@ -7,8 +7,9 @@ A reply over ``DEFAULT_PART_BYTES`` is therefore sent as parts, each a JSON obje
     {"id": <request id>, "part": 1, "parts": 3, "sha256": <hex of the whole>, "data": "..."}
 
 ``data`` is a slice of the whole reply's text, cut on character boundaries so that each part,
-JSON-escaped, stays within the budget.  The receiver joins the slices in order and checks the
-hash: the reply comes back byte for byte, screenshots included.
+escaped as ``data`` and again as the event's content, stays within the budget.  The receiver
+joins the slices in order and checks the hash: the reply comes back byte for byte, screenshots
+included.
 """
 
 from __future__ import annotations
@@ -26,33 +27,37 @@ class ReassemblyError(ValueError):
     """Parts that do not make a whole: missing, duplicated with different data, or corrupt."""
 
 
-def _escaped_size(text: str) -> int:
-    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+def wire_size(text: str) -> int:
+    """Bytes ``text`` takes once JSON-escaped as an event's content (a NIP-17 rumor's, say)."""
+    return len(json.dumps(text, ensure_ascii=False).encode())
+
+
+def _slice_cost(piece: str) -> int:
+    # A slice is escaped twice: as ``data`` inside the part, then as the part inside the event.
+    return wire_size(json.dumps(piece, ensure_ascii=False))
 
 
 def _slices(text: str, budget: int) -> list[str]:
-    """Cut ``text`` into slices whose JSON-escaped UTF-8 size is at most ``budget``."""
+    """Cut ``text`` into slices that cost at most ``budget`` bytes on the wire."""
     out: list[str] = []
     pending = [text]
     while pending:
         piece = pending.pop()
-        if _escaped_size(piece) <= budget or len(piece) == 1:
+        if len(piece) == 1 or _slice_cost(piece) <= budget:
             out.append(piece)
             continue
         raw = piece.encode()
         cut = min(budget, len(raw) // 2) if len(raw) > budget else len(raw) // 2
         while cut > 0 and (raw[cut] & 0xC0) == 0x80:  # do not split a UTF-8 sequence
             cut -= 1
-        head = raw[:cut].decode()
-        if not head:
-            head = piece[0]
+        head = raw[:cut].decode() or piece[0]
         pending.extend([piece[len(head) :], head])
     return out
 
 
 def split(text: str, request_id: Any, budget: int = DEFAULT_PART_BYTES) -> list[str]:
-    """``[text]`` if it fits in ``budget`` bytes, else the JSON parts that carry it."""
-    if len(text.encode()) <= budget:
+    """``[text]`` if it fits in ``budget`` bytes on the wire, else the JSON parts that carry it."""
+    if wire_size(text) <= budget:
         return [text]
     digest = hashlib.sha256(text.encode()).hexdigest()
     slices = _slices(text, budget)
