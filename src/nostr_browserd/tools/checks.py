@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 from typing import Any
 
-from playwright.async_api import Locator, Page
+from playwright.async_api import Frame, Locator, Page
 
 from ..errors import BrowserdError, ErrorCode
 
@@ -81,40 +81,59 @@ TEXT_TYPES = frozenset(
 )
 
 
-async def fingerprint(page: Page) -> dict[str, Any] | None:
-    """The page's observable state, or None while it is between documents."""
+async def fingerprint(page: Page, frame: Frame | None = None) -> dict[str, Any] | None:
+    """The observable state of the page and of ``frame`` (the target's, when not the main
+    frame), or None while the page is between documents."""
+    frames = [page.main_frame] + ([frame] if frame and frame != page.main_frame else [])
+    state: dict[str, Any] = {}
     try:
-        return await asyncio.wait_for(page.evaluate(FINGERPRINT_JS), 5)
+        for prefix, each in zip(("", "frame "), frames, strict=False):
+            values = await asyncio.wait_for(each.evaluate(FINGERPRINT_JS), 5)
+            state.update({prefix + key: value for key, value in values.items()})
     except Exception:
-        return None
+        return state or None
+    return state
 
 
-async def changes(page: Page, before: dict[str, Any] | None) -> list[str]:
+LABELS = {
+    "url": "url changed",
+    "title": "title changed",
+    "mutations": "page content changed",
+    "fields": "field values changed",
+    "focus": "focus moved",
+    "scroll": "page scrolled",
+}
+
+
+async def changes(
+    page: Page, before: dict[str, Any] | None, frame: Frame | None = None
+) -> list[str]:
     """What differs from ``before``: re-checked a few frames later for late handlers."""
     for delay in (0, 0.05, 0.15, 0.3):
         await asyncio.sleep(delay)
         if before is None:
             return ["page reloaded"]
-        after = await fingerprint(page)
+        after = await fingerprint(page, frame)
         if after is None:
             with contextlib.suppress(Exception):
                 await page.wait_for_load_state("load", timeout=5000)
             return ["navigated"]
-        reasons = [
-            label
-            for key, label in (
-                ("url", "url changed"),
-                ("title", "title changed"),
-                ("mutations", "page content changed"),
-                ("fields", "field values changed"),
-                ("focus", "focus moved"),
-                ("scroll", "page scrolled"),
-            )
-            if after.get(key) != before.get(key)
-        ]
+        reasons = []
+        for key, value in before.items():
+            if after.get(key) != value:
+                name = key.removeprefix("frame ")
+                label = LABELS[name] + (" in the frame" if name != key else "")
+                if label not in reasons:
+                    reasons.append(label)
         if reasons:
             return reasons
     return []
+
+
+async def owner_frame(locator: Locator) -> Frame | None:
+    """The frame an element lives in (to watch it as well as the page)."""
+    handle = await locator.element_handle()
+    return await handle.owner_frame() if handle else None
 
 
 async def refuse_if_covered(locator: Locator) -> None:

@@ -16,7 +16,14 @@ from playwright.async_api import Locator
 from pydantic import Field
 
 from ..errors import BrowserdError, ErrorCode
-from .checks import changes, check_length, editable_field, fingerprint, refuse_if_covered
+from .checks import (
+    changes,
+    check_length,
+    editable_field,
+    fingerprint,
+    owner_frame,
+    refuse_if_covered,
+)
 from .params import OptionalTarget, Target
 from .refs import first_line
 from .registry import Params, Registry
@@ -38,10 +45,11 @@ async def act_and_compare(
     page = session.page
     tabs_before = set(session.tabs)
     session.tab_opened.clear()
-    before = await fingerprint(page)
+    frame = await owner_frame(target) if target is not None else None
+    before = await fingerprint(page, frame)
     if await session.race_dialog(action):
         return {"verified": True, "changes": ["a dialog opened"]}
-    reasons = await changes(page, before)
+    reasons = await changes(page, before, frame)
     if reasons == ["focus moved"] and target is not None and await has_focus(target):
         reasons = []
     if opens_tab and not reasons:
@@ -125,13 +133,10 @@ class PressParams(OptionalTarget):
 @TOOLS.tool("press", family="interact", gated=True, params=PressParams, args=("key", "target"))
 async def press(session: Session, params: PressParams) -> dict[str, Any]:
     """Press a key (Enter, Tab, Control+a…) on an element or on the focused element."""
-    if params.has_target:
-        locator = await session.locate(**params.target())
-        action = locator.press(params.key)
-    else:
-        action = session.page.keyboard.press(params.key)
+    locator = await session.locate(**params.target()) if params.has_target else None
+    action = locator.press(params.key) if locator else session.page.keyboard.press(params.key)
     try:
-        return await act_and_compare(session, action)
+        return await act_and_compare(session, action, locator)
     except PlaywrightError as exc:
         if "Unknown key" in str(exc):
             raise BrowserdError(ErrorCode.INVALID_PARAMS, first_line(exc)) from None

@@ -20,7 +20,7 @@ class SnapshotParams(OptionalTarget):
 
     interactive: bool = Field(False, description="only elements one can act on, one per line")
     compact: bool = Field(True, description="drop unnamed wrappers (false: full structure)")
-    depth: int | None = Field(None, ge=0, description="levels of the tree to print")
+    depth: int | None = Field(None, ge=1, description="levels of the tree to print")
     viewport: bool = Field(False, description="only what is inside the visible viewport")
     urls: bool = Field(False, description="print link targets (/url: lines)")
     text_limit: int = Field(80, ge=0, description="characters of prose per line, 0 for all")

@@ -265,7 +265,7 @@ class Printer:
                 inline, children = text_of(node) or None, [c for c in children if c.is_prop]
             if inline and not node.actionable:
                 inline = self.shorten(inline)
-            if self.options.depth is not None and level >= self.options.depth:
+            if self.options.depth is not None and level + 1 >= self.options.depth:
                 children = []
             if not self.options.urls:
                 children = [c for c in children if c.role != "/url"]
@@ -315,7 +315,9 @@ class Printer:
         limit = self.options.text_limit
         text = unquote(text)
         if limit and len(text) > limit:
-            text = text[:limit].rstrip() + "…"
+            cut = text[:limit]
+            space = cut.rfind(" ", limit - 20)
+            text = (cut[:space] if space > 0 else cut).rstrip() + "…"
         return quote(text)
 
     def flat(self, nodes: list[Node], offset: tuple[float, float]) -> None:
@@ -384,7 +386,8 @@ def cut(lines: list[str], refs: int, max_chars: int) -> Rendered:
 PASSWORDS_JS = (
     "() => [...document.querySelectorAll('input[type=password]')].map(e => e.value).filter(Boolean)"
 )
-VIEWPORT_JS = "() => [window.scrollX, window.scrollY, window.innerWidth, window.innerHeight]"
+# Boxes are relative to the viewport, so the viewport is (0, 0, width, height).
+VIEWPORT_JS = "() => [0, 0, window.innerWidth, window.innerHeight]"
 
 
 async def password_values(page: Page) -> set[str]:

@@ -1,0 +1,77 @@
+"""Files a controller may touch: inside one configured directory, per owner, never outside.
+
+Uploads, downloads and saved login states all live under directories the operator chose.
+A name from a command is checked before any file is opened: no absolute paths, no ``..``,
+and the resolved path (symlinks followed) must still sit inside the directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from ..errors import BrowserdError, ErrorCode
+
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def configured(directory: Path | None, setting: str, tool: str) -> Path:
+    """The directory behind a setting, or ``UNAVAILABLE`` saying how to turn ``tool`` on."""
+    if directory is None:
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE, f"{tool} is off: set browser.{setting} in the configuration."
+        )
+    return Path(directory).expanduser().resolve()
+
+
+def owner_dir(base: Path, owner: str) -> Path:
+    """``base/<owner>`` (created 0700): one controller never sees another's files."""
+    safe = owner if NAME.match(owner) else hashlib.sha256(owner.encode()).hexdigest()[:32]
+    path = base / safe
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def inside(base: Path, name: str) -> Path:
+    """The existing regular file ``name`` under ``base``; ``FORBIDDEN`` for any escape."""
+    relative = Path(name)
+    if not name or relative.is_absolute() or ".." in relative.parts:
+        raise BrowserdError(
+            ErrorCode.FORBIDDEN, f"{name!r}: only names inside the configured directory."
+        )
+    path = (base / relative).resolve()
+    if not path.is_relative_to(base.resolve()):
+        raise BrowserdError(ErrorCode.FORBIDDEN, f"{name!r} leads outside the directory.")
+    if not path.is_file():
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"No file {name!r} in the directory.")
+    return path
+
+
+def valid_name(name: str) -> str:
+    """A state or file stem: letters, digits, ``_`` and ``-``, at most 64."""
+    if not NAME.match(name):
+        raise BrowserdError(
+            ErrorCode.INVALID_PARAMS, "A name is 1 to 64 letters, digits, '_' or '-'."
+        )
+    return name
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable by this user only (0600), replacing it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    os.chmod(path, 0o600)
+
+
+def free_name(directory: Path, suggested: str) -> Path:
+    """A path in ``directory`` for a download: the page's name, cleaned, never overwriting."""
+    stem = re.sub(r"[^A-Za-z0-9._-]", "_", Path(suggested).name).lstrip(".") or "download"
+    first = directory / stem[:128]
+    path, n = first, 1
+    while path.exists():
+        path = directory / f"{first.stem}-{n}{first.suffix}"
+        n += 1
+    return path

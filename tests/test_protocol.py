@@ -1,0 +1,250 @@
+"""The protocol: JSON and the text grammar parse to one Request; replies are coded."""
+
+import json
+
+import pytest
+
+from nostr_browserd.errors import BrowserdError
+from nostr_browserd.tools.catalog import REGISTRY
+from nostr_browserd.tools.protocol import Request, cap, handle_message, parse_request, render_text
+from nostr_browserd.tools.urls import resolve
+
+GRAMMAR = [
+    ("open example.com", "open", {"url": "example.com"}),
+    ("open what is a browser", "open", {"url": "what is a browser"}),
+    ("snapshot -i", "snapshot", {"interactive": True}),
+    (
+        'snapshot -i -c -d 3 -s "#main .x"',
+        "snapshot",
+        {"interactive": True, "compact": True, "depth": "3", "selector": "#main .x"},
+    ),
+    ("snapshot --no-compact --urls", "snapshot", {"compact": False, "urls": True}),
+    ("click @e2", "click", {"ref": "@e2"}),
+    ("click f1e3", "click", {"ref": "f1e3"}),
+    ("click #submit", "click", {"selector": "#submit"}),
+    ('fill @e3 "hello world"', "fill", {"ref": "@e3", "value": "hello world"}),
+    ("fill @e3 hello  world", "fill", {"ref": "@e3", "value": "hello  world"}),
+    (
+        'fill #pw "s3 cret" --secret',
+        "fill",
+        {"selector": "#pw", "value": "s3 cret", "secret": True},
+    ),
+    ('fill @e3 "-5"', "fill", {"ref": "@e3", "value": "-5"}),
+    ("type @e1 abc", "type", {"ref": "@e1", "value": "abc"}),
+    ("get text @e1", "get_text", {"ref": "@e1"}),
+    ("get text", "get_text", {}),
+    ("get attr @e1 href", "get_attr", {"ref": "@e1", "name": "href"}),
+    ("get url", "get_url", {}),
+    ("get title", "get_title", {}),
+    ("tab", "tab_list", {}),
+    ("tab t2", "tab_switch", {"tab": "t2"}),
+    ("tab new https://example.org/a?b=c", "tab_new", {"url": "https://example.org/a?b=c"}),
+    ("tab close t3", "tab_close", {"tab": "t3"}),
+    ("press Enter", "press", {"key": "Enter"}),
+    ("press Control+a @e4", "press", {"key": "Control+a", "ref": "@e4"}),
+    ("scroll down 300", "scroll", {"direction": "down", "amount": "300"}),
+    ("wait 500", "wait", {"ms": "500"}),
+    ("wait #late", "wait_for", {"selector": "#late"}),
+    ("wait for @e9 hidden", "wait_for", {"ref": "@e9", "state": "hidden"}),
+    (
+        "screenshot -f --format jpeg --quality 50",
+        "screenshot",
+        {"full_page": True, "format": "jpeg", "quality": "50"},
+    ),
+    ("eval document.cookie = 'a=b'", "eval", {"script": "document.cookie = 'a=b'"}),
+    ("dialog accept Ada Lovelace", "dialog", {"action": "accept", "value": "Ada Lovelace"}),
+    ("help", "help", {}),
+    ("help fill", "help", {"tool": "fill"}),
+    ("GET URL", "get_url", {}),
+]
+
+
+@pytest.mark.parametrize(("line", "tool", "params"), GRAMMAR)
+def test_text_grammar(line, tool, params):
+    request = parse_request(line, REGISTRY)
+    assert (request.tool, request.params, request.text) == (tool, params, True)
+    REGISTRY.validate(request.tool, request.params)  # and the params are valid for the tool
+
+
+def test_json_request():
+    request = parse_request('{"id": 3, "tool": "click", "params": {"ref": "@e1"}}', REGISTRY)
+    assert request == Request(id=3, tool="click", params={"ref": "@e1"})
+    assert request.text is False
+    assert parse_request({"tool": "get_url"}, REGISTRY).params == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ("{not json", "Not valid JSON"),
+        ('{"id": 1}', "tool is missing"),
+        ('{"tool": "click", "params": []}', "params must be an object"),
+        ('{"tool": "click", "id": [1]}', "id must be"),
+        ('fill @e1 "unclosed', "quote is not closed"),
+        ("", "Empty command"),
+        ("click @e1 @e2", "usage: click <@ref|selector>"),
+        ("snapshot -d", "-d needs a value"),
+    ],
+)
+def test_bad_requests_are_invalid_params(raw, words):
+    with pytest.raises(BrowserdError) as caught:
+        parse_request(raw, REGISTRY)
+    assert caught.value.code == "INVALID_PARAMS"
+    assert words in caught.value.message
+
+
+def test_unknown_tool_suggests():
+    with pytest.raises(BrowserdError) as caught:
+        parse_request("snap", REGISTRY)
+    assert caught.value.code == "UNKNOWN_TOOL"
+    assert "snapshot" in caught.value.message
+
+
+def test_redacted_hides_secrets():
+    request = parse_request("fill #pw hunter2 --secret", REGISTRY)
+    assert "hunter2" not in json.dumps(request.redacted())
+    assert parse_request("fill #name Ada", REGISTRY).redacted()["params"]["value"] == "Ada"
+
+
+def test_cap_cuts_the_longest_text_and_flags_it():
+    data = {"text": "x" * 50_000, "url": "http://a", "base64": "A" * 100_000}
+    capped = cap(data, 20_000)
+    assert capped["truncated"] is True and "Result cut" in capped["note"]
+    assert len(capped["text"]) < 20_000 and capped["base64"] == data["base64"]
+    assert cap({"text": "short"}, 20_000) == {"text": "short"}
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("example.com", "https://example.com"),
+        ("example.com/path?q=1", "https://example.com/path?q=1"),
+        ("localhost:8080/x", "http://localhost:8080/x"),
+        ("127.0.0.1:9000", "http://127.0.0.1:9000"),
+        ("http://example.com", "http://example.com"),
+        ("about:blank", "about:blank"),
+        ("python tutorial", "https://duckduckgo.com/?q=python+tutorial"),
+        ("python", "https://duckduckgo.com/?q=python"),
+    ],
+)
+def test_addresses_resolve_like_an_address_bar(url, expected):
+    assert resolve(url, ["http", "https", "about"], "https://duckduckgo.com/?q={query}") == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "data:text/html,x",
+        "chrome://settings",
+        "ftp://x.org",
+    ],
+)
+def test_other_schemes_are_refused(url):
+    with pytest.raises(BrowserdError) as caught:
+        resolve(url, ["http", "https", "about"], "https://s/?q={query}")
+    assert caught.value.code == "REFUSED"
+
+
+def test_render_text_reads_well():
+    assert render_text(
+        {"success": False, "error": {"code": "STALE_REF", "message": "Take a new snapshot."}}
+    ) == ("✗ STALE_REF: Take a new snapshot.")
+    reply = render_text(
+        {
+            "success": True,
+            "data": {
+                "snapshot": '- button "Go" [ref=e1]',
+                "refs": 1,
+                "truncated": False,
+                "url": "http://a/",
+                "title": "A",
+                "tab": "t1",
+                "dialog": {"type": "confirm", "message": "Sure?"},
+            },
+        }
+    )
+    assert reply.splitlines() == [
+        '- button "Go" [ref=e1]',
+        "refs: 1",
+        "truncated: False",
+        "[t1] A http://a/",
+        "⚠ confirm dialog open: 'Sure?': reply dialog accept | dialog dismiss",
+    ]
+
+
+# --- through a session ----------------------------------------------------------------
+
+
+async def test_help_lists_every_tool_with_gating(call):
+    tools = (await call("help"))["data"]["tools"]
+    names = {t["name"]: t["gated"] for t in tools}
+    phase1 = [
+        "open",
+        "snapshot",
+        "click",
+        "fill",
+        "type",
+        "press",
+        "hover",
+        "focus",
+        "scroll",
+        "screenshot",
+        "eval",
+        "get_text",
+        "get_html",
+        "get_attr",
+        "get_url",
+        "get_title",
+        "back",
+        "forward",
+        "reload",
+        "wait",
+        "wait_for",
+        "tab_list",
+        "tab_new",
+        "tab_switch",
+        "tab_close",
+        "close",
+    ]
+    assert set(phase1) <= set(names)
+    assert names["click"] and names["open"] and names["eval"]
+    assert not names["snapshot"] and not names["get_text"] and not names["tab_list"]
+    one = (await call("help fill"))["data"]
+    assert one["usage"] == "usage: fill <@ref|selector> <value…> [--secret]"
+    assert one["params"]["properties"]["value"]["type"] == "string"
+
+
+async def test_invalid_params_name_the_field(call):
+    response = await call({"id": "x", "tool": "click", "params": {"ref": "@e1", "selector": "a"}})
+    assert response["id"] == "x" and response["error"]["code"] == "INVALID_PARAMS"
+    response = await call({"tool": "fill", "params": {"ref": "@e1"}})
+    assert "value: Field required" in response["error"]["message"]
+    response = await call({"tool": "click", "params": {"ref": "@e1", "force": True}})
+    assert "force: Extra inputs are not permitted" in response["error"]["message"]
+
+
+async def test_timeout_is_reported(call, site_url):
+    await call(f"open {site_url}/slow.html")
+    response = await call({"tool": "wait_for", "params": {"selector": "#never", "timeout_ms": 100}})
+    assert response["error"]["code"] == "TIMEOUT"
+
+
+async def test_handle_message_answers_in_kind(session, site_url):
+    text = await handle_message(REGISTRY, session, f"open {site_url}/index.html")
+    assert text.startswith("status: 200\n[t1] Test site http://")
+    reply = json.loads(await handle_message(REGISTRY, session, '{"id": 9, "tool": "get_title"}'))
+    assert reply == {
+        "id": 9,
+        "success": True,
+        "data": {
+            "title": "Test site",
+            "url": f"{site_url}/index.html",
+            "tab": "t1",
+            "dialog": None,
+        },
+    }
+    assert (await handle_message(REGISTRY, session, "frobnicate")).startswith("✗ UNKNOWN_TOOL")
+    bad = json.loads(await handle_message(REGISTRY, session, "{oops"))
+    assert bad["error"]["code"] == "INVALID_PARAMS"
