@@ -14,6 +14,10 @@ import nostr_sdk
 
 log = logging.getLogger(__name__)
 
+# nostr-sdk's default limit (a few dozen events a minute per connection) is meant for a public
+# relay; a big reply alone is a dozen parts.  Loopback only, so a generous one.
+RATE_REQS, RATE_EVENTS = 500, 6000
+
 
 class EmbeddedRelay:
     """A LocalRelay bound to ``127.0.0.1:port`` (a fixed port: controllers must find it)."""
@@ -25,7 +29,13 @@ class EmbeddedRelay:
 
     async def start(self) -> str:
         """Listen; returns the ``ws://`` URL.  Fails clearly when the port is taken."""
-        relay = nostr_sdk.LocalRelayBuilder().addr("127.0.0.1").port(self.port).build()
+        relay = (
+            nostr_sdk.LocalRelayBuilder()
+            .addr("127.0.0.1")
+            .port(self.port)
+            .rate_limit(nostr_sdk.RateLimit(max_reqs=RATE_REQS, notes_per_minute=RATE_EVENTS))
+            .build()
+        )
         try:
             await relay.run()
         except Exception as exc:
