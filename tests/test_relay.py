@@ -194,3 +194,19 @@ async def test_close_ends_iteration_and_connections(local_relay_factory) -> None
     assert pool.status() == {}
     with pytest.raises(RuntimeError):
         await pool.publish(note(generate_secret(), "after close"))
+
+
+async def test_relays_can_be_added_and_removed_while_running(local_relay_factory) -> None:
+    first, second = await local_relay_factory(), await local_relay_factory()
+    secret = generate_secret()
+    async with RelayPool([first.url]) as pool:
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
+        pool.add_relay(second.url)
+        event = note(secret, "to both")
+        assert sorted((await pool.publish(event, timeout=5)).accepted) == sorted(pool.urls)
+        assert (await next_event(sub))["id"] == event["id"]
+        await pool.remove_relay(first.url)
+        assert pool.urls == [second.url]
+        later = note(secret, "to the second only")
+        assert (await pool.publish(later, timeout=5)).accepted == [second.url]
+        assert (await next_event(sub))["id"] == later["id"]

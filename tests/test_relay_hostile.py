@@ -14,7 +14,13 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event
-from nostr_browserd.nostr.relay import SINCE_MARGIN, RelayPool, backoff_delay, matches
+from nostr_browserd.nostr.relay import (
+    MAX_AUTH_ATTEMPTS,
+    SINCE_MARGIN,
+    RelayPool,
+    backoff_delay,
+    matches,
+)
 from tests.test_relay import next_event, note, wait_until
 
 Script = Callable[["ScriptedRelay", ServerConnection], Awaitable[None]]
@@ -293,3 +299,24 @@ async def test_bad_arguments_get_clear_errors() -> None:
     with pytest.raises(RuntimeError, match="start"):
         await pool.publish(note(generate_secret(), "not started"))
     await pool.close()
+
+
+async def test_auth_challenges_are_answered_only_a_few_times_per_connection() -> None:
+    class CountingSigner(KeySigner):
+        calls = 0
+
+        async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
+            self.calls += 1
+            await asyncio.sleep(0.01)  # a remote signer takes a moment
+            return await super().sign_event(template)
+
+    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
+        for i in range(10):  # never accepts any AUTH, keeps asking
+            await send(ws, "AUTH", f"challenge-{i}")
+            await asyncio.sleep(0.02)
+        await ws.wait_closed()
+
+    signer = CountingSigner(generate_secret())
+    async with ScriptedRelay(script) as relay, RelayPool([relay.url], auth_signer=signer) as pool:
+        await wait_until(lambda: "keeps asking" in (pool.status()[relay.url].last_error or ""))
+        assert signer.calls == 2 * MAX_AUTH_ATTEMPTS  # the reading and the publishing connection

@@ -32,7 +32,7 @@ import socket
 import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -78,6 +78,9 @@ _COUNTS = (
     "auth",
 )
 
+MAX_AUTH_ATTEMPTS = 3
+"""AUTH challenges answered per connection before we stop (each may need a remote signer)."""
+
 _TEXT_LIMIT = 300  # relays' notices and errors are kept truncated to this many characters
 
 
@@ -120,9 +123,10 @@ class PublishResult:
 class RelayStatus:
     """A snapshot of one relay for ``status()``: connection states, last problems, counters.
 
-    ``counts`` keys: ``connects``, ``events`` (verified, delivered or duplicate),
-    ``duplicates``, ``invalid`` (failed verification), ``unmatched`` (outside the filters),
-    ``bad_messages`` (not a valid relay message), ``notices``, ``auth`` (accepted AUTHs).
+    ``counts`` keys: ``connects``, ``events`` (valid events received, duplicates and
+    unmatched included), ``duplicates``, ``invalid`` (failed verification), ``unmatched``
+    (outside the subscription's filters), ``bad_messages`` (not a valid relay message),
+    ``notices``, ``auth`` (AUTHs the relay accepted).
     """
 
     state: State
@@ -284,7 +288,8 @@ class Subscription:
         self._note(url, event["created_at"])
         if len(self._items) >= self._queue_size:
             self.dropped += 1
-            log.warning("subscription %s: consumer too slow, dropped %s", self.id, event["id"])
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("subscription %s: consumer too slow, %d dropped", self.id, self.dropped)
             return  # not marked seen: a later copy from another relay may still get through
         self._seen[event["id"]] = event["created_at"]
         if len(self._seen) > self._dedup_size:
@@ -311,6 +316,7 @@ class _Connection:
         self._helpers: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._abort_reason: str | None = None
+        self._auth_attempts = 0
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"relay {self.purpose} {self.url}")
@@ -421,6 +427,7 @@ class _Connection:
         self.opened.clear()
         self.authenticated.clear()
         self.auth_retried.clear()
+        self._auth_attempts = 0
         for future in self._waiting_ok.values():
             if not future.done():
                 future.set_exception(_ConnectionLost(self.relay.last_error or "disconnected"))
@@ -453,9 +460,7 @@ class _Connection:
                 self.relay.last_notice = _short(notice)
                 log.info("%s notice: %s", self.url, self.relay.last_notice)
             case ["AUTH", str(challenge)] if len(challenge) <= _TEXT_LIMIT:
-                if self._auth_task:
-                    self._auth_task.cancel()  # a newer challenge replaces the old one
-                self._auth_task = asyncio.create_task(self._authenticate(challenge))
+                self._on_auth(challenge)
             case _:
                 self.relay.counts["bad_messages"] += 1
                 log.debug("%s: ignored bad message %s", self.url, _short(raw))
@@ -469,17 +474,29 @@ class _Connection:
         if future is not None and not future.done():
             future.set_result((accepted, reason))
 
+    def _on_auth(self, challenge: str) -> None:
+        # Each answer may cost a remote signer a round trip, or its user a prompt: answer
+        # only until authenticated, and only a few times per connection.
+        if self.pool._auth_signer is None or self.authenticated.is_set():
+            return
+        if self._auth_attempts >= MAX_AUTH_ATTEMPTS:
+            self.relay.last_error = "the relay keeps asking for AUTH; no longer answering"
+            return
+        self._auth_attempts += 1
+        if self._auth_task:
+            self._auth_task.cancel()  # a newer challenge replaces the old one
+        self._auth_task = asyncio.create_task(self._authenticate(challenge))
+
     async def _authenticate(self, challenge: str) -> None:
         """Answer a NIP-42 challenge through the pool's signer (which may be remote)."""
         signer = self.pool._auth_signer
-        if signer is None:
-            return
+        assert signer is not None
         try:
             async with asyncio.timeout(self.pool._auth_timeout):
                 event = await signer.sign_event(auth_template(self.url, challenge))
                 accepted, reason = await self.request_ok(auth_message(event), event["id"])
         except (TimeoutError, _ConnectionLost) as exc:
-            self.relay.last_error = _short(f"AUTH got no answer: {exc or 'timeout'}")
+            self.relay.last_error = _short(f"AUTH failed: {exc or 'timed out'}")
             return
         except Exception as exc:  # a failing signer must not take the connection down
             self.relay.last_error = _short(f"AUTH signing failed: {exc}")
@@ -492,14 +509,23 @@ class _Connection:
             self.relay.last_error = _short(f"AUTH refused: {reason}")
 
 
-@dataclass(eq=False)
 class _Relay:
-    url: str
-    reader: _Connection = field(init=False)
-    writer: _Connection = field(init=False)
-    counts: Counter[str] = field(default_factory=Counter)
-    last_error: str | None = None
-    last_notice: str | None = None
+    """Both connections to one relay, and what they observed."""
+
+    def __init__(self, pool: RelayPool, url: str) -> None:
+        self.url = url
+        self.counts: Counter[str] = Counter()
+        self.last_error: str | None = None
+        self.last_notice: str | None = None
+        self.reader = _Connection(pool, self, "read")
+        self.writer = _Connection(pool, self, "publish")
+
+    def start(self) -> None:
+        self.reader.start()
+        self.writer.start()
+
+    async def stop(self) -> None:
+        await asyncio.gather(self.reader.stop(), self.writer.stop())
 
     def status(self) -> RelayStatus:
         return RelayStatus(
@@ -561,25 +587,23 @@ class RelayPool:
 
     @property
     def urls(self) -> list[str]:
+        """The relays in the pool, in the order they were added."""
         return list(self._relays)
 
     def add_relay(self, url: str) -> None:
         """Add a relay (``ws://`` or ``wss://``); it connects now if the pool is started."""
         if _check_url(url) in self._relays:
             return
-        relay = _Relay(url)
-        relay.reader = _Connection(self, relay, "read")
-        relay.writer = _Connection(self, relay, "publish")
+        relay = _Relay(self, url)
         self._relays[url] = relay
         if self._started:
-            relay.reader.start()
-            relay.writer.start()
+            relay.start()
 
     async def remove_relay(self, url: str) -> None:
         """Disconnect from a relay and forget it; unknown URLs are ignored."""
         relay = self._relays.pop(url, None)
         if relay:
-            await asyncio.gather(relay.reader.stop(), relay.writer.stop())
+            await relay.stop()
             for sub in self._subs.values():
                 self._check_eose(sub)
 
@@ -589,8 +613,7 @@ class RelayPool:
             return
         self._started = True
         for relay in self._relays.values():
-            relay.reader.start()
-            relay.writer.start()
+            relay.start()
 
     async def wait_connected(self, timeout: float | None = None) -> bool:
         """Wait until both connections to every relay are open; False on timeout."""
