@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection, serve
 
 from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
@@ -320,3 +322,45 @@ async def test_auth_challenges_are_answered_only_a_few_times_per_connection() ->
     async with ScriptedRelay(script) as relay, RelayPool([relay.url], auth_signer=signer) as pool:
         await wait_until(lambda: "keeps asking" in (pool.status()[relay.url].last_error or ""))
         assert signer.calls == 2 * MAX_AUTH_ATTEMPTS  # the reading and the publishing connection
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+hex64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+almost_events = st.fixed_dictionaries(
+    {
+        "id": hex64 | json_values,
+        "pubkey": hex64 | json_values,
+        "created_at": st.integers() | json_values,
+        "kind": st.integers(0, 65535) | json_values,
+        "tags": st.lists(st.lists(st.text(), max_size=3), max_size=3) | json_values,
+        "content": st.text() | json_values,
+        "sig": st.text(alphabet="0123456789abcdef", min_size=128, max_size=128) | json_values,
+    }
+)
+relay_messages = st.one_of(
+    json_values,
+    st.builds(lambda event: ["EVENT", "sub", event], almost_events),
+    st.builds(
+        lambda verb, args: [verb, *args],
+        st.sampled_from(["EVENT", "EOSE", "CLOSED", "OK", "NOTICE", "AUTH", "COUNT"]),
+        st.lists(st.one_of(st.just("sub"), json_values), max_size=4),
+    ),
+)
+
+
+@given(messages=st.lists(relay_messages, max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_any_relay_message_is_handled_without_error(messages: list[Any]) -> None:
+    pool = RelayPool(["ws://127.0.0.1:9"])
+    pool.subscribe([{}], sub_id="sub")
+    reader = pool._relays["ws://127.0.0.1:9"].reader
+    for message in messages:
+        reader._handle(json.dumps(message))
+    reader._handle(b"\xff\xfe not even UTF-8")
+    counts = pool.status()["ws://127.0.0.1:9"].counts
+    assert counts["events"] == 0  # nothing unsigned gets through
+    assert counts["bad_messages"] >= 1
