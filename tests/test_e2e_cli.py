@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -144,3 +145,25 @@ async def test_sighup_reloads_the_allow_list(daemon_process, tmp_path):
     base = ["send", "--to", daemon.npub, "--key", str(key), "--relay", daemon.relay]
     answer = await cli(*base, "--json", "get", "url")
     assert answer.returncode == 0 and json.loads(answer.stdout)["success"]
+
+
+async def test_systemd_notify_ready_watchdog_stopping(daemon_process, tmp_path):
+    path = str(tmp_path / "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as server:
+        server.bind(path)
+        server.setblocking(False)
+        daemon = daemon_process({"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"})
+        loop = asyncio.get_running_loop()
+        received: list[str] = []
+
+        async def until(state: str) -> None:
+            async with asyncio.timeout(30):
+                while state not in received:
+                    received.append((await loop.sock_recv(server, 4096)).decode())
+
+        await until("READY=1")
+        await until("WATCHDOG=1")
+        assert any(m.startswith("STATUS=serving as npub1") for m in received)
+        daemon.proc.send_signal(signal.SIGTERM)
+        await until("STOPPING=1")
+        assert await asyncio.to_thread(daemon.proc.wait, 30) == 0

@@ -1,6 +1,10 @@
 """End to end: a controller on nostr-sdk drives the daemon through a real relay and Chromium."""
 
+import asyncio
+import datetime
 import json
+
+import nostr_sdk as n
 
 from nostr_browserd.errors import ErrorCode
 from tests.fixtures.daemon import (
@@ -65,3 +69,56 @@ async def test_malformed_commands_are_answered_with_invalid_params(nostr_relay_u
         await phone.send(me, '{"id": 3, "tool": ')
         reply = await phone.wait_reply(lambda r: r.sender == me)
         assert json.loads(reply.content)["error"]["code"] == ErrorCode.INVALID_PARAMS
+
+
+async def test_the_daemon_announces_where_to_reach_it(
+    nostr_relay_url, local_relay_factory, start_daemon
+):
+    discovery = await local_relay_factory()
+    daemon = await start_daemon([nostr_relay_url], nostr={"discovery_relays": [discovery.url]})
+    me = await daemon_pubkey(daemon)
+    for relay in (nostr_relay_url, discovery.url):
+        async with SdkController([relay]) as client:
+            events = await wait_for_kinds(client, me, {0, 10002, 10050})
+            assert ["relay", nostr_relay_url] in events[10050]["tags"]
+            assert ["r", nostr_relay_url] in events[10002]["tags"]
+            assert json.loads(events[0]["content"])["name"] == "nostr-browserd"
+
+
+async def wait_for_kinds(client, author: str, kinds: set[int]) -> dict[int, dict]:
+    """The daemon's events of ``kinds`` on the client's relay (polling: publishing is async)."""
+    found: dict[int, dict] = {}
+    async with asyncio.timeout(20):
+        while set(found) != kinds:
+            filters = n.Filter().author(n.PublicKey.parse(author)).kinds([n.Kind(k) for k in kinds])
+            events = await client.client.fetch_events(
+                n.ReqTarget.auto([filters]), timeout=datetime.timedelta(seconds=2)
+            )
+            for event in events:
+                found[event.kind().as_u16()] = json.loads(event.as_json())
+            await asyncio.sleep(0.05)
+    return found
+
+
+async def test_replies_also_go_to_the_controllers_inbox_relays(
+    nostr_relay_url, local_relay_factory, start_daemon
+):
+    inbox = await local_relay_factory()
+    async with SdkController([nostr_relay_url, inbox.url]) as phone:
+        # The phone lists its DM inbox (kind 10050) on the shared relay only.
+        inbox_list = (
+            n.EventBuilder(n.Kind(10050), "")
+            .tags([n.Tag.parse(["relay", inbox.url])])
+            .finalize(phone.keys)
+        )
+        await phone.publish(inbox_list)
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        await wait_for_kinds(phone, phone.pubkey, {10050})
+        async with asyncio.timeout(20):
+            while phone.pubkey not in daemon.outbox._inboxes:
+                await asyncio.sleep(0.05)
+        assert (await phone.command(me, {"tool": "get_url"}))["success"]
+        async with SdkController([inbox.url], phone.keys) as inbox_only:
+            reply = await inbox_only.wait_reply(lambda r: r.sender == me)
+            assert reply.json["success"]

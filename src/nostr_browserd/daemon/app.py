@@ -93,6 +93,7 @@ class Daemon:
         self.dispatcher: Dispatcher | None = None
         self.local: LocalServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
+        self._nostr_tasks: list[asyncio.Task[Any]] = []
         self._inbox_sub: Subscription | None = None
         self._stop = asyncio.Event()
         self._rewiring: asyncio.Task[None] | None = None
@@ -234,12 +235,12 @@ class Daemon:
             pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
         )
         self._inbox_sub = self.pool.subscribe(filters, advance_since=False)
-        self._tasks.append(asyncio.create_task(self._read_inbox(inbox, self._inbox_sub)))
+        self._nostr_tasks.append(asyncio.create_task(self._read_inbox(inbox, self._inbox_sub)))
         if self.config.nostr.discovery_relays:
             self.discovery = RelayPool(self.config.nostr.discovery_relays)
             await self.discovery.start()
-        self._tasks.append(asyncio.create_task(self._announce(signer)))
-        self._tasks.append(asyncio.create_task(self._follow_controller_inboxes()))
+        self._nostr_tasks.append(asyncio.create_task(self._announce(signer)))
+        self._nostr_tasks.append(asyncio.create_task(self._follow_controller_inboxes()))
         log.info(
             "listening for %s on %s as %s",
             "/".join(self.config.nostr.dm),
@@ -251,6 +252,10 @@ class Daemon:
         if self._inbox_sub is not None:
             self._inbox_sub.close()
             self._inbox_sub = None
+        for task in self._nostr_tasks:
+            task.cancel()
+        await asyncio.gather(*self._nostr_tasks, return_exceptions=True)
+        self._nostr_tasks.clear()
         if self.outbox is not None:
             await self.outbox.close()
             self.outbox = None
