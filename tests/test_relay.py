@@ -16,6 +16,7 @@ import pytest
 from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import InvalidEvent, finalize_event
 from nostr_browserd.nostr.relay import RelayPool, Subscription
+from tests.fixtures.relays import free_port
 
 
 def note(secret: bytes, content: str, **fields: Any) -> dict[str, Any]:
@@ -194,6 +195,35 @@ async def test_close_ends_iteration_and_connections(local_relay_factory) -> None
     assert pool.status() == {}
     with pytest.raises(RuntimeError):
         await pool.publish(note(generate_secret(), "after close"))
+
+
+async def test_a_dead_relay_does_not_hold_up_publishing(local_relay_factory) -> None:
+    good = await local_relay_factory()
+    dead = f"ws://127.0.0.1:{free_port()}"  # nothing listens there
+    async with RelayPool([good.url, dead], backoff_base=0.2) as pool:
+        started = time.perf_counter()
+        result = await pool.publish(note(generate_secret(), "hi"), timeout=30)
+        print(f"\npublish with one relay down took {time.perf_counter() - started:.4f} s")
+        assert result.accepted == [good.url]
+        assert result.refused[dead].startswith("not connected:")
+        assert "ConnectionRefused" in result.refused[dead] or "connecting" in result.refused[dead]
+
+    async with RelayPool([dead], backoff_base=0.2) as alone:  # nobody else: wait it out
+        result = await alone.publish(note(generate_secret(), "hi"), timeout=0.5)
+        assert result.refused[dead].startswith("timeout: not connected:")
+
+
+async def test_publish_waits_for_a_relay_that_comes_back(local_relay_factory) -> None:
+    relay = await local_relay_factory()
+    async with RelayPool([relay.url], backoff_base=0.1, backoff_cap=0.5) as pool:
+        assert await pool.wait_connected(5)
+        relay.stop()
+        await wait_until(lambda: pool.status()[relay.url].publish_state == "backoff")
+        publishing = asyncio.create_task(pool.publish(note(generate_secret(), "hi"), timeout=10))
+        await asyncio.sleep(0.2)
+        assert not publishing.done()
+        await relay.start()
+        assert (await publishing).accepted == [relay.url]
 
 
 async def test_relays_can_be_added_and_removed_while_running(local_relay_factory) -> None:

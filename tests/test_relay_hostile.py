@@ -119,8 +119,9 @@ async def test_hostile_relays_cannot_stall_or_crash_the_pool(local_relay_factory
         print(f"\ndelivered through the good relay after {time.perf_counter() - started:.4f} s")
         result = await publishing
         assert result.accepted == [good.url]
-        for url in (bad.url, huge.url, hole_url):
-            assert result.refused[url].startswith("timeout:"), result.refused[url]
+        assert result.refused[bad.url].startswith("timeout:")  # connected, never answers
+        for url in (huge.url, hole_url):  # they never stay connected
+            assert result.refused[url].startswith(("not connected:", "timeout:")), result.refused
 
         status = pool.status()
         await wait_until(lambda: pool.status()[bad.url].counts["bad_messages"] >= len(garbage))

@@ -178,6 +178,16 @@ def _ack_now(sock: socket.socket | None) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
 
+async def _first_of(*events: asyncio.Event) -> None:
+    """Wait until any of ``events`` is set."""
+    waiters = [asyncio.ensure_future(e.wait()) for e in events]
+    try:
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
 def _short(text: object) -> str:
     return str(text)[:_TEXT_LIMIT]
 
@@ -672,40 +682,49 @@ class RelayPool:
     async def publish(self, event: Event, timeout: float = 10.0) -> PublishResult:
         """Send a signed event to every relay and wait up to ``timeout`` s for their OKs.
 
-        Raises :class:`InvalidEvent` if ``event`` is not even shaped like an event; the
-        signature is left for the relays to judge.  A refusal with ``auth-required:`` is
-        retried once after the relay accepted our AUTH.
+        A relay that is not connected is waited for (it may be reconnecting) only until
+        another relay has accepted the event: one dead relay must not delay every publish
+        by the full timeout.  A refusal with ``auth-required:`` is retried once after the
+        relay accepted our AUTH.  Raises :class:`InvalidEvent` if ``event`` is not even
+        shaped like an event; the signature is left for the relays to judge.
         """
         if not self._started:
             raise RuntimeError("start the pool before publishing")
         check_shape(event)
         urls = list(self._relays)
+        accepted = asyncio.Event()
         acks = await asyncio.gather(
-            *(self._publish_to(self._relays[url].writer, event, timeout) for url in urls)
+            *(self._publish_to(self._relays[url].writer, event, timeout, accepted) for url in urls)
         )
         return PublishResult(event["id"], dict(zip(urls, acks, strict=True)))
 
-    async def _publish_to(self, conn: _Connection, event: Event, timeout: float) -> RelayAck:
+    async def _publish_to(
+        self, conn: _Connection, event: Event, timeout: float, accepted_elsewhere: asyncio.Event
+    ) -> RelayAck:
         frame = event_message(event)
-        last = f"no OK within {timeout} s"
         auth_retried = False
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    await conn.opened.wait()
+                    if not conn.opened.is_set():
+                        last = f"not connected: {conn.relay.last_error or conn.state}"
+                        await _first_of(conn.opened, accepted_elsewhere)
+                        if not conn.opened.is_set():
+                            return RelayAck(False, _short(last))
+                    last = f"no OK within {timeout} s"
                     try:
                         accepted, reason = await conn.request_ok(frame, event["id"])
-                    except _ConnectionLost as exc:
-                        last = f"connection lost: {exc}"
-                        await asyncio.sleep(0.05)  # let the connection task notice the loss
-                        continue
+                    except _ConnectionLost:
+                        continue  # wait for the reconnection, send again
+                    if accepted:
+                        accepted_elsewhere.set()
                     needs_auth = not accepted and reason.startswith("auth-required:")
                     if not needs_auth or auth_retried or self._auth_signer is None:
                         return RelayAck(accepted, reason)
                     last, auth_retried = reason, True
                     await conn.authenticated.wait()
         except TimeoutError:
-            return RelayAck(False, f"timeout: {last}")
+            return RelayAck(False, _short(f"timeout: {last}"))
 
     # -- called by the connections ------------------------------------------------------
 
