@@ -10,10 +10,52 @@ from typing import Any
 
 from pydantic import Field
 
-from . import interact, navigate, output, read, script, tabs, wait
+from . import (
+    batch,
+    clipboard,
+    elements,
+    emulation,
+    files,
+    find,
+    forms,
+    interact,
+    keyboard,
+    navigate,
+    output,
+    pointer,
+    read,
+    saved_state,
+    scrape,
+    script,
+    storage,
+    tabs,
+    teardown,
+    wait,
+)
 from .registry import Params, Registry
 
-FAMILIES = (navigate, read, interact, wait, tabs, output, script)
+FAMILIES = (
+    navigate,
+    read,
+    elements,
+    interact,
+    forms,
+    keyboard,
+    pointer,
+    find,
+    wait,
+    tabs,
+    teardown,
+    output,
+    script,
+    files,
+    scrape,
+    storage,
+    saved_state,
+    clipboard,
+    emulation,
+    batch,
+)
 
 REGISTRY = Registry()
 for family in FAMILIES:

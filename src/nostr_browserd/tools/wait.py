@@ -1,8 +1,10 @@
-"""Waiting: a fixed pause, or until an element reaches a state."""
+"""Waiting: a fixed pause, or until an element, a text, an address, a load state or a
+script's predicate is there; always bounded, and TIMEOUT says what did not come."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
@@ -58,3 +60,108 @@ async def wait_for(session: Session, params: WaitForParams) -> dict[str, Any]:
             ) from None
         raise BrowserdError(ErrorCode.INVALID_PARAMS, first_line(exc)) from None
     return {"state": params.state}
+
+
+class Timed(Params):
+    """How long to wait at most."""
+
+    timeout_ms: int | None = Field(None, ge=0, le=MAX_WAIT_MS, description="default: config")
+
+
+async def until(session: Session, what: str, timeout_ms: int | None, waiting: Any) -> int:
+    """Await ``waiting(timeout)``; ``TIMEOUT`` naming ``what`` when it does not come."""
+    timeout = timeout_ms if timeout_ms is not None else session.config.timeout_ms
+    try:
+        await waiting(timeout)
+    except PlaywrightError as exc:
+        if "Timeout" in str(exc):
+            raise BrowserdError(ErrorCode.TIMEOUT, f"No {what} after {timeout} ms.") from None
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, first_line(exc)) from None
+    return timeout
+
+
+class WaitTextParams(Timed):
+    """Text that should appear on the page."""
+
+    text: str = Field(min_length=1, max_length=1000)
+    exact: bool = Field(False, description="the whole text of an element, case-sensitively")
+
+
+@TOOLS.tool("wait_for_text", family="wait", gated=False, params=WaitTextParams, args=("*text",))
+async def wait_for_text(session: Session, params: WaitTextParams) -> dict[str, Any]:
+    """Wait until some visible element shows the text."""
+    locator = session.page.get_by_text(params.text, exact=params.exact).first
+    await until(
+        session,
+        f"visible text {params.text!r}",
+        params.timeout_ms,
+        lambda t: locator.wait_for(state="visible", timeout=t),
+    )
+    return {"found": params.text}
+
+
+class WaitUrlParams(Timed):
+    """The address to wait for: a glob (``**/done*``) or a regular expression."""
+
+    pattern: str = Field(min_length=1, max_length=1000)
+    regex: bool = Field(False, description="pattern is a regular expression (Python syntax)")
+
+
+@TOOLS.tool("wait_for_url", family="wait", gated=False, params=WaitUrlParams, args=("pattern",))
+async def wait_for_url(session: Session, params: WaitUrlParams) -> dict[str, Any]:
+    """Wait until the active tab's address matches a glob or a regular expression."""
+    page = session.page
+    try:
+        target: Any = re.compile(params.pattern) if params.regex else params.pattern
+    except re.error as exc:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Not a regular expression: {exc}.") from None
+    await until(
+        session,
+        f"address matching {params.pattern!r} (now {page.url})",
+        params.timeout_ms,
+        lambda t: page.wait_for_url(target, wait_until="commit", timeout=t),
+    )
+    return {"url": page.url}
+
+
+class WaitLoadParams(Timed):
+    """The load state to reach."""
+
+    state: Literal["load", "domcontentloaded", "networkidle"] = "load"
+
+
+@TOOLS.tool("wait_for_load", family="wait", gated=False, params=WaitLoadParams, args=("state",))
+async def wait_for_load(session: Session, params: WaitLoadParams) -> dict[str, Any]:
+    """Wait for the page to reach a load state (load, domcontentloaded or networkidle)."""
+    page = session.page
+    await until(
+        session,
+        f"{params.state} state",
+        params.timeout_ms,
+        lambda t: page.wait_for_load_state(params.state, timeout=t),
+    )
+    return {"state": params.state}
+
+
+class WaitFnParams(Timed):
+    """A JavaScript predicate, polled until it returns something truthy."""
+
+    script: str = Field(min_length=1, max_length=10_000, description="e.g. () => window.ready")
+    interval_ms: int | None = Field(None, ge=10, le=10_000, description="default: every frame")
+
+
+@TOOLS.tool("wait_for_fn", family="wait", gated=True, params=WaitFnParams, args=("*script",))
+async def wait_for_fn(session: Session, params: WaitFnParams) -> dict[str, Any]:
+    """Wait until a JavaScript predicate is truthy (gated: it runs script, like eval)."""
+    page = session.page
+    box: dict[str, Any] = {}
+
+    async def poll(timeout: int) -> None:
+        handle = await page.wait_for_function(
+            params.script, timeout=timeout, polling=params.interval_ms or "raf"
+        )
+        box["value"] = await handle.json_value()
+
+    await until(session, "truthy result from the script", params.timeout_ms, poll)
+    value = box.get("value")
+    return {"result": value if isinstance(value, str | int | float | bool) else True}

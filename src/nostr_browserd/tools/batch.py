@@ -1,0 +1,111 @@
+"""Several commands in one message: run in order on the same session, stop at a failure.
+
+The batch runs its commands through the registry, one after another, under the lock the
+protocol already holds.  It is registered as gated; ``is_gated`` tells a role check
+whether a given batch really is (any inner tool gated, a find's action included), and
+``inner_tools`` lists what it would run, so a policy can judge every inner tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
+from pydantic import Field, ValidationError
+
+from ..errors import BrowserdError, ErrorCode
+from .find import action_tool
+from .protocol import playwright_error
+from .refs import first_line
+from .registry import Params, Registry, describe_validation
+from .session import Session
+
+TOOLS = Registry()
+MAX_COMMANDS = 50
+
+
+class Command(Params):
+    """One command of a batch."""
+
+    tool: str = Field(min_length=1, max_length=64)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class BatchParams(Params):
+    """The commands, in order, and whether a failure stops the rest."""
+
+    commands: list[Command] = Field(min_length=1, max_length=MAX_COMMANDS)
+    continue_on_error: bool = Field(False, description="run the rest after a failure")
+
+
+def inner_tools(params: dict[str, Any]) -> list[str]:
+    """Every tool a batch with these params would run (a find's action too), in order."""
+    try:
+        batch = BatchParams.model_validate(params)
+    except ValidationError as exc:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, describe_validation("batch", exc)) from None
+    names = []
+    for command in batch.commands:
+        names.append(command.tool)
+        action = action_tool(command.tool, command.params)
+        if action:
+            names.append(action)
+    return names
+
+
+def is_gated(name: str, params: dict[str, Any]) -> bool:
+    """Whether running ``name`` with ``params`` changes anything: what a role check needs.
+
+    A batch is gated when any tool inside it is; a find is gated only with an action.
+    """
+    registry = catalog()
+    if name == "batch":
+        return any(is_gated(tool, {}) for tool in inner_tools(params))
+    action = action_tool(name, params)
+    if name in registry and registry.get(name).family == "find":
+        return action is not None and registry.get(action).gated
+    return registry.get(name).gated
+
+
+def catalog() -> Any:
+    """The full registry (imported late: the catalog imports this module)."""
+    from .catalog import REGISTRY
+
+    return REGISTRY
+
+
+async def run_one(session: Session, command: Command) -> dict[str, Any]:
+    """Run one inner command; failures become the protocol's error shape."""
+    try:
+        if command.tool == "batch":
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "A batch cannot contain a batch.")
+        tool, model = catalog().validate(command.tool, command.params)
+        data = await tool.handler(session, model)
+        return {"tool": command.tool, "success": True, "data": data}
+    except BrowserdError as exc:
+        error = exc
+    except PlaywrightTimeout as exc:
+        error = BrowserdError(ErrorCode.TIMEOUT, f"Timed out: {first_line(exc)}")
+    except PlaywrightError as exc:
+        error = playwright_error(session, exc)
+    return {"tool": command.tool, "success": False, "error": error.to_dict()}
+
+
+@TOOLS.tool("batch", family="batch", gated=True, params=BatchParams)
+async def batch(session: Session, params: BatchParams) -> dict[str, Any]:
+    """Run up to 50 commands in order on this session; stops at the first failure.
+
+    Gated when any command in it is gated.  Params: {"commands": [{"tool", "params"}, …]}.
+    """
+    results = []
+    for command in params.commands:
+        result = await run_one(session, command)
+        results.append(result)
+        if not result["success"] and not params.continue_on_error:
+            break
+    failed = [i for i, r in enumerate(results) if not r["success"]]
+    summary: dict[str, Any] = {"ok": not failed, "ran": len(results), "results": results}
+    if failed:
+        summary["failed"] = failed
+    return summary

@@ -1,0 +1,149 @@
+"""Files in and out: upload from the uploads directory, download into the downloads one.
+
+A command names files, never paths: an upload takes names inside ``uploads_dir`` (any
+other path, ``..`` or a symlink leading out is FORBIDDEN), and a download is saved under
+``downloads_dir/<owner>`` and returned as name, size, sha256 and, when small, its bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from playwright.async_api import Error as PlaywrightError
+from pydantic import Field, field_validator, model_validator
+
+from ..errors import BrowserdError, ErrorCode
+from .checks import refuse_if_covered
+from .params import OptionalTarget, Target
+from .paths import configured, free_name, inside, owner_dir, write_private
+from .refs import first_line
+from .registry import Registry
+from .session import Session
+from .urls import resolve
+
+TOOLS = Registry()
+MAX_DOWNLOAD = 100 * 1024 * 1024
+FILE_INPUT_JS = """el => el.tagName === 'INPUT' && el.type === 'file'
+  ? {multiple: el.multiple, disabled: el.disabled} : null"""
+DISPOSITION = re.compile(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)", re.I)
+
+
+class UploadParams(Target):
+    """A file input and the names of files in the uploads directory."""
+
+    files: list[str] = Field(
+        min_length=1, max_length=20, description="names inside uploads_dir (text: space-separated)"
+    )
+
+    @field_validator("files", mode="before")
+    @classmethod
+    def _words(cls, value: Any) -> Any:
+        return value.split() if isinstance(value, str) else value
+
+
+@TOOLS.tool("upload", family="files", gated=True, params=UploadParams, args=("target", "*files"))
+async def upload(session: Session, params: UploadParams) -> dict[str, Any]:
+    """Put files from the uploads directory into a file input; nothing else is reachable."""
+    base = configured(session.config.uploads_dir, "uploads_dir", "upload")
+    paths = [inside(base, name) for name in params.files]
+    locator = await session.locate(**params.target())
+    info = await locator.evaluate(FILE_INPUT_JS)
+    if info is None:
+        raise BrowserdError(ErrorCode.REFUSED, "Not a file input (input type=file).")
+    if info["disabled"]:
+        raise BrowserdError(ErrorCode.REFUSED, "The file input is disabled.")
+    if len(paths) > 1 and not info["multiple"]:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, "This input takes one file.")
+    await locator.set_input_files(paths)
+    names = await locator.evaluate("el => [...el.files].map(f => f.name)")
+    files = [{"name": p.name, "size": p.stat().st_size} for p in paths]
+    return {"ok": names == [p.name for p in paths], "files": files}
+
+
+class DownloadParams(OptionalTarget):
+    """An element whose click starts a download, or an address to fetch."""
+
+    url: str | None = Field(None, max_length=2000, description="fetch this address instead")
+    content: bool = Field(True, description="return the bytes (base64) when small enough")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DownloadParams:
+        if self.has_target == (self.url is not None):
+            raise ValueError("give a target to click or a url, not both")
+        return self
+
+
+@TOOLS.tool("download", family="files", gated=True, params=DownloadParams, args=("target",))
+async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
+    """Save a download (from clicking an element, or from a url) into the downloads directory.
+
+    Returns its name, size and sha256, and its bytes when they fit the binary cap.
+    """
+    base = configured(session.config.downloads_dir, "downloads_dir", "download")
+    directory = owner_dir(base, session.owner)
+    if params.url is not None:
+        path = await fetch(session, params.url, directory)
+    else:
+        path = await click_download(session, params, directory)
+    data = path.read_bytes()
+    if len(data) > MAX_DOWNLOAD:
+        path.unlink()
+        raise BrowserdError(ErrorCode.TOO_LARGE, f"The download is over {MAX_DOWNLOAD:,} bytes.")
+    result: dict[str, Any] = {
+        "name": path.name,
+        "size": len(data),
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    if params.content and len(data) <= session.config.binary_cap:
+        result["base64"] = base64.b64encode(data).decode("ascii")
+    elif params.content:
+        result["note"] = "Too large to return; saved in the downloads directory."
+    return result
+
+
+async def click_download(session: Session, params: DownloadParams, directory: Path) -> Path:
+    """Click the target and save the download it starts."""
+    locator = await session.locate(**params.target())
+    await refuse_if_covered(locator)
+    try:
+        async with session.page.expect_download(timeout=session.config.timeout_ms) as info:
+            await locator.click()
+        started = await info.value
+    except PlaywrightError as exc:
+        if "Timeout" not in str(exc):
+            raise
+        raise BrowserdError(ErrorCode.TIMEOUT, "The click started no download.") from None
+    failure = await started.failure()
+    if failure:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"The download failed: {failure}.")
+    path = free_name(directory, started.suggested_filename)
+    await started.save_as(path)
+    path.chmod(0o600)
+    return path
+
+
+async def fetch(session: Session, text: str, directory: Path) -> Path:
+    """GET an http(s) address with the session's cookies and save the body."""
+    config = session.config
+    url = resolve(text, config.allowed_schemes, config.search_url)
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
+    try:
+        response = await session.page.context.request.get(url, timeout=config.timeout_ms)
+    except PlaywrightError as exc:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, first_line(exc)) from None
+    if not response.ok:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {response.status} for {url}.")
+    size = response.headers.get("content-length", "0")
+    if size.isdigit() and int(size) > MAX_DOWNLOAD:
+        raise BrowserdError(ErrorCode.TOO_LARGE, f"The download is over {MAX_DOWNLOAD:,} bytes.")
+    named = DISPOSITION.search(response.headers.get("content-disposition", ""))
+    name = unquote(named.group(1)) if named else Path(urlsplit(url).path).name
+    path = free_name(directory, name)
+    write_private(path, await response.body())
+    return path
