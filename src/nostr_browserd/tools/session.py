@@ -57,8 +57,9 @@ class BrowserConfig(BaseModel):
     binary_cap: int = Field(2_000_000, ge=10_000, description="bytes per binary result")
     timeout_ms: int = Field(15_000, ge=100)
     viewport: tuple[int, int] = (1280, 720)
-    downloads_dir: Path | None = None
-    uploads_dir: Path | None = None
+    downloads_dir: Path | None = Field(None, description="where download saves, per owner")
+    uploads_dir: Path | None = Field(None, description="the only files upload may send")
+    state_dir: Path | None = Field(None, description="saved login states, per owner")
 
     def find_executable(self) -> str:
         """The configured executable, or the first Debian Chromium that exists."""
@@ -337,6 +338,11 @@ class BrowserPool:
                 headless=self.config.headless,
                 args=LAUNCH_ARGS,
             )
+
+    @property
+    def devices(self) -> dict[str, Any]:
+        """Playwright's device descriptors by name ("iPhone 13", "Pixel 7", …)."""
+        return self._playwright.devices if self._playwright is not None else {}
 
     @property
     def alive(self) -> bool:
