@@ -65,6 +65,19 @@ def send(ws: ServerConnection, *frame: Any) -> Awaitable[None]:
     return ws.send(json.dumps(list(frame)))
 
 
+def answering_every_req_with(*events: dict[str, Any]) -> Script:
+    """A script for relays that answer every REQ with ``events``, then EOSE."""
+
+    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
+        async for frame in relay.frames(ws):
+            if frame[0] == "REQ":
+                for event in events:
+                    await send(ws, "EVENT", frame[1], event)
+                await send(ws, "EOSE", frame[1])
+
+    return script
+
+
 async def test_hostile_relays_cannot_stall_or_crash_the_pool(local_relay_factory) -> None:
     garbage = [
         "not json",
@@ -158,13 +171,7 @@ async def test_invalid_and_unmatched_events_are_dropped_and_counted() -> None:
     valid = note(secret, "valid")
     tampered = {**note(secret, "signed"), "content": "tampered"}
     other_kind = finalize_event({"kind": 7, "content": "+"}, secret)
-
-    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
-        async for frame in relay.frames(ws):
-            if frame[0] == "REQ":
-                for event in (tampered, other_kind, valid):
-                    await send(ws, "EVENT", frame[1], event)
-                await send(ws, "EOSE", frame[1])
+    script = answering_every_req_with(tampered, other_kind, valid)
 
     async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
         sub = pool.subscribe([{"kinds": [1]}])
@@ -178,6 +185,7 @@ async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:
     old = note(secret, "old", created_at=int(time.time()) - 1000)
     future = note(secret, "from the future", created_at=int(time.time()) + 10_000)
     sent = {"advancing": old, "fixed": old, "future": future}
+    before = int(time.time())
 
     async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
         first_connection = relay.connections == 1
@@ -201,7 +209,6 @@ async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:
         }
         for name, sub in subs.items():
             assert (await next_event(sub))["id"] == sent[name]["id"]
-        before = int(time.time())
         await wait_until(lambda: len(relay.reqs()) == 2 * len(sent))
         resent = {req[1]: req[2] for req in relay.reqs()[len(sent) :]}
 
@@ -214,13 +221,7 @@ async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:
 async def test_slow_consumer_loses_events_not_memory() -> None:
     secret = generate_secret()
     events = [note(secret, str(i)) for i in range(10)]
-
-    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
-        async for frame in relay.frames(ws):
-            if frame[0] == "REQ":
-                for event in events:
-                    await send(ws, "EVENT", frame[1], event)
-                await send(ws, "EOSE", frame[1])
+    script = answering_every_req_with(*events)
 
     async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
         sub = pool.subscribe([{"kinds": [1]}], queue_size=3)
@@ -233,13 +234,7 @@ async def test_slow_consumer_loses_events_not_memory() -> None:
 async def test_dedup_memory_is_bounded() -> None:
     secret = generate_secret()
     a, b, c = (note(secret, x) for x in "abc")
-
-    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
-        async for frame in relay.frames(ws):
-            if frame[0] == "REQ":
-                for event in (a, b, b, c, a):
-                    await send(ws, "EVENT", frame[1], event)
-                await send(ws, "EOSE", frame[1])
+    script = answering_every_req_with(a, b, b, c, a)
 
     async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
         sub = pool.subscribe([{"kinds": [1]}], dedup_size=2)
