@@ -80,19 +80,39 @@ def action_tool(name: str, params: dict[str, Any]) -> str | None:
     return action if isinstance(action, str) else None
 
 
+# A CSS path to one element, for matches the accessibility tree gives no node (and no ref).
+CSS_PATH_JS = """el => {
+  const parts = [];
+  for (; el && el.nodeType === 1 && el !== document.documentElement; el = el.parentElement) {
+    if (el.id && /^[A-Za-z][\\w-]*$/.test(el.id)) { parts.unshift('#' + el.id); break; }
+    let n = 1;
+    for (let s = el.previousElementSibling; s; s = s.previousElementSibling)
+      if (s.tagName === el.tagName) n++;
+    parts.unshift(`${el.tagName.toLowerCase()}:nth-of-type(${n})`);
+  }
+  return parts.join(' > ');
+}"""
+
+
 async def describe(page: Page, locator: Locator, limit: int) -> list[dict[str, Any]]:
-    """Ref, role and name of the first ``limit`` matches; restores the page's ref table."""
+    """Ref, role and name of the first ``limit`` matches; restores the page's ref table.
+
+    A match without a node of its own in the accessibility tree (a span with a title, a
+    hidden element) has no ref: it gets a CSS selector instead.
+    """
     matches = []
     for i in range(limit):
+        match = locator.nth(i)
         raw = ""
         with contextlib.suppress(PlaywrightError):  # gone or hidden meanwhile: no ref
-            raw = await locator.nth(i).aria_snapshot(mode="ai", timeout=2000)
+            raw = await match.aria_snapshot(mode="ai", timeout=2000)
         nodes = parse(raw)
         node = nodes[0] if nodes else None
-        if node is None or node.ref is None:
-            matches.append({"ref": None, "note": "not visible: no ref"})
-        else:
+        if node is not None and node.ref is not None:
             matches.append({"ref": f"@{node.ref}", "role": node.role, "name": node.name})
+        else:
+            path = await match.evaluate(CSS_PATH_JS)
+            matches.append({"ref": None, "selector": path, "note": "no ref: use the selector"})
     await page.aria_snapshot(mode="ai")  # scoped snapshots replaced the table; refill it
     return matches
 
@@ -113,11 +133,12 @@ async def found(session: Session, locator: Locator, params: FindParams) -> dict[
     matches = await describe(session.page, locator, min(count, params.limit))
     result: dict[str, Any] = {"count": count, "matches": matches}
     if params.action:
-        if matches[0]["ref"] is None:
-            raise BrowserdError(ErrorCode.REFUSED, "The match is not visible: nothing done.")
         from .catalog import REGISTRY  # the catalog imports this module
 
-        args: dict[str, Any] = {"ref": matches[0]["ref"]}
+        only = matches[0]
+        args: dict[str, Any] = (
+            {"ref": only["ref"]} if only["ref"] else {"selector": only["selector"]}
+        )
         if params.value is not None:
             args["value"] = params.value
         tool, model = REGISTRY.validate(params.action, args)
