@@ -1,0 +1,86 @@
+"""Waiting for text, addresses, load states and predicates; batches of commands."""
+
+import pytest
+
+from nostr_browserd.tools.batch import inner_tools, is_gated
+
+
+@pytest.fixture
+async def page(call, site_url):
+    opened = await call(f"open {site_url}/catalog.html")
+    assert opened["success"], opened
+    return call
+
+
+async def test_waits_for_text_url_load_and_predicates(page):
+    await page("click #later")  # text and a pushState address arrive 150 ms later
+    assert (await page("wait_for_text Ready now"))["data"]["found"] == "Ready now"
+    assert (await page("wait_for_url **/catalog.html#done"))["success"]
+    regex = await page({"tool": "wait_for_url", "params": {"pattern": r"#d.ne$", "regex": True}})
+    assert regex["success"], regex
+    assert (await page("wait_for_load networkidle"))["data"]["state"] == "networkidle"
+    fn = await page("wait_for_fn () => document.title.length")
+    assert fn["data"]["result"] == len("Catalog")
+
+    text = await page("wait_for_text Never there --timeout-ms 200")
+    assert text["error"]["code"] == "TIMEOUT" and "Never there" in text["error"]["message"]
+    url = await page("wait_for_url **/elsewhere --timeout-ms 200")
+    assert url["error"]["code"] == "TIMEOUT" and "**/elsewhere" in url["error"]["message"]
+    fn = await page("wait_for_fn () => false --timeout-ms 200")
+    assert fn["error"]["code"] == "TIMEOUT"
+    bad = await page({"tool": "wait_for_url", "params": {"pattern": "(", "regex": True}})
+    assert bad["error"]["code"] == "INVALID_PARAMS"
+    assert (await page("wait_for_fn () => { throw 1 }"))["error"]["code"] == "INVALID_PARAMS"
+    over = await page("wait_for_text x --timeout-ms 600000")
+    assert over["error"]["code"] == "INVALID_PARAMS"
+    assert (await page("get_title"))["success"]  # the session still works
+
+
+def batch(*commands, **options):
+    return {"tool": "batch", "params": {"commands": list(commands), **options}}
+
+
+async def test_batch_runs_in_order_and_stops_at_a_failure(page):
+    ran = await page(
+        batch(
+            {"tool": "fill", "params": {"selector": "#city", "value": "Oslo"}},
+            {"tool": "get_value", "params": {"selector": "#city"}},
+        )
+    )
+    assert ran["data"]["ok"] and ran["data"]["results"][1]["data"]["value"] == "Oslo", ran
+
+    stopped = await page(
+        batch(
+            {"tool": "click", "params": {"selector": "#nothing"}},
+            {"tool": "fill", "params": {"selector": "#city", "value": "Rome"}},
+        )
+    )
+    assert stopped["data"]["ok"] is False and stopped["data"]["ran"] == 1
+    assert stopped["data"]["results"][0]["error"]["code"] == "ELEMENT_NOT_FOUND"
+    assert (await page("get_value #city"))["data"]["value"] == "Oslo"
+
+    going = await page(
+        batch(
+            {"tool": "nope", "params": {}},
+            {"tool": "fill", "params": {"selector": "#city", "value": "Rome"}},
+            continue_on_error=True,
+        )
+    )
+    assert going["data"]["failed"] == [0] and going["data"]["results"][1]["success"]
+
+    nested = await page(batch({"tool": "batch", "params": {"commands": []}}))
+    assert nested["data"]["results"][0]["error"]["code"] == "INVALID_PARAMS"
+    too_many = await page(batch(*[{"tool": "get_url"}] * 51))
+    assert too_many["error"]["code"] == "INVALID_PARAMS"
+
+
+def test_inner_tools_and_gating_look_inside():
+    reads = {"commands": [{"tool": "get_url"}, {"tool": "find_text", "params": {"text": "a"}}]}
+    assert inner_tools(reads) == ["get_url", "find_text"]
+    assert is_gated("batch", reads) is False
+    acts = {"commands": [{"tool": "find_text", "params": {"text": "a", "action": "click"}}]}
+    assert inner_tools(acts) == ["find_text", "click"]
+    assert is_gated("batch", acts) is True
+    assert is_gated("find_role", {"role": "button"}) is False
+    assert is_gated("find_role", {"role": "button", "action": "hover"}) is True
+    assert is_gated("get_text", {}) is False and is_gated("click", {}) is True
