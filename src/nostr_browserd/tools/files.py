@@ -70,6 +70,7 @@ class DownloadParams(OptionalTarget):
 
     url: str | None = Field(None, max_length=2000, description="fetch this address instead")
     content: bool = Field(True, description="return the bytes (base64) when small enough")
+    timeout_ms: int | None = Field(None, ge=0, le=120_000, description="default: config")
 
     @model_validator(mode="after")
     def _one_source(self) -> DownloadParams:
@@ -86,10 +87,11 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
     """
     base = configured(session.config.downloads_dir, "downloads_dir", "download")
     directory = owner_dir(base, session.owner)
+    timeout = params.timeout_ms or session.config.timeout_ms
     if params.url is not None:
-        path = await fetch(session, params.url, directory)
+        path = await fetch(session, params.url, directory, timeout)
     else:
-        path = await click_download(session, params, directory)
+        path = await click_download(session, params, directory, timeout)
     data = path.read_bytes()
     if len(data) > MAX_DOWNLOAD:
         path.unlink()
@@ -106,12 +108,14 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
     return result
 
 
-async def click_download(session: Session, params: DownloadParams, directory: Path) -> Path:
+async def click_download(
+    session: Session, params: DownloadParams, directory: Path, timeout_ms: int
+) -> Path:
     """Click the target and save the download it starts."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     try:
-        async with session.page.expect_download(timeout=session.config.timeout_ms) as info:
+        async with session.page.expect_download(timeout=timeout_ms) as info:
             await locator.click()
         started = await info.value
     except PlaywrightError as exc:
@@ -127,14 +131,14 @@ async def click_download(session: Session, params: DownloadParams, directory: Pa
     return path
 
 
-async def fetch(session: Session, text: str, directory: Path) -> Path:
+async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -> Path:
     """GET an http(s) address with the session's cookies and save the body."""
     config = session.config
     url = resolve(text, config.allowed_schemes, config.search_url)
     if urlsplit(url).scheme not in ("http", "https"):
         raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
     try:
-        response = await session.page.context.request.get(url, timeout=config.timeout_ms)
+        response = await session.page.context.request.get(url, timeout=timeout_ms)
     except PlaywrightError as exc:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, first_line(exc)) from None
     if not response.ok:

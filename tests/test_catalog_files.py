@@ -1,0 +1,128 @@
+"""Files on disk: uploads only from the uploads directory, downloads, saved login states;
+and scrape, which fetches without the browser."""
+
+import base64
+import hashlib
+import os
+import stat
+
+import pytest
+
+from nostr_browserd.tools import scrape
+
+
+@pytest.fixture
+def dirs(browser_pool, tmp_path):
+    """Uploads, downloads and states under tmp_path for this test only."""
+    config = browser_pool.config
+    saved = config.uploads_dir, config.downloads_dir, config.state_dir
+    config.uploads_dir, config.downloads_dir, config.state_dir = (
+        tmp_path / "up",
+        tmp_path / "down",
+        tmp_path / "state",
+    )
+    (tmp_path / "up").mkdir()
+    yield tmp_path
+    config.uploads_dir, config.downloads_dir, config.state_dir = saved
+
+
+async def test_upload_sends_only_files_from_the_uploads_directory(call, site_url, dirs):
+    (dirs / "up" / "a.txt").write_text("alpha")
+    (dirs / "up" / "b.txt").write_text("beta")
+    (dirs / "outside.txt").write_text("private")
+    os.symlink(dirs / "outside.txt", dirs / "up" / "link.txt")
+    await call(f"open {site_url}/catalog.html")
+
+    sent = await call("upload #files a.txt b.txt")
+    assert sent["data"]["ok"] and [f["size"] for f in sent["data"]["files"]] == [5, 4], sent
+    assert (await call("get_value #files"))["data"]["files"] == ["a.txt", "b.txt"]
+    for name in ("../outside.txt", str(dirs / "outside.txt"), "link.txt"):
+        refused = await call({"tool": "upload", "params": {"selector": "#one", "files": [name]}})
+        assert refused["error"]["code"] == "FORBIDDEN", (name, refused)
+    assert (await call("upload #one a.txt b.txt"))["error"]["code"] == "INVALID_PARAMS"
+    assert (await call("upload #one missing.txt"))["error"]["code"] == "INVALID_PARAMS"
+    assert (await call("upload #city a.txt"))["error"]["code"] == "REFUSED"
+    assert (await call("get_value #one"))["data"]["files"] == []
+
+
+async def test_files_are_off_until_configured(call, site_url):
+    await call(f"open {site_url}/catalog.html")
+    for command in ("upload #one a.txt", "download #dl", "state_save login"):
+        assert (await call(command))["error"]["code"] == "UNAVAILABLE", command
+
+
+async def test_download_by_click_and_by_url(call, site_url, echo_url, dirs, session):
+    await call(f"open {site_url}/catalog.html")
+    got = await call("download #dl")
+    body = b"hello download\n"
+    assert got["data"]["name"] == "download.txt", got
+    assert got["data"]["size"] == len(body)
+    assert got["data"]["sha256"] == hashlib.sha256(body).hexdigest()
+    assert base64.b64decode(got["data"]["base64"]) == body
+    saved = dirs / "down" / session.owner / "download.txt"
+    assert saved.read_bytes() == body
+
+    again = await call("download #dl")
+    assert again["data"]["name"] == "download-1.txt"  # never overwrites
+
+    fetched = await call({"tool": "download", "params": {"url": f"{echo_url}/report.csv"}})
+    assert fetched["data"]["name"] == "report.csv", fetched
+    assert base64.b64decode(fetched["data"]["base64"]) == b"a,b\n1,2\n"
+    lean = await call(
+        {"tool": "download", "params": {"url": f"{echo_url}/report.csv", "content": False}}
+    )
+    assert "base64" not in lean["data"] and lean["data"]["size"] == 8
+    refused = await call({"tool": "download", "params": {"url": "file:///etc/passwd"}})
+    assert refused["error"]["code"] == "REFUSED"
+    assert (await call("download #twice --timeout-ms 300"))["error"]["code"] == "TIMEOUT"
+
+
+async def test_states_are_private_to_their_owner(call, site_url, dirs, browser_pool, session):
+    await call(f"open {site_url}/catalog.html")
+    await call("cookies_set sid abc123")
+    await call("storage_local_set theme dark")
+    saved = await call("state_save work")
+    assert saved["data"]["cookies"] == 1 and saved["data"]["origins"] == 1, saved
+    path = dirs / "state" / session.owner / "work.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert (await call("state_list"))["data"]["states"] == ["work"]
+
+    await call("cookies_clear")
+    await call("storage_local_clear")
+    loaded = await call("state_load work")
+    assert loaded["success"], loaded
+    assert (await call("cookies_get --name sid"))["data"]["cookies"][0]["value"] == "abc123"
+    await call("reload")
+    assert (await call("storage_local_get_key theme"))["data"]["value"] == "dark"
+
+    for bad in ("../work", "a b", "x" * 65):
+        refused = await call({"tool": "state_load", "params": {"name": bad}})
+        assert refused["error"]["code"] == "INVALID_PARAMS", bad
+    assert (await call("state_load nothing"))["error"]["code"] == "INVALID_PARAMS"
+
+    other = await browser_pool.session("catalog-stranger")
+    try:
+        from nostr_browserd.tools.catalog import REGISTRY
+        from nostr_browserd.tools.protocol import parse_request, run
+
+        theirs = await run(REGISTRY, other, parse_request("state_load work", REGISTRY))
+        assert theirs["error"]["code"] == "INVALID_PARAMS"
+        listed = await run(REGISTRY, other, parse_request("state_list", REGISTRY))
+        assert listed["data"]["states"] == []
+    finally:
+        await other.close()
+
+
+@pytest.mark.skipif(scrape.available(), reason="curl_reap is installed here")
+async def test_scrape_without_curl_reap_says_how_to_install(call):
+    missing = await call("scrape https://example.com/")
+    assert missing["error"]["code"] == "UNAVAILABLE"
+    assert "pip install 'nostr-browserd[scrape]'" in missing["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "url", ["http://example.com/", "file:///etc/passwd", "javascript:alert(1)", "data:text/html,x"]
+)
+async def test_scrape_refuses_anything_but_https(call, url):
+    refused = await call({"tool": "scrape", "params": {"url": url}})
+    assert refused["error"]["code"] == "REFUSED", refused
