@@ -3,9 +3,11 @@ position, timezone and locale.
 
 Context-wide settings (offline, headers, credentials, geolocation) use Playwright's
 context API.  Per-page ones (viewport, media, device, timezone, locale) are applied to
-every open tab and remembered, so tabs opened later get them too; the device's user
-agent, the timezone and the locale go through CDP (``Emulation.*``), which changes them
-on a live context without re-creating it (and so without losing the session's tabs).
+every open tab and remembered, so tabs opened later get them too (as they open: what a
+document reads once when it starts, navigator.language and userAgent, holds from that
+tab's next load).  The device's user agent, the timezone and the locale go through CDP
+(``Emulation.*``), which changes them on a live context without re-creating it, so the
+session keeps its tabs, cookies and storage.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import base64
 import contextlib
 import re
 import weakref
+import zoneinfo
 from typing import Any, Literal
 
 from playwright.async_api import BrowserContext, CDPSession, Page, Route
@@ -176,6 +179,12 @@ class ZoneParams(Params):
 @TOOLS.tool("set_timezone", family="settings", gated=True, params=ZoneParams, args=("timezone",))
 async def set_timezone(session: Session, params: ZoneParams) -> dict[str, Any]:
     """Emulate a time zone for Date and Intl in every tab."""
+    try:  # Chromium takes any name once an override is on: check it against the tz database
+        zoneinfo.ZoneInfo(params.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise BrowserdError(
+            ErrorCode.INVALID_PARAMS, f"No time zone {params.timezone!r}."
+        ) from None
     await settle(session, timezone=params.timezone)
     return {"timezone": params.timezone}
 
