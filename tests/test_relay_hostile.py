@@ -18,6 +18,7 @@ from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event
 from nostr_browserd.nostr.relay import (
     MAX_AUTH_ATTEMPTS,
+    OUTBOX_SIZE,
     SINCE_MARGIN,
     RelayPool,
     backoff_delay,
@@ -159,7 +160,7 @@ async def test_a_relay_that_stops_reading_costs_only_timeouts(local_relay_factor
         assert await pool.wait_connected(5)
         secret = generate_secret()
         events = [note(secret, secrets.token_hex(16384)) for _ in range(20)]
-        results = await asyncio.gather(*(pool.publish(e, timeout=3) for e in events))
+        results = await asyncio.gather(*(pool.publish(e, timeout=1.5) for e in events))
         assert all(r.accepted == [good.url] for r in results)
         assert all(r.refused[deaf.url].startswith("timeout:") for r in results)
         await wait_until(lambda: "ping timeout" in (pool.status()[deaf.url].last_error or ""))
@@ -360,3 +361,16 @@ def test_any_relay_message_is_handled_without_error(messages: list[Any]) -> None
     counts = pool.status()["ws://127.0.0.1:9"].counts
     assert counts["events"] == 0  # nothing unsigned gets through
     assert counts["bad_messages"] >= 1
+
+
+async def test_resubscribing_to_a_relay_that_stopped_reading_does_not_hang() -> None:
+    async def stops_reading(relay: ScriptedRelay, ws: ServerConnection) -> None:
+        await ws.wait_closed()
+
+    async with ScriptedRelay(stops_reading, max_queue=1, close_timeout=0.5) as deaf:
+        pool = RelayPool([deaf.url], ping_interval=1, backoff_base=0.2, backoff_cap=0.5)
+        for _ in range(2 * OUTBOX_SIZE):  # more REQs than fit while the relay is not reading
+            pool.subscribe([{"ids": [secrets.token_hex(32) for _ in range(600)]}])
+        async with pool:  # the reading connection must give up and reconnect, not hang
+            await wait_until(lambda: pool.status()[deaf.url].counts["connects"] >= 3, 20)
+            print(f"\nlast error: {pool.status()[deaf.url].last_error}")

@@ -65,7 +65,7 @@ SINCE_MARGIN = 120
 OUTBOX_SIZE = 256
 """Frames that may wait to be written on one connection.  Publishers wait for room (within
 their timeout); a REQ or CLOSE that finds no room means the relay stopped reading, and the
-connection is dropped.  A relay that stops reading entirely also misses our keepalive pings."""
+connection is dropped, as it is when one write takes longer than the ping interval."""
 
 _COUNTS = (
     "connects",
@@ -349,14 +349,27 @@ class _Connection:
         try:
             self._outbox.put_nowait(frame)
         except asyncio.QueueFull:
-            self._abort_reason = "the relay is not reading what we send"
-            self._ws.transport.abort()
+            self._abort(self._ws, "the relay is not reading what we send")
 
     async def send(self, frame: str) -> None:
-        """Queue ``frame``, waiting for room in the outbox (the caller bounds the wait)."""
-        if self._outbox is None:
-            raise _ConnectionLost(self.relay.last_error or "not connected")
-        await self._outbox.put(frame)
+        """Queue ``frame``, waiting for room in the outbox as long as the socket lives."""
+        ws, outbox = self._ws, self._outbox
+        if ws is None or outbox is None:
+            raise _ConnectionLost("not connected")
+        if not outbox.full():
+            outbox.put_nowait(frame)
+            return
+        put = asyncio.ensure_future(outbox.put(frame))
+        closed = asyncio.ensure_future(ws.wait_closed())
+        try:
+            await asyncio.wait([put, closed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+            queued = put.done()
+            if not queued:
+                put.cancel()
+        if not queued:
+            raise _ConnectionLost("connection closed while waiting to send")
 
     async def request_ok(self, frame: str, event_id: str) -> tuple[bool, str]:
         """Send an EVENT or AUTH frame and wait for the relay's ``OK`` for ``event_id``.
@@ -425,11 +438,23 @@ class _Connection:
             writer.cancel()
             await ws.close()  # normal closure (1000), also when the pool stops us
 
-    @staticmethod
-    async def _write(ws: ClientConnection, outbox: asyncio.Queue[str]) -> None:
+    async def _write(self, ws: ClientConnection, outbox: asyncio.Queue[str]) -> None:
+        # A relay that stops reading blocks our writes, and websockets' keepalive with them
+        # (its ping queues behind our data): so writes get the ping interval as a deadline.
+        deadline = self.pool._connect_options["ping_interval"]
         with contextlib.suppress(ConnectionClosed):  # the reading side reports the loss
             while True:
-                await ws.send(await outbox.get())
+                frame = await outbox.get()
+                try:
+                    async with asyncio.timeout(deadline):
+                        await ws.send(frame)
+                except TimeoutError:
+                    self._abort(ws, f"the relay took no data from us for {deadline} s")
+                    return
+
+    def _abort(self, ws: ClientConnection, reason: str) -> None:
+        self._abort_reason = reason
+        ws.transport.abort()
 
     def _drop_socket(self) -> None:
         self._ws = None
@@ -440,7 +465,7 @@ class _Connection:
         self._auth_attempts = 0
         for future in self._waiting_ok.values():
             if not future.done():
-                future.set_exception(_ConnectionLost(self.relay.last_error or "disconnected"))
+                future.set_exception(_ConnectionLost("connection lost"))
         self._waiting_ok.clear()
         for task in [self._auth_task, *self._helpers]:
             if task:
