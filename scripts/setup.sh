@@ -4,19 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
+# Any of Debian's Chromium builds will do; the headless shell is the lightest (229 MB).
 command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chromium ] \
-  || need_apt+=(chromium-headless-shell)
-if [ "${WITH_FULL_CHROMIUM:-0}" = 1 ] && [ ! -x /usr/lib/chromium/chromium ]; then
-  need_apt+=(chromium)
-fi
-if [ "${#need_apt[@]}" -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup: installing ${need_apt[*]} from Debian"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-fi
+  || ./scripts/apt-install.sh chromium-headless-shell
 
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
