@@ -52,7 +52,18 @@ from .nip01 import (
 from .nip42 import auth_template
 from .signer import Signer
 
-__all__ = ["SINCE_MARGIN", "PublishResult", "RelayAck", "RelayPool", "RelayStatus", "Subscription"]
+__all__ = [
+    "MAX_AUTH_ATTEMPTS",
+    "OUTBOX_SIZE",
+    "SINCE_MARGIN",
+    "PublishResult",
+    "RelayAck",
+    "RelayPool",
+    "RelayStatus",
+    "Subscription",
+    "backoff_delay",
+    "matches",
+]
 
 log = logging.getLogger(__name__)
 
