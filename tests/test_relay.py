@@ -77,7 +77,11 @@ async def test_refused_publish_reports_the_relays_reason(nostr_relay_url: str) -
     async with RelayPool([nostr_relay_url]) as pool:
         with pytest.raises(InvalidEvent):
             await pool.publish({"kind": 1, "content": "no id, no signature"})
-        assert (await pool.publish(note(secret, "fine"), timeout=5)).ok
+        fine = note(secret, "fine")
+        assert (await pool.publish(fine, timeout=5)).ok
+        again = await pool.publish(fine, timeout=5)  # nostr-relay: false, "duplicate: exists"
+        assert again.accepted == [nostr_relay_url]
+        assert again.acks[nostr_relay_url].message.startswith("duplicate:")
         # last: nostr-relay delays everything on a connection by 2 s after an invalid event
         tampered = {**note(secret, "original"), "content": "tampered"}
         result = await pool.publish(tampered, timeout=5)

@@ -101,7 +101,10 @@ class _ConnectionLost(Exception):
 
 @dataclass(frozen=True)
 class RelayAck:
-    """One relay's answer to a publish: ``OK`` true/false and its message, or why none came."""
+    """One relay's answer to a publish: ``OK`` true/false and its message, or why none came.
+
+    ``accepted`` is also true for a ``duplicate:`` answer: the relay has the event.
+    """
 
     accepted: bool
     message: str
@@ -752,6 +755,8 @@ class RelayPool:
                         accepted, reason = await conn.request_ok(frame, event["id"])
                     except _ConnectionLost:
                         continue  # wait for the reconnection, send again
+                    # it has the event already; some relays (nostr-relay) say so with false
+                    accepted = accepted or reason.startswith("duplicate:")
                     if accepted:
                         accepted_elsewhere.set()
                     needs_auth = not accepted and reason.startswith("auth-required:")
