@@ -32,7 +32,7 @@ async def test_read_tools(call, site_url):
     assert (await ok(call, "get html \"a[href='form.html']\" --outer"))[
         "html"
     ] == '<a href="form.html">Form</a>'
-    assert (await ok(call, "get html nav")).get("html").count("<a ") == 9
+    assert (await ok(call, "get html nav")).get("html").count("<a ") == 10
     assert (await ok(call, "get attr \"a[href='form.html']\" href"))["value"] == "form.html"
     assert (await ok(call, "get attr h1 data-missing"))["value"] is None
     assert (await ok(call, "get text")).get("text").startswith("Test site")

@@ -1,10 +1,15 @@
 """Sessions: one context per owner, crash recovery, events, tabs and popups."""
 
+import asyncio
+import os
+import signal
+
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from nostr_browserd.tools.catalog import REGISTRY
 from nostr_browserd.tools.protocol import parse_request, run
+from nostr_browserd.tools.session import BrowserConfig, BrowserPool
 
 
 async def send(session, command):
@@ -79,3 +84,70 @@ async def test_tab_ids_are_never_reused(call, site_url):
     assert (await call("get url"))["error"]["code"] == "REFUSED"
     reopened = await call(f"open {site_url}/index.html")
     assert reopened["data"]["tab"] == "t4"
+
+
+async def test_beforeunload_waits_for_an_answer(call, site_url):
+    await call(f"open {site_url}/leave.html")
+    clicked = await call("click #away")
+    assert clicked["success"], clicked
+    assert clicked["data"]["dialog"]["type"] == "beforeunload"
+    assert (await call("get text"))["error"]["code"] == "REFUSED"
+    await call("dialog accept")
+    await call("wait h1")
+    assert (await call("get title"))["data"]["title"] == "Test site"
+
+
+async def test_download_and_console_error_events(session, call, site_url):
+    events = []
+    session.on_event(events.append)
+    await call(f"open {site_url}/leave.html")
+    await call("click #oops")
+    await call("click #file")
+    await call("wait_for #file")
+    kinds = {e["event"]: e["data"] for e in events}
+    assert kinds["console_error"] == {"tab": "t1", "text": "something broke"}
+    assert kinds["download"] == {
+        "tab": "t1",
+        "url": f"{site_url}/notes.txt",
+        "filename": "notes.txt",
+    }
+
+
+async def test_shared_isolation_gives_everyone_one_session(site_url):
+    pool = BrowserPool(BrowserConfig(isolation="shared"))
+    await pool.start()
+    try:
+        assert await pool.session("alice") is await pool.session("bob")
+    finally:
+        await pool.close()
+
+
+async def test_remote_browser_over_cdp(site_url, tmp_path):
+    chromium = await asyncio.create_subprocess_exec(
+        BrowserConfig().find_executable(),
+        "--headless",
+        "--no-sandbox",  # tests may run as root
+        "--remote-debugging-port=0",
+        f"--user-data-dir={tmp_path}",
+        "about:blank",
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group: a wrapper script dies with it
+    )
+    try:
+        endpoint = None
+        while endpoint is None:
+            line = (await asyncio.wait_for(chromium.stderr.readline(), 10)).decode()
+            assert line, "chromium exited before printing its DevTools endpoint"
+            if "DevTools listening on " in line:
+                endpoint = line.split("DevTools listening on ", 1)[1].strip()
+        pool = BrowserPool(BrowserConfig(cdp_endpoint=endpoint))
+        await pool.start()
+        try:
+            session = await pool.session("remote")
+            response = await send(session, f"open {site_url}/form.html")
+            assert response["data"]["title"] == "Form"
+        finally:
+            await pool.close()
+    finally:
+        os.killpg(chromium.pid, signal.SIGKILL)
+        await chromium.wait()

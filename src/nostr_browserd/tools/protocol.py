@@ -220,7 +220,9 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
         else:
             async with session.lock:
                 await session.ready()
-                data = await tool.handler(session, params)
+                interrupted, data = await session.until_dialog(tool.handler(session, params))
+                if interrupted:
+                    data = {"note": "A dialog opened; the command finishes once it is answered."}
                 state = await session.state()
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}

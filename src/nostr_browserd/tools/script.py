@@ -25,21 +25,13 @@ class EvalParams(Params):
 @TOOLS.tool("eval", family="script", gated=True, params=EvalParams, args=("*script",))
 async def eval_(session: Session, params: EvalParams) -> dict[str, Any]:
     """Evaluate JavaScript in the active tab and return its JSON-serialisable result."""
-    page = session.page
-    box: dict[str, Any] = {}
-
-    async def evaluate() -> None:
-        box["value"] = await page.evaluate(params.script)
-
     try:
-        if await session.race_dialog(evaluate()):
-            return {"result": None, "note": "The script opened a dialog; see dialog."}
+        value = await session.page.evaluate(params.script)
     except PlaywrightError as exc:
         message = first_line(exc)
         if "Target" in message and "closed" in message:
             raise
         raise BrowserdError(ErrorCode.INVALID_PARAMS, f"The script failed: {message}") from None
-    value = box.get("value")
     try:
         json.dumps(value)
     except (TypeError, ValueError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +34,9 @@ from .refs import locate
 
 log = logging.getLogger(__name__)
 
+# The real binaries before Debian's /usr/bin wrappers (a shell script in between).
 EXECUTABLES = (
+    "/usr/lib/chromium/chromium-headless-shell",
     "/usr/bin/chromium-headless-shell",
     "/usr/lib/chromium/chromium",
     "/usr/bin/chromium",
@@ -107,6 +109,7 @@ class Session:
         self._next_tab = 1
         self._listeners: list[EventCallback] = []
         self._dialog_opened = asyncio.Event()
+        self._dialog_count = 0
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
 
@@ -231,6 +234,7 @@ class Session:
             self._pending = {t for t in self._pending if not t.done()}
         else:
             self.dialog = PendingDialog(tab_id, dialog)
+            self._dialog_count += 1
         self._dialog_opened.set()
         self._emit("dialog", {"tab": tab_id, "type": dialog.type, "message": dialog.message})
 
@@ -250,26 +254,29 @@ class Session:
             await pending.dialog.dismiss()
         return {**info, "answer": "accepted" if accept else "dismissed"}
 
-    async def race_dialog(self, action: Any) -> bool:
-        """Run ``action`` until it finishes or a dialog opens; True if a dialog interrupted.
+    async def until_dialog(self, action: Awaitable[Any]) -> tuple[bool, Any]:
+        """Run ``action`` until it finishes or opens a dialog that waits for an answer.
 
-        A click that opens ``confirm()`` does not return until the dialog is answered,
-        so the command returns with the dialog as state and the action finishes later.
+        Returns ``(True, None)`` when a dialog interrupted it: a click that opens
+        ``confirm()`` does not return until the dialog is answered, so the command returns
+        with the dialog as state and the action finishes later.  Alerts do not interrupt.
         """
-        self._dialog_opened.clear()
+        start = self._dialog_count
         task = asyncio.ensure_future(action)
-        opened = asyncio.ensure_future(self._dialog_opened.wait())
-        done, _ = await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
-        if task in done:
+        while not task.done():
+            opened = asyncio.ensure_future(self._dialog_opened.wait())
+            await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
             opened.cancel()
-            task.result()
-            return False
-        if self.dialog is None:  # only an alert, already accepted: let the action finish
-            opened.cancel()
-            await task
-            return False
-        task.add_done_callback(_consume)
-        return True
+            self._dialog_opened.clear()
+            if not task.done() and self._dialog_count != start and self.dialog is not None:
+                task.add_done_callback(_consume)
+                return True, None
+        return False, task.result()
+
+    async def race_dialog(self, action: Awaitable[Any]) -> bool:
+        """Run ``action``; True if a dialog interrupted it (see ``until_dialog``)."""
+        interrupted, _ = await self.until_dialog(action)
+        return interrupted
 
     # --- events and state ----------------------------------------------------------
 
