@@ -244,3 +244,14 @@ async def test_relays_can_be_added_and_removed_while_running(local_relay_factory
         later = note(secret, "to the second only")
         assert (await pool.publish(later, timeout=5)).accepted == [second.url]
         assert (await next_event(sub))["id"] == later["id"]
+
+
+async def test_loopback_relays_bypass_a_configured_proxy(local_relay_factory, monkeypatch) -> None:
+    relay = await local_relay_factory()
+    dead_proxy = f"http://127.0.0.1:{free_port()}"
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with RelayPool([relay.url]) as pool:
+        assert await pool.wait_connected(5), pool.status()

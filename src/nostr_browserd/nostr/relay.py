@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import random
@@ -204,6 +205,17 @@ async def _first_of(*events: asyncio.Event) -> None:
 
 def _short(text: object) -> str:
     return str(text)[:_TEXT_LIMIT]
+
+
+def _is_loopback(url: str) -> bool:
+    """True for relays on this machine, which must never go through an HTTP(S) proxy."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _check_url(url: str) -> str:
@@ -415,7 +427,9 @@ class _Connection:
             self._abort_reason = None
             opened_at: float | None = None
             try:
-                async with connect(self.url, **self.pool._connect_options) as ws:
+                options = self.pool._connect_options
+                proxy = None if _is_loopback(self.url) else True  # True: from the environment
+                async with connect(self.url, proxy=proxy, **options) as ws:
                     opened_at = time.monotonic()
                     await self._serve(ws)
                 error = "connection closed by the relay"
