@@ -104,7 +104,6 @@ class Daemon:
         """Bring everything up; raises with a clear message when something cannot start."""
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.store = Store(self.state_dir / "state.sqlite3")
-        self.store.prune(self.config.state.seen_retention)
         await self.identity.login(login_params(self.config.identity, self.state_dir))
         if self.config.nostr.uses_embedded_relay:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
@@ -124,13 +123,14 @@ class Daemon:
         await self._connect_nostr()
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
-            token = None
-            if self.config.local.token_file:
-                token = self.config.local.token_file.read_text().strip()
             self.local = LocalServer(
-                self.dispatcher.handle_local, self.status, port=self.config.local.port, token=token
+                self.dispatcher.handle_local,
+                self.status,
+                port=self.config.local.port,
+                token=self.config.local.token(),
             )
             await self.local.start()
+        self._tasks.append(asyncio.create_task(self._prune_seen_ids()))
         interval = watchdog_interval()
         if interval:
             self._tasks.append(asyncio.create_task(self._watchdog(interval)))
@@ -154,10 +154,6 @@ class Daemon:
             await self.stop()
         return 0
 
-    def request_stop(self) -> None:
-        """Ask :meth:`run` to stop (what SIGTERM does)."""
-        self._stop.set()
-
     async def stop(self) -> None:
         """Finish running commands and their replies, then close everything, in reverse."""
         self._stop.set()
@@ -168,6 +164,8 @@ class Daemon:
             await self.dispatcher.close()
         if self.local is not None:
             await self.local.close()
+        if self._rewiring is not None:
+            await asyncio.gather(self._rewiring, return_exceptions=True)
         await self._disconnect_nostr()
         for task in self._tasks:
             task.cancel()
@@ -195,6 +193,15 @@ class Daemon:
         if self.dispatcher is not None:
             self.dispatcher.controllers = config.allowed()
             log.info("reloaded the allow-list: %d controller(s)", len(config.allowed()))
+
+    async def _prune_seen_ids(self) -> None:
+        """Forget seen ids older than the retention (far beyond any relay's re-delivery)."""
+        assert self.store is not None
+        while True:
+            pruned = self.store.prune(self.config.state.seen_retention)
+            if pruned:
+                log.info("pruned %d old seen ids", pruned)
+            await asyncio.sleep(3600)
 
     async def _watchdog(self, interval: float) -> None:
         while True:

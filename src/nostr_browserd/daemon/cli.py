@@ -180,8 +180,7 @@ def fetch_status(port: int, token: str | None = None, timeout: float = 5.0) -> d
 
 
 def _status(config: Config, as_json: bool) -> int:
-    token = config.local.token_file.read_text().strip() if config.local.token_file else None
-    status = fetch_status(config.local.port, token) if config.local.enabled else None
+    status = fetch_status(config.local.port, config.local.token()) if config.local.enabled else None
     if status is None:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
         db = config.state.dir / "state.sqlite3"

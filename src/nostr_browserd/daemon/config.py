@@ -198,6 +198,10 @@ class LocalConfig(Section):
 
     _path = field_validator("token_file", mode="before")(_expand_path)
 
+    def token(self) -> str | None:
+        """The bearer token from ``token_file``, if one is set."""
+        return self.token_file.read_text().strip() if self.token_file else None
+
 
 class Config(Section):
     """The whole file."""

@@ -129,7 +129,7 @@ class Inbox:
             incoming = await self._open_nip17(event)
         if incoming is None:
             return None
-        if not self.store.claim(dict.fromkeys([incoming.outer_id, incoming.event_id])):
+        if not self.store.claim({incoming.outer_id, incoming.event_id}):
             log.info("replay of %s from %s ignored", incoming.event_id[:12], incoming.sender[:12])
             return None
         return self._check_time(incoming)
