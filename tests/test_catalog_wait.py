@@ -74,6 +74,21 @@ async def test_batch_runs_in_order_and_stops_at_a_failure(page):
     assert too_many["error"]["code"] == "INVALID_PARAMS"
 
 
+async def test_batch_stops_at_a_dialog(call, site_url):
+    await call(f"open {site_url}/dialogs.html")
+    ran = await call(
+        batch(
+            {"tool": "click", "params": {"selector": "#confirm"}},
+            {"tool": "get_text", "params": {"selector": "#out"}},
+            continue_on_error=True,
+        )
+    )
+    assert ran["data"]["dialog"]["type"] == "confirm", ran
+    assert ran["data"].get("ran", 1) == 1  # the read after the click waits for the answer
+    assert (await call("dialog accept"))["success"]
+    assert (await call("get_text #out"))["data"]["text"] == "yes"
+
+
 def test_inner_tools_and_gating_look_inside():
     reads = {"commands": [{"tool": "get_url"}, {"tool": "find_text", "params": {"text": "a"}}]}
     assert inner_tools(reads) == ["get_url", "find_text"]

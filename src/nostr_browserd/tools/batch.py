@@ -81,8 +81,15 @@ async def run_one(session: Session, command: Command) -> dict[str, Any]:
         if command.tool == "batch":
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "A batch cannot contain a batch.")
         tool, model = catalog().validate(command.tool, command.params)
-        data = await tool.handler(session, model)
-        return {"tool": command.tool, "success": True, "data": data}
+        box: dict[str, Any] = {}
+
+        async def handle() -> None:
+            box["data"] = await tool.handler(session, model)
+
+        if await session.race_dialog(handle()):
+            note = "A dialog opened: answer it; the batch stopped here."
+            return {"tool": command.tool, "success": True, "data": {"note": note}, "dialog": True}
+        return {"tool": command.tool, "success": True, "data": box["data"]}
     except BrowserdError as exc:
         error = exc
     except PlaywrightTimeout as exc:
@@ -96,13 +103,15 @@ async def run_one(session: Session, command: Command) -> dict[str, Any]:
 async def batch(session: Session, params: BatchParams) -> dict[str, Any]:
     """Run up to 50 commands in order on this session; stops at the first failure.
 
+    It also stops when a command opens a dialog, which must be answered first.
+
     Gated when any command in it is gated.  Params: {"commands": [{"tool", "params"}, …]}.
     """
     results = []
     for command in params.commands:
         result = await run_one(session, command)
         results.append(result)
-        if not result["success"] and not params.continue_on_error:
+        if result.get("dialog") or not (result["success"] or params.continue_on_error):
             break
     failed = [i for i, r in enumerate(results) if not r["success"]]
     summary: dict[str, Any] = {"ok": not failed, "ran": len(results), "results": results}
