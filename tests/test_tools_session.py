@@ -151,3 +151,17 @@ async def test_remote_browser_over_cdp(site_url, tmp_path):
     finally:
         os.killpg(chromium.pid, signal.SIGKILL)
         await chromium.wait()
+
+
+async def test_crashed_tab_is_dropped(session, call, site_url):
+    await call(f"open {site_url}/index.html")
+    await call(f"tab new {site_url}/form.html")
+    crashed = asyncio.Event()
+    session.on_event(lambda e: e["event"] == "crash" and crashed.set())
+    cdp = await session.context.new_cdp_session(session.page)
+    with pytest.raises(PlaywrightError):
+        await asyncio.wait_for(cdp.send("Page.crash"), 5)
+    await asyncio.wait_for(crashed.wait(), 10)
+    tabs = (await call("tab_list"))["data"]["tabs"]
+    assert [t["tab"] for t in tabs] == ["t1"]
+    assert (await call("get title"))["data"]["title"] == "Test site"

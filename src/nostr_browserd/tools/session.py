@@ -158,7 +158,7 @@ class Session:
         page.on("close", lambda _p: self.forget(tab_id))
         page.on("download", lambda d: self._on_download(tab_id, d))
         page.on("console", lambda m: self._on_console(tab_id, m))
-        page.on("crash", lambda _p: self._emit("crash", {"tab": tab_id}))
+        page.on("crash", lambda p: self._on_crash(tab_id, p))
         page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
         self.switch(tab_id)
         return tab_id
@@ -179,6 +179,12 @@ class Session:
             self.active_tab = tab_id
             self._emit("tab_changed", {"tab": tab_id, "url": page.url})
         return page
+
+    def _on_crash(self, tab_id: str, page: Page) -> None:
+        """A tab whose renderer died is useless: drop it so the next command can go on."""
+        self._emit("crash", {"tab": tab_id, "url": page.url})
+        self.forget(tab_id)
+        self._pending.add(asyncio.ensure_future(_quietly(page.close())))
 
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""

@@ -45,9 +45,14 @@ async def wait_for(session: Session, params: WaitForParams) -> dict[str, Any]:
     """Wait until an element is visible (or hidden, attached, detached)."""
     page = session.page
     query = f"aria-ref={parse_ref(params.ref)}" if params.ref else params.selector
+    locator = page.locator(query or "")
+    if params.ref and await locator.count() == 0:  # a ref names an element seen before
+        if params.state in ("hidden", "detached"):
+            return {"state": params.state}
+        raise BrowserdError(ErrorCode.STALE_REF, f"{params.ref} is gone: take a new snapshot.")
     timeout = params.timeout_ms if params.timeout_ms is not None else session.config.timeout_ms
     try:
-        await page.locator(query or "").wait_for(state=params.state, timeout=timeout)
+        await locator.wait_for(state=params.state, timeout=timeout)
     except PlaywrightError as exc:
         message = str(exc)
         if "strict mode violation" in message:
