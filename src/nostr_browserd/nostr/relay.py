@@ -604,7 +604,17 @@ class _Relay:
 class RelayPool:
     """Connections to several relays: subscribe across all of them, publish to all of them.
 
-    Use ``async with RelayPool(urls) as pool`` or call :meth:`start` and :meth:`close`.
+    ::
+
+        async with RelayPool(urls, auth_signer=signer) as pool:
+            inbox = pool.subscribe([{"kinds": [1059], "#p": [me], "since": two_days_ago}],
+                                   advance_since=False)
+            async for wrap in inbox:  # verified, each id once
+                result = await pool.publish(reply_to(wrap))
+                if not result.ok:
+                    log.warning("nobody took the reply: %s", result.refused)
+
+    Use ``async with`` or call :meth:`start` and :meth:`close`.
     ``auth_signer`` answers NIP-42 challenges; without it, AUTH requests are ignored and
     refusals with ``auth-required:`` are reported as they are.  ``backoff_base`` and
     ``backoff_cap`` (seconds) bound the reconnect delays; ``max_frame`` (bytes) is the
