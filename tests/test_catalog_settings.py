@@ -59,6 +59,9 @@ async def test_network_settings(call, site_url, echo_url):
     ]
     await call(f"open {echo_url}/headers")
     assert json.loads(await js(call, "document.body.innerText"))["X-Probe"] == "42"
+    assert (await call("""set_headers {"X-Probe": "43"}"""))["success"]  # JSON in text
+    await call("reload")
+    assert json.loads(await js(call, "document.body.innerText"))["X-Probe"] == "43"
     bad = await call({"tool": "set_headers", "params": {"headers": {"Bad Name": "x"}}})
     assert bad["error"]["code"] == "INVALID_PARAMS"
     await call({"tool": "set_headers", "params": {"headers": {}}})

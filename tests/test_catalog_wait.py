@@ -70,6 +70,8 @@ async def test_batch_runs_in_order_and_stops_at_a_failure(page):
 
     nested = await page(batch({"tool": "batch", "params": {"commands": []}}))
     assert nested["data"]["results"][0]["error"]["code"] == "INVALID_PARAMS"
+    as_text = await page('batch [{"tool": "get_value", "params": {"selector": "#city"}}]')
+    assert as_text["data"]["results"][0]["data"]["value"] == "Rome", as_text
     too_many = await page(batch(*[{"tool": "get_url"}] * 51))
     assert too_many["error"]["code"] == "INVALID_PARAMS"
 

@@ -8,11 +8,11 @@ whether a given batch really is (any inner tool gated, a find's action included)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
-from pydantic import Field, ValidationError
+from pydantic import Field, Json, ValidationError
 
 from ..errors import BrowserdError, ErrorCode
 from .find import action_tool
@@ -32,10 +32,13 @@ class Command(Params):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+Commands = Annotated[list[Command], Field(min_length=1, max_length=MAX_COMMANDS)]
+
+
 class BatchParams(Params):
     """The commands, in order, and whether a failure stops the rest."""
 
-    commands: list[Command] = Field(min_length=1, max_length=MAX_COMMANDS)
+    commands: Commands | Json[Commands] = Field(description="[{tool, params}, …]; JSON in text")
     continue_on_error: bool = Field(False, description="run the rest after a failure")
 
 
@@ -99,7 +102,7 @@ async def run_one(session: Session, command: Command) -> dict[str, Any]:
     return {"tool": command.tool, "success": False, "error": error.to_dict()}
 
 
-@TOOLS.tool("batch", family="batch", gated=True, params=BatchParams)
+@TOOLS.tool("batch", family="batch", gated=True, params=BatchParams, args=("*commands",))
 async def batch(session: Session, params: BatchParams) -> dict[str, Any]:
     """Run up to 50 commands in order on this session; stops at the first failure.
 

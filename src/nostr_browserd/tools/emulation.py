@@ -18,11 +18,11 @@ import contextlib
 import re
 import weakref
 import zoneinfo
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from playwright.async_api import BrowserContext, CDPSession, Page, Route
 from playwright.async_api import Error as PlaywrightError
-from pydantic import Field
+from pydantic import Field, Json
 
 from ..errors import BrowserdError, ErrorCode
 from .refs import first_line
@@ -215,13 +215,16 @@ async def set_offline(session: Session, params: OfflineParams) -> dict[str, Any]
     return {"offline": params.offline}
 
 
+Headers = Annotated[dict[str, str], Field(max_length=50)]
+
+
 class HeadersParams(Params):
     """Extra request headers for every request of the session; {} removes them."""
 
-    headers: dict[str, str] = Field(max_length=50)
+    headers: Headers | Json[Headers] = Field(description='e.g. {"X-Team": "blue"}, JSON in text')
 
 
-@TOOLS.tool("set_headers", family="settings", gated=True, params=HeadersParams)
+@TOOLS.tool("set_headers", family="settings", gated=True, params=HeadersParams, args=("*headers",))
 async def set_headers(session: Session, params: HeadersParams) -> dict[str, Any]:
     """Send extra HTTP headers with every request of the session ({} clears them)."""
     for name, value in params.headers.items():
