@@ -69,7 +69,7 @@ def test_depth_and_scope():
         '- navigation "Site" [ref=e2]',
         "- main [ref=e9]",
     ]
-    scoped = render(RAW, Options(), scope="e2").text
+    scoped = render(RAW, Options(), scopes=["e2"]).text
     assert "main" not in scoped and 'link "Home" [ref=e5]' in scoped
 
 

@@ -47,7 +47,7 @@ async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
         depth=params.depth,
         urls=params.urls,
         text_limit=params.text_limit,
-        viewport=(0, 0, 0, 0) if params.viewport else None,
+        viewport=params.viewport,
         max_chars=min(params.max_chars or cap, cap),
     )
     rendered = await take(session.page, options, ref=params.ref, selector=params.selector)

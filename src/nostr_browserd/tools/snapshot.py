@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from playwright.async_api import Page
 
 from ..errors import BrowserdError, ErrorCode
-from .refs import first_line, parse_ref
+from .refs import first_line, locate, parse_ref
 
 ACTIONABLE = frozenset(
     [
@@ -119,7 +119,7 @@ class Options:
     depth: int | None = None
     urls: bool = False
     text_limit: int = 80
-    viewport: tuple[float, float, float, float] | None = None
+    viewport: bool = False
     max_chars: int = 20_000
 
 
@@ -214,10 +214,13 @@ def text_of(node: Node, limit: int = 80) -> str:
 
 
 class Printer:
-    """Prints a filtered forest line by line, stopping at the character budget."""
+    """Prints a filtered forest line by line; ``cut`` then fits it to the budget."""
 
-    def __init__(self, options: Options) -> None:
+    def __init__(
+        self, options: Options, view: tuple[float, float, float, float] | None = None
+    ) -> None:
         self.options = options
+        self.view = view
         self.lines: list[str] = []
         self.refs = 0
 
@@ -239,7 +242,7 @@ class Printer:
         return node.actionable or (not self.options.interactive and node.role in SCOPES)
 
     def visible(self, node: Node, offset: tuple[float, float]) -> bool:
-        view = self.options.viewport
+        view = self.view
         box = node.box()
         if view is None or box is None:
             return True
@@ -340,21 +343,31 @@ def inner_offset(node: Node, offset: tuple[float, float]) -> tuple[float, float]
 
 
 def render(
-    raw: str, options: Options, *, scope: str | None = None, secrets: set[str] | None = None
+    raw: str,
+    options: Options,
+    *,
+    scopes: list[str] | None = None,
+    secrets: set[str] | None = None,
+    view: tuple[float, float, float, float] | None = None,
 ) -> Rendered:
-    """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``."""
+    """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``.
+
+    ``scopes`` limits it to the subtrees under those refs; ``view`` (x, y, width, height)
+    to nodes whose boxes meet it, for a snapshot taken with ``boxes=True``.
+    """
     nodes = parse(raw)
-    if scope is not None:
-        root = find(nodes, scope)
-        if root is None:
+    if scopes is not None:
+        roots = [find(nodes, ref) for ref in scopes]
+        if None in roots:
             raise BrowserdError(
                 ErrorCode.STALE_REF,
-                f"Ref @{scope} is not on the page any more: take a new snapshot.",
+                f"Ref @{scopes[roots.index(None)]} is not on the page any more: "
+                "take a new snapshot.",
             )
-        nodes = [root]
+        nodes = [root for root in roots if root is not None]
     if secrets:
         redact(nodes, secrets)
-    printer = Printer(options)
+    printer = Printer(options, view)
     if options.interactive:
         printer.flat(nodes, (0, 0))
     else:
@@ -405,26 +418,14 @@ async def take(
     page: Page, options: Options, *, ref: str | None = None, selector: str | None = None
 ) -> Rendered:
     """Snapshot ``page`` (optionally scoped to a ref or selector) and render it."""
-    boxes = options.viewport is not None
-    if boxes:
-        x, y, w, h = await page.evaluate(VIEWPORT_JS)
-        options.viewport = (x, y, w, h)
-    scope_refs: list[str] = []
+    view = tuple(await page.evaluate(VIEWPORT_JS)) if options.viewport else None
+    scopes = [parse_ref(ref)] if ref is not None else None
     if selector is not None:
-        scope_refs = await selector_scope(page, selector)
+        scopes = await selector_scope(page, selector)
     raw, secrets = await asyncio.gather(
-        page.aria_snapshot(mode="ai", boxes=boxes or None), password_values(page)
+        page.aria_snapshot(mode="ai", boxes=options.viewport or None), password_values(page)
     )
-    if selector is not None and not scope_refs:
-        raise BrowserdError(
-            ErrorCode.ELEMENT_NOT_FOUND, f"{selector!r} holds nothing a snapshot shows."
-        )
-    if ref is not None:
-        return render(raw, options, scope=parse_ref(ref), secrets=secrets)
-    if scope_refs:
-        parts = [render(raw, options, scope=r, secrets=secrets) for r in scope_refs]
-        return cut([p.text for p in parts if p.text], sum(p.refs for p in parts), options.max_chars)
-    return render(raw, options, secrets=secrets)
+    return render(raw, options, scopes=scopes, secrets=secrets, view=view)
 
 
 async def selector_scope(page: Page, selector: str) -> list[str]:
@@ -433,11 +434,14 @@ async def selector_scope(page: Page, selector: str) -> list[str]:
     A scoped ``aria_snapshot`` replaces the page's ref table, so we only read its top-level
     refs here and then print those subtrees out of a full snapshot, where every ref lives.
     """
-    from .refs import locate  # local: one lookup path for AMBIGUOUS and ELEMENT_NOT_FOUND
-
     locator = await locate(page, selector=selector)
     try:
         scoped = await locator.aria_snapshot(mode="ai")
     except Exception as exc:
         raise BrowserdError(ErrorCode.ELEMENT_NOT_FOUND, first_line(exc)) from None
-    return [n.ref for n in parse(scoped) if n.ref is not None]
+    refs = [n.ref for n in parse(scoped) if n.ref is not None]
+    if not refs:
+        raise BrowserdError(
+            ErrorCode.ELEMENT_NOT_FOUND, f"{selector!r} holds nothing a snapshot shows."
+        )
+    return refs
