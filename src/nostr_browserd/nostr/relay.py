@@ -870,4 +870,5 @@ class RelayPool:
             self._check_eose(sub)
             return
         if self._subs.get(sub.id) is sub:
-            await conn.send(req_message(sub.id, *sub._filters_for(conn.url)))
+            with contextlib.suppress(_ConnectionLost):  # then it is re-sent on reconnect
+                await conn.send(req_message(sub.id, *sub._filters_for(conn.url)))
