@@ -113,6 +113,22 @@ async def test_download_and_console_error_events(session, call, site_url):
     }
 
 
+async def test_pool_listeners_hear_every_owner(browser_pool, site_url):
+    heard = []
+    browser_pool.on_event(heard.append)
+    try:
+        carol = await browser_pool.session("carol-test")
+        await send(carol, f"open {site_url}/index.html")
+        await carol.close()
+    finally:
+        browser_pool.listeners.remove(heard.append)
+    assert {
+        "event": "load",
+        "data": {"tab": "t1", "url": f"{site_url}/index.html"},
+        "owner": "carol-test",
+    } in heard
+
+
 async def test_shared_isolation_gives_everyone_one_session(site_url):
     pool = BrowserPool(BrowserConfig(isolation="shared"))
     await pool.start()

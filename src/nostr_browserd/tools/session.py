@@ -291,9 +291,14 @@ class Session:
         self._listeners.append(callback)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
-        for callback in self._listeners:
+        mine = {"event": event, "data": data}
+        everyone = {**mine, "owner": self.owner}
+        for callback, message in [
+            *((c, mine) for c in self._listeners),
+            *((c, everyone) for c in self.pool.listeners),
+        ]:
             try:
-                callback({"event": event, "data": data})
+                callback(message)
             except Exception:
                 log.exception("event listener failed")
 
@@ -331,6 +336,11 @@ class BrowserPool:
         self.browser: Browser | None = None
         self._sessions: dict[str, Session] = {}
         self._lock = asyncio.Lock()
+        self.listeners: list[EventCallback] = []
+
+    def on_event(self, callback: EventCallback) -> None:
+        """Hear every session's events, each with ``"owner"``: whose session it was."""
+        self.listeners.append(callback)
 
     async def start(self) -> None:
         """Start Playwright and the browser."""
