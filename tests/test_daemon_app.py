@@ -23,7 +23,7 @@ async def local(daemon, request: dict | str):
     return answer if isinstance(request, str) else json.loads(answer)
 
 
-async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon):
+async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon, caplog):
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         old = await daemon_pubkey(daemon)
@@ -49,6 +49,7 @@ async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon):
         assert (await local(daemon, {"id": 4, "tool": "get_url"}))["success"], "browser still works"
         audit = json.dumps([e.to_dict() for e in daemon.store.recent(20)])
         assert nsec_encode(secret) not in audit and "switch_identity" in audit
+        assert "switch_identity" in caplog.text and nsec_encode(secret) not in caplog.text
 
 
 async def test_read_only_identity_serves_the_local_channel_and_says_why(

@@ -3,10 +3,14 @@
 import asyncio
 import datetime
 import json
+import sys
+from pathlib import Path
 
 import nostr_sdk as n
 
+from nostr_browserd.daemon.keyfile import write_new_key
 from nostr_browserd.errors import ErrorCode
+from nostr_browserd.nostr.nip19 import npub_encode
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -122,3 +126,33 @@ async def test_replies_also_go_to_the_controllers_inbox_relays(
         async with SdkController([inbox.url], phone.keys) as inbox_only:
             reply = await inbox_only.wait_reply(lambda r: r.sender == me)
             assert reply.json["success"]
+
+
+async def test_inbox_relays_that_demand_auth(local_relay_factory, start_daemon, tmp_path):
+    # nostr-sdk's Python client cannot answer AUTH from Python here (its callback runs without
+    # an event loop), so the controller is our `send` CLI, which answers it through RelayPool.
+    relay = await local_relay_factory(nip42=n.LocalRelayBuilderNip42Mode.BOTH)
+    key = tmp_path / "controller.nsec"
+    controller = npub_encode(write_new_key(key))
+    daemon = await start_daemon([relay.url], controllers=[controller])
+    me = npub_encode(await daemon_pubkey(daemon))
+    cli = str(Path(sys.executable).with_name("nostr-browserd"))
+    proc = await asyncio.create_subprocess_exec(
+        cli,
+        "send",
+        "--to",
+        me,
+        "--key",
+        str(key),
+        "--relay",
+        relay.url,
+        "--json",
+        "get",
+        "url",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    assert json.loads(out)["success"]
+    assert daemon.pool.status()[relay.url].authenticated

@@ -147,3 +147,32 @@ async def test_an_unanswered_approval_is_denied(nostr_relay_url, start_daemon):
     finally:
         await agent.__aexit__(None, None, None)
         await phone.__aexit__(None, None, None)
+
+
+async def test_a_command_over_its_time_is_stopped(nostr_relay_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[phone.npub], browser={"command_timeout": 0.5}
+        )
+        me = await daemon_pubkey(daemon)
+        slow = await phone.command(me, {"tool": "wait", "params": {"ms": 5000}})
+        assert slow["error"]["code"] == ErrorCode.TIMEOUT
+        assert (await phone.command(me, {"tool": "get_url"}))["success"], "and the next one runs"
+
+
+async def test_a_flood_is_refused_not_queued_forever(nostr_relay_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[phone.npub], browser={"queue_size": 1}
+        )
+        me = await daemon_pubkey(daemon)
+        for i in range(3):
+            await phone.send(me, json.dumps({"id": i, "tool": "wait", "params": {"ms": 1500}}))
+        replies = {}
+        async with asyncio.timeout(30):
+            while len(replies) < 3:
+                for reply in await phone.poll():
+                    replies[reply.json["id"]] = reply.json
+                await asyncio.sleep(0.05)
+        assert replies[0]["success"] and replies[1]["success"]
+        assert replies[2]["error"]["code"] == ErrorCode.UNAVAILABLE
