@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import logging
 
 from websockets.asyncio.client import connect
 
@@ -24,6 +25,7 @@ async def local(daemon, request: dict | str):
 
 
 async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon, caplog):
+    caplog.set_level(logging.INFO)
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         old = await daemon_pubkey(daemon)
