@@ -184,7 +184,13 @@ class Session:
         """A tab whose renderer died is useless: drop it so the next command can go on."""
         self._emit("crash", {"tab": tab_id, "url": page.url})
         self.forget(tab_id)
-        self._pending.add(asyncio.ensure_future(_quietly(page.close())))
+        self._background(page.close())
+
+    def _background(self, awaitable: Awaitable[Any]) -> None:
+        """Run a cleanup from an event handler, keeping a reference until it is done."""
+        task = asyncio.ensure_future(_quietly(awaitable))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
@@ -236,8 +242,7 @@ class Session:
         """Alerts are accepted and reported once; anything that asks waits for an answer."""
         if dialog.type == "alert":
             self.last_alert = {"type": "alert", "message": dialog.message, "tab": tab_id}
-            self._pending.add(asyncio.ensure_future(_quietly(dialog.accept())))
-            self._pending = {t for t in self._pending if not t.done()}
+            self._background(dialog.accept())
         else:
             self.dialog = PendingDialog(tab_id, dialog)
             self._dialog_count += 1
