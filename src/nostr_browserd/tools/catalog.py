@@ -32,6 +32,7 @@ from . import (
     teardown,
     wait,
 )
+from .grammar import usage
 from .registry import Params, Registry
 
 FAMILIES = (
@@ -70,8 +71,6 @@ class HelpParams(Params):
 
 def describe(registry: Registry, name: str | None) -> dict[str, Any]:
     """The catalog (name, gated or free, description), or one tool's schema and usage."""
-    from .protocol import usage  # the text grammar lives with the protocol
-
     if name:
         tool = registry.get(name.replace(" ", "_"))
         return {**tool.schema(), "usage": usage(tool)}
