@@ -5,9 +5,11 @@ import base64
 import hashlib
 import os
 import stat
+import sys
 
 import pytest
 
+from nostr_browserd.errors import BrowserdError
 from nostr_browserd.tools import scrape
 
 
@@ -126,3 +128,16 @@ async def test_scrape_without_curl_reap_says_how_to_install(call):
 async def test_scrape_refuses_anything_but_https(call, url):
     refused = await call({"tool": "scrape", "params": {"url": url}})
     assert refused["error"]["code"] == "REFUSED", refused
+
+
+async def test_scrape_output_is_bounded_and_timed():
+    """The subprocess runner behind scrape: a flood is cut (and stopped), a hang times out."""
+    flood = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"]
+    text, _, code = await scrape.run_bounded(flood, 1000, 10)
+    assert code == 0 and 1000 < len(text) <= 4004
+    fail = [sys.executable, "-c", "import sys; sys.exit('[reap] HTTP 404 for https://x/')"]
+    text, error, code = await scrape.run_bounded(fail, 1000, 10)
+    assert code == 1 and text == "" and "HTTP 404" in error
+    with pytest.raises(BrowserdError) as hang:
+        await scrape.run_bounded([sys.executable, "-c", "import time; time.sleep(30)"], 10, 0.5)
+    assert hang.value.code == "TIMEOUT"
