@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Locator, Page
+from playwright.async_api import Frame, Locator, Page
 
 from ..errors import BrowserdError, ErrorCode
 
@@ -34,7 +34,9 @@ def looks_like_ref(token: str) -> bool:
     return bool(REF.match(token))
 
 
-async def locate(page: Page, *, ref: str | None = None, selector: str | None = None) -> Locator:
+async def locate(
+    page: Page | Frame, *, ref: str | None = None, selector: str | None = None
+) -> Locator:
     """Exactly one element: ``STALE_REF``, ``ELEMENT_NOT_FOUND`` or ``AMBIGUOUS`` otherwise."""
     if (ref is None) == (selector is None):
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "Give exactly one of ref or selector.")

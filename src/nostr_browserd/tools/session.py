@@ -22,6 +22,7 @@ from playwright.async_api import (
     BrowserContext,
     Dialog,
     Download,
+    Frame,
     Locator,
     Page,
     Playwright,
@@ -30,6 +31,7 @@ from playwright.async_api import (
 from pydantic import BaseModel, Field
 
 from ..errors import BrowserdError, ErrorCode
+from .pagelog import PageLog
 from .refs import locate
 
 log = logging.getLogger(__name__)
@@ -112,6 +114,20 @@ class Session:
         self._dialog_count = 0
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
+        self.log = PageLog()
+        # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
+        self.windows: dict[str, BrowserContext] = {}
+        self._next_window = 1
+        # The frame targets resolve in after frame_switch, the tab it belongs to, and a note
+        # for the next result when it was lost (navigation, detached).
+        self.frame: Frame | None = None
+        self.frame_tab: str | None = None
+        self.frame_note: str | None = None
+        # Per tab: the latest snapshot (its params and text) and screenshot, for the diffs.
+        self.snapshots: dict[str, tuple[dict[str, Any], str]] = {}
+        self.screenshots: dict[str, bytes] = {}
+        # Events a controller asked to be sent (watch): marked for the daemon to forward.
+        self.watching: frozenset[str] = frozenset()
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -121,9 +137,19 @@ class Session:
         self.tabs.clear()
         self.active_tab = None
         self.dialog = None
+        self.frame = None
+        self.windows.clear()
+        await self.add_window(context)
+
+    async def add_window(self, context: BrowserContext) -> str:
+        """Track ``context`` as a window of this session, with one tab, made active."""
+        window = f"w{self._next_window}"
+        self._next_window += 1
+        self.windows[window] = context
         context.set_default_timeout(self.config.timeout_ms)
         context.on("page", self._track)
         await context.new_page()
+        return window
 
     async def ready(self) -> None:
         """Make sure the browser is alive; ``BROWSER_CRASHED`` if it had died under us.
@@ -160,6 +186,8 @@ class Session:
         page.on("console", lambda m: self._on_console(tab_id, m))
         page.on("crash", lambda p: self._on_crash(tab_id, p))
         page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
+        page.on("framedetached", self._frame_detached)
+        self.log.attach(tab_id, page)
         self.switch(tab_id)
         return tab_id
 
@@ -195,6 +223,10 @@ class Session:
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         self.tabs.pop(tab_id, None)
+        self.snapshots.pop(tab_id, None)
+        self.screenshots.pop(tab_id, None)
+        if self.frame_tab == tab_id:
+            self.frame = None
         if self.dialog and self.dialog.tab == tab_id:
             self.dialog = None
         if self.active_tab == tab_id:
@@ -203,8 +235,10 @@ class Session:
                 self.switch(list(self.tabs)[-1])
 
     async def new_tab(self) -> tuple[str, Page]:
-        """Open a blank tab and make it active."""
-        page = await self._context().new_page()
+        """Open a blank tab in the active tab's window and make it active."""
+        current = self.page_or_none
+        context = current.context if current is not None else self._context()
+        page = await context.new_page()
         return self.tab_id(page), page
 
     def _context(self) -> BrowserContext:
@@ -232,9 +266,23 @@ class Session:
         """The active tab's page without the dialog check (for url and state)."""
         return self.tabs.get(self.active_tab) if self.active_tab else None
 
+    @property
+    def scope(self) -> Page | Frame:
+        """Where targets resolve: the frame chosen with frame_switch, else the active page."""
+        page = self.page
+        if self.frame is not None and self.frame_tab == self.active_tab:
+            return self.frame
+        return page
+
+    def _frame_detached(self, frame: Frame) -> None:
+        """The chosen frame went away (removed, or its page navigated): back to main."""
+        if frame is self.frame:
+            self.frame = None
+            self.frame_note = "The frame is gone (removed or the page navigated): back to main."
+
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
         """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
-        return await locate(self.page, ref=ref, selector=selector)
+        return await locate(self.scope, ref=ref, selector=selector)
 
     # --- dialogs -------------------------------------------------------------------
 
@@ -298,6 +346,8 @@ class Session:
     def _emit(self, event: str, data: dict[str, Any]) -> None:
         mine = {"event": event, "data": data}
         everyone = {**mine, "owner": self.owner}
+        if event in self.watching:  # the daemon forwards these to the controller (watch)
+            everyone["watched"] = True
         for callback, message in [
             *((c, mine) for c in self._listeners),
             *((c, everyone) for c in self.pool.listeners),
@@ -325,6 +375,11 @@ class Session:
             with contextlib.suppress(Exception):
                 state["title"] = await asyncio.wait_for(page.title(), 2)
         state["tab"] = self.active_tab
+        if self.frame is not None and self.frame_tab == self.active_tab:
+            state["frame"] = {"url": self.frame.url, "name": self.frame.name or None}
+        if self.frame_note is not None:
+            state["frame_note"] = self.frame_note
+            self.frame_note = None
         state["dialog"] = self.dialog.describe() if self.dialog else None
         if self.last_alert is not None:
             state["alert"] = self.last_alert
@@ -419,19 +474,23 @@ class BrowserPool:
             return lost
 
     async def _bind(self, session: Session) -> None:
+        await session._bind(await self.new_context())
+
+    async def new_context(self) -> BrowserContext:
+        """A fresh isolated context with the configured viewport, accepting downloads."""
         assert self.browser is not None
         width, height = self.config.viewport
-        context = await self.browser.new_context(
+        return await self.browser.new_context(
             viewport={"width": width, "height": height}, accept_downloads=True
         )
-        await session._bind(context)
 
     async def release(self, owner: str) -> None:
         """Close ``owner``'s context and forget the session."""
         session = self._sessions.pop(owner, None)
         if session is not None and session.context is not None:
-            with contextlib.suppress(Exception):
-                await session.context.close()
+            for context in session.windows.values():
+                with contextlib.suppress(Exception):
+                    await context.close()
             session.context = None
 
     def sessions(self) -> list[Session]:
