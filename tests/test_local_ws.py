@@ -68,6 +68,25 @@ async def test_web_origin_is_refused(server):
     assert status == 403
 
 
+@pytest.mark.parametrize("origin", ["null", "http://127.0.0.1"])
+async def test_any_origin_is_refused(server, origin):
+    status, _ = await asyncio.to_thread(
+        http_get, f"http://127.0.0.1:{server.port}/", {"Origin": origin}
+    )
+    assert status == 403
+
+
+async def test_rebound_host_name_is_refused(server):
+    status, body = await asyncio.to_thread(
+        http_get, f"http://127.0.0.1:{server.port}/", {"Host": f"evil.example:{server.port}"}
+    )
+    assert status == 403 and "127.0.0.1" in body["error"]
+    status, _ = await asyncio.to_thread(
+        http_get, f"http://localhost:{server.port}/", {"Host": f"localhost:{server.port}"}
+    )
+    assert status == 200
+
+
 async def test_json_and_text_round_trip(server, site_url):
     async with connect(server.url) as ws:
         await ws.send(

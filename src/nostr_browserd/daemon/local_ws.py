@@ -1,14 +1,16 @@
 """The local control channel: the protocol over a WebSocket on 127.0.0.1, path ``/agent``.
 
 It is for agents and scripts on the same machine.  A browser page must never reach it:
-any request carrying a real ``Origin`` header (every page's WebSocket does) is refused
-with 403, the socket binds to loopback unless told otherwise, and a bearer token can be
+any request carrying an ``Origin`` header (every page's WebSocket does, ``null`` included)
+is refused with 403, the socket binds to loopback unless told otherwise and then answers
+only to loopback ``Host`` names (against DNS rebinding), and a bearer token can be
 required on top.  ``GET /`` answers the daemon's status as JSON, for curl.
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -66,6 +68,11 @@ class LocalServer:
             self._server = None
 
     @property
+    def loopback(self) -> bool:
+        """Whether we listen on loopback only (then only loopback Host names are served)."""
+        return is_loopback_host(self.host)
+
+    @property
     def url(self) -> str:
         """Where clients connect."""
         return f"ws://{self.host}:{self.port}{self.path}"
@@ -76,9 +83,11 @@ class LocalServer:
 
     def _check(self, connection: ServerConnection, request: Request) -> Response | None:
         """Refuse web pages and wrong tokens; answer GET / with status; pass /agent on."""
-        origin = request.headers.get("Origin")
-        if origin is not None and origin != "null":
+        if "Origin" in request.headers:  # "null" too: sandboxed frames and file: pages send it
             return reply(HTTPStatus.FORBIDDEN, {"error": "Web pages may not use this socket."})
+        if self.loopback and not is_loopback_host(request.headers.get("Host", "")):
+            # A page that rebinds its own DNS name to 127.0.0.1 still names itself in Host.
+            return reply(HTTPStatus.FORBIDDEN, {"error": "Use 127.0.0.1 or localhost."})
         parts = urlsplit(request.path)
         if self.token is not None and not self._authorised(request, parts.query):
             return reply(HTTPStatus.UNAUTHORIZED, {"error": "A bearer token is required."})
@@ -115,6 +124,17 @@ class LocalServer:
             pass
         finally:
             self.clients.discard(connection)
+
+
+def is_loopback_host(host: str) -> bool:
+    """``127.0.0.1:17777``, ``localhost``, ``[::1]:80`` and the like."""
+    name = urlsplit(f"//{host}").hostname or ""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def reply(status: HTTPStatus, body: dict[str, Any]) -> Response:
