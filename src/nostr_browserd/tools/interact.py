@@ -93,7 +93,7 @@ class FillParams(Target):
     secret: bool = Field(False, description="required for password fields; value never echoed")
 
 
-async def read_back(locator: Any, info: dict[str, Any], expected: str) -> dict[str, Any]:
+async def read_back(locator: Locator, info: dict[str, Any], expected: str) -> dict[str, Any]:
     """Compare the field's value with what was typed; MISMATCH when the page rewrote it."""
     actual = await locator.evaluate("el => el.isContentEditable ? el.innerText : el.value")
     if actual == expected:
