@@ -9,7 +9,6 @@ are printed exactly as Playwright assigned them, so ``aria-ref=`` still resolves
 
 from __future__ import annotations
 
-import asyncio
 import re
 from dataclasses import dataclass
 
@@ -68,6 +67,8 @@ LINE = re.compile(
 )
 ATTR = re.compile(r" \[([^\]=]+)(?:=([^\]]*))?\]")
 MASK = "••••••••"
+# A text field printed with its value: only then can a password be on show.
+SHOWS_VALUE = re.compile(r"^ *- (?:textbox|searchbox)\b.*\]: ", re.MULTILINE)
 
 
 class Node:
@@ -422,9 +423,8 @@ async def take(
     scopes = [parse_ref(ref)] if ref is not None else None
     if selector is not None:
         scopes = await selector_scope(page, selector)
-    raw, secrets = await asyncio.gather(
-        page.aria_snapshot(mode="ai", boxes=options.viewport or None), password_values(page)
-    )
+    raw = await page.aria_snapshot(mode="ai", boxes=options.viewport or None)
+    secrets = await password_values(page) if SHOWS_VALUE.search(raw) else set()
     return render(raw, options, scopes=scopes, secrets=secrets, view=view)
 
 
