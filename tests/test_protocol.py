@@ -52,7 +52,7 @@ GRAMMAR = [
         {"full_page": True, "format": "jpeg", "quality": "50"},
     ),
     ("eval document.cookie = 'a=b'", "eval", {"script": "document.cookie = 'a=b'"}),
-    ("dialog accept Ada Lovelace", "dialog", {"action": "accept", "value": "Ada Lovelace"}),
+    ("dialog accept Ada Lovelace", "dialog_accept", {"value": "Ada Lovelace"}),
     ("help", "help", {}),
     ("help fill", "help", {"tool": "fill"}),
     ("GET URL", "get_url", {}),

@@ -1,4 +1,4 @@
-"""Acting on the page: click, fill, type, press, hover, focus, scroll and dialogs.
+"""Acting on the page: click, fill, type, press, hover, focus and scroll.
 
 Each action inspects before it acts and reports what it did: a click that changed
 nothing says NOT VERIFIED, a fill the page rewrote says MISMATCH, and a dialog the
@@ -26,7 +26,7 @@ from .checks import (
 )
 from .params import OptionalTarget, Target
 from .refs import first_line
-from .registry import Params, Registry
+from .registry import Registry
 from .session import Session
 
 TOOLS = Registry()
@@ -189,16 +189,3 @@ async def scroll(session: Session, params: ScrollParams) -> dict[str, Any]:
         }[params.direction]
         await page.evaluate("([dx, dy]) => window.scrollBy(dx, dy)", [dx, dy])
     return {"position": await page.evaluate(SCROLL_POSITION_JS)}
-
-
-class DialogParams(Params):
-    """Accept or dismiss the open dialog; ``value`` answers a prompt."""
-
-    action: Literal["accept", "dismiss"]
-    value: str | None = Field(None, description="text for a prompt() when accepting")
-
-
-@TOOLS.tool("dialog", family="interact", gated=True, params=DialogParams, args=("action", "*value"))
-async def dialog(session: Session, params: DialogParams) -> dict[str, Any]:
-    """Answer the confirm/prompt/beforeunload dialog that blocks the active tab."""
-    return await session.answer_dialog(params.action == "accept", params.value)

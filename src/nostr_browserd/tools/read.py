@@ -10,7 +10,7 @@ from ..errors import BrowserdError, ErrorCode
 from .params import OptionalTarget, Target
 from .registry import NoParams, Registry
 from .session import Session
-from .snapshot import Options, take
+from .snapshot import Options, Rendered, take
 
 TOOLS = Registry()
 
@@ -40,6 +40,12 @@ async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
 
     Refs stay valid until the element changes role or name or the page navigates.
     """
+    rendered = await remembered_snapshot(session, params)
+    return {"snapshot": rendered.text, "refs": rendered.refs, "truncated": rendered.truncated}
+
+
+async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rendered:
+    """Take a snapshot of the active tab (or its chosen frame) and keep it for the diffs."""
     cap = session.config.result_cap - 1000
     options = Options(
         interactive=params.interactive,
@@ -50,8 +56,11 @@ async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
         viewport=params.viewport,
         max_chars=min(params.max_chars or cap, cap),
     )
-    rendered = await take(session.page, options, ref=params.ref, selector=params.selector)
-    return {"snapshot": rendered.text, "refs": rendered.refs, "truncated": rendered.truncated}
+    page, frame = session.page, session.active_frame
+    rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
+    if session.active_tab is not None:
+        session.snapshots[session.active_tab] = (params.model_dump(), rendered.text)
+    return rendered
 
 
 class GetHtmlParams(OptionalTarget):

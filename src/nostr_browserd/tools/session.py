@@ -267,12 +267,15 @@ class Session:
         return self.tabs.get(self.active_tab) if self.active_tab else None
 
     @property
+    def active_frame(self) -> Frame | None:
+        """The frame chosen with frame_switch, when it belongs to the active tab."""
+        return self.frame if self.frame is not None and self.frame_tab == self.active_tab else None
+
+    @property
     def scope(self) -> Page | Frame:
         """Where targets resolve: the frame chosen with frame_switch, else the active page."""
         page = self.page
-        if self.frame is not None and self.frame_tab == self.active_tab:
-            return self.frame
-        return page
+        return self.active_frame or page
 
     def _frame_detached(self, frame: Frame) -> None:
         """The chosen frame went away (removed, or its page navigated): back to main."""
@@ -375,8 +378,8 @@ class Session:
             with contextlib.suppress(Exception):
                 state["title"] = await asyncio.wait_for(page.title(), 2)
         state["tab"] = self.active_tab
-        if self.frame is not None and self.frame_tab == self.active_tab:
-            state["frame"] = {"url": self.frame.url, "name": self.frame.name or None}
+        if self.active_frame is not None:
+            state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}
         if self.frame_note is not None:
             state["frame_note"] = self.frame_note
             self.frame_note = None

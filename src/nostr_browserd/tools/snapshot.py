@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from playwright.async_api import Page
+from playwright.async_api import Frame, Page
 
 from ..errors import BrowserdError, ErrorCode
 from .refs import first_line, locate, parse_ref
@@ -416,19 +416,28 @@ async def password_values(page: Page) -> set[str]:
 
 
 async def take(
-    page: Page, options: Options, *, ref: str | None = None, selector: str | None = None
+    page: Page,
+    options: Options,
+    *,
+    ref: str | None = None,
+    selector: str | None = None,
+    frame: Frame | None = None,
 ) -> Rendered:
-    """Snapshot ``page`` (optionally scoped to a ref or selector) and render it."""
+    """Snapshot ``page`` (optionally scoped to a ref or selector) and render it.
+
+    With ``frame`` (a child frame chosen by frame_switch) the selector resolves there, and
+    without a ref or selector the snapshot shows that frame only.
+    """
     view = tuple(await page.evaluate(VIEWPORT_JS)) if options.viewport else None
     scopes = [parse_ref(ref)] if ref is not None else None
-    if selector is not None:
-        scopes = await selector_scope(page, selector)
+    if selector is not None or (frame is not None and ref is None):
+        scopes = await selector_scope(frame or page, selector or "body")
     raw = await page.aria_snapshot(mode="ai", boxes=options.viewport or None)
     secrets = await password_values(page) if SHOWS_VALUE.search(raw) else set()
     return render(raw, options, scopes=scopes, secrets=secrets, view=view)
 
 
-async def selector_scope(page: Page, selector: str) -> list[str]:
+async def selector_scope(page: Page | Frame, selector: str) -> list[str]:
     """The refs at the top of the subtree ``selector`` names.
 
     A scoped ``aria_snapshot`` replaces the page's ref table, so we only read its top-level
