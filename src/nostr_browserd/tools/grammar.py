@@ -65,11 +65,22 @@ def parse_text(line: str, registry: Registry) -> dict[str, Any]:
     return {"tool": tool.name, "params": bind(tool, rest, line)}
 
 
+MAX_NAME_WORDS = 4  # storage local get key → storage_local_get_key
+
+
 def pick_tool(words: list[Word], registry: Registry) -> tuple[Tool[Any], list[Word]]:
-    """The tool a line names (``get text`` → get_text) and the words left for its params."""
+    """The tool a line names (``get text`` → get_text) and the words left for its params.
+
+    The longest run of leading words that names a tool wins, so ``wait for text hi`` is
+    wait_for_text, not wait_for with a selector ``text``.
+    """
     head = words[0].text.lower()
-    if len(words) > 1 and f"{head}_{words[1].text.lower()}" in registry:
-        return registry.get(f"{head}_{words[1].text.lower()}"), words[2:]
+    for n in range(min(MAX_NAME_WORDS, len(words)), 1, -1):
+        if any(w.quoted for w in words[:n]):
+            continue
+        name = "_".join(w.text.lower() for w in words[:n])
+        if name in registry:
+            return registry.get(name), words[n:]
     for word, test, name in SHORTHANDS:
         if head == word and test([w.text for w in words[1:]]) and name in registry:
             return registry.get(name), words[1:]
