@@ -11,10 +11,12 @@ from typing import Any
 from pydantic import Field
 
 from . import (
+    annotate,
     batch,
     clipboard,
     debug,
     dialogs,
+    diff,
     elements,
     emulation,
     files,
@@ -26,6 +28,7 @@ from . import (
     navigate,
     network,
     output,
+    pdf,
     pointer,
     read,
     recording,
@@ -36,6 +39,8 @@ from . import (
     tabs,
     teardown,
     wait,
+    watch,
+    windows,
 )
 from .grammar import usage
 from .registry import Params, Registry
@@ -66,6 +71,11 @@ FAMILIES = (
     debug,
     network,
     recording,
+    pdf,
+    annotate,
+    diff,
+    windows,
+    watch,
 )
 
 REGISTRY = Registry()

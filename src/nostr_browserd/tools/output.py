@@ -44,15 +44,23 @@ async def screenshot(session: Session, params: ScreenshotParams) -> dict[str, An
         data = await locator.screenshot(**options)
     else:
         data = await session.page.screenshot(full_page=params.full_page, **options)
+    result = binary(
+        session,
+        data,
+        f"image/{params.format}",
+        "use format=jpeg with a lower quality, drop full_page, or capture one element",
+    )
+    if session.active_tab is not None:  # the baseline of diff_screenshot
+        session.screenshots[session.active_tab] = data
+    return result
+
+
+def binary(session: Session, data: bytes, mime: str, smaller: str) -> dict[str, Any]:
+    """``{mime, bytes, base64}``, or ``TOO_LARGE`` saying how to get something ``smaller``."""
     cap = session.config.binary_cap
     if len(data) > cap:
         raise BrowserdError(
             ErrorCode.TOO_LARGE,
-            f"The screenshot is {len(data):,} bytes, over the {cap:,}-byte cap: use "
-            "format=jpeg with a lower quality, drop full_page, or capture one element.",
+            f"The {mime} is {len(data):,} bytes, over the {cap:,}-byte cap: {smaller}.",
         )
-    return {
-        "mime": f"image/{params.format}",
-        "bytes": len(data),
-        "base64": base64.b64encode(data).decode("ascii"),
-    }
+    return {"mime": mime, "bytes": len(data), "base64": base64.b64encode(data).decode("ascii")}

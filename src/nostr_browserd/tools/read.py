@@ -27,13 +27,22 @@ class SnapshotParams(OptionalTarget):
     max_chars: int | None = Field(None, ge=500, description="cut the snapshot at this size")
 
 
+SNAPSHOT_FLAGS = {
+    "i": "interactive",
+    "c": "compact",
+    "d": "depth",
+    "s": "selector",
+    "v": "viewport",
+}
+
+
 @TOOLS.tool(
     "snapshot",
     family="read",
     gated=False,
     params=SnapshotParams,
     args=("target",),
-    flags={"i": "interactive", "c": "compact", "d": "depth", "s": "selector", "v": "viewport"},
+    flags=SNAPSHOT_FLAGS,
 )
 async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
     """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.

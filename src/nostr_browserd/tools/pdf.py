@@ -1,0 +1,34 @@
+"""The page as a PDF, printed by headless Chromium; bounded like every binary result."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .output import binary
+from .registry import Params, Registry
+from .session import Session
+
+TOOLS = Registry()
+
+
+class PdfParams(Params):
+    """Paper and print options."""
+
+    format: Literal["A4", "A3", "A5", "Letter", "Legal", "Tabloid"] = "A4"
+    landscape: bool = False
+    scale: float = Field(1.0, ge=0.1, le=2.0, description="rendering scale, 0.1 to 2")
+    print_background: bool = Field(False, description="include background colours and images")
+
+
+@TOOLS.tool("pdf", family="output", gated=False, params=PdfParams, args=("format",))
+async def pdf(session: Session, params: PdfParams) -> dict[str, Any]:
+    """Print the active tab to PDF (A4 by default) and return it as base64."""
+    data = await session.page.pdf(
+        format=params.format,
+        landscape=params.landscape,
+        scale=params.scale,
+        print_background=params.print_background,
+    )
+    return binary(session, data, "application/pdf", "print fewer pages or a smaller scale")

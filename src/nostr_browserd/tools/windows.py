@@ -1,0 +1,79 @@
+"""Windows: more isolated BrowserContexts for the same owner, each with its own cookies.
+
+A session starts with window w1.  window_new opens another (w2, w3, …) with one tab that
+becomes active; tab ids stay unique across windows, and tab_new opens in the active tab's
+window.  Closing a window closes its tabs; w1 holds the session itself and stays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from ..errors import BrowserdError, ErrorCode
+from .navigate import goto
+from .registry import NoParams, Params, Registry
+from .session import Session
+from .tabs import describe_tabs
+
+TOOLS = Registry()
+
+
+class WindowNewParams(Params):
+    """An optional address for the new window's tab."""
+
+    url: str | None = Field(None, max_length=2000, description="address, bare host or search")
+
+
+@TOOLS.tool("window_new", family="windows", gated=True, params=WindowNewParams, args=("*url",))
+async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any]:
+    """Open a new window: its own cookies and storage, one tab (active), optionally a URL."""
+    window = await session.add_window(await session.pool.new_context())
+    result: dict[str, Any] = {"window": window, "opened": session.active_tab}
+    if params.url:
+        result.update(await goto(session, session.page, params.url))
+    return result
+
+
+def window_of(session: Session, tab: str) -> str | None:
+    """The window a tab belongs to."""
+    context = session.tabs[tab].context
+    return next((w for w, c in session.windows.items() if c is context), None)
+
+
+@TOOLS.tool("window_list", family="windows", gated=False)
+async def window_list(session: Session, params: NoParams) -> dict[str, Any]:
+    """Every window with its tabs; the active tab is marked."""
+    tabs = await describe_tabs(session)
+    return {
+        "windows": [
+            {"window": w, "tabs": [t for t in tabs if window_of(session, t["tab"]) == w]}
+            for w in session.windows
+        ]
+    }
+
+
+class WindowId(Params):
+    """A window by id."""
+
+    window: str = Field(pattern=r"^w\d+$", description="window id, e.g. w2")
+
+
+@TOOLS.tool("window_close", family="windows", gated=True, params=WindowId, args=("window",))
+async def window_close(session: Session, params: WindowId) -> dict[str, Any]:
+    """Close a window and its tabs (not w1, the session's own: use close_all there)."""
+    context = session.windows.get(params.window)
+    if context is None:
+        raise BrowserdError(
+            ErrorCode.INVALID_PARAMS,
+            f"No window {params.window!r}; windows: {', '.join(session.windows)}.",
+        )
+    if context is session.context:
+        raise BrowserdError(ErrorCode.REFUSED, "w1 is the session's own window: use close_all.")
+    closed = [t for t in session.tabs if window_of(session, t) == params.window]
+    del session.windows[params.window]
+    await context.close()
+    for tab in closed:
+        session.forget(tab)
+    return {"closed": params.window, "tabs_closed": closed}
