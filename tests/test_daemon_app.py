@@ -20,7 +20,8 @@ from tests.fixtures.daemon import (
 async def local(daemon, request: dict | str):
     async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
         await ws.send(request if isinstance(request, str) else json.dumps(request))
-        answer = await ws.recv()
+        while (answer := await ws.recv()).startswith('{"type": "event"'):
+            pass  # events the command caused are pushed before its reply
     return answer if isinstance(request, str) else json.loads(answer)
 
 

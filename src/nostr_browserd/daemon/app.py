@@ -33,9 +33,10 @@ from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .inbox import Inbox, Scheme, subscription_filters
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
-from .local_ws import LocalServer
+from .local_ws import OWNER, LocalServer
 from .notify import notify, watchdog_interval
 from .outbox import Outbox
+from .push import EventForwarder
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class Daemon:
         self.outbox: Outbox | None = None
         self.dispatcher: Dispatcher | None = None
         self.local: LocalServer | None = None
+        self.forwarder = EventForwarder(self._send_events)
         self._tasks: list[asyncio.Task[Any]] = []
         self._nostr_tasks: list[asyncio.Task[Any]] = []
         self._inbox_sub: Subscription | None = None
@@ -109,6 +111,7 @@ class Daemon:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
             self.relays.insert(0, await self.embedded.start())
         await self.browser.start()
+        self.browser.on_event(self._browser_event)
         self.dispatcher = Dispatcher(
             registry=REGISTRY,
             browser=self.browser,
@@ -164,6 +167,7 @@ class Daemon:
             await self.dispatcher.close()
         if self.local is not None:
             await self.local.close()
+        await self.forwarder.close()
         if self._rewiring is not None:
             await asyncio.gather(self._rewiring, return_exceptions=True)
         await self._disconnect_nostr()
@@ -352,6 +356,16 @@ class Daemon:
         if self.outbox is None:
             return False
         return await self.outbox.send(recipient, text, scheme=scheme)
+
+    def _browser_event(self, event: dict[str, Any]) -> None:
+        """Push the local session's events to local clients; forward watched ones by DM."""
+        if self.local is not None and event["owner"] in (OWNER, "shared"):
+            self.local.broadcast({"event": event["event"], "data": event["data"]})
+        self.forwarder.push(event)
+
+    async def _send_events(self, owner: str, text: str) -> None:
+        if self.dispatcher is not None:
+            await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
     async def _login_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         """``login_status``, ``login``, ``logout``, ``switch_identity``: local channel only."""

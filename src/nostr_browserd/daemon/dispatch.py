@@ -121,6 +121,10 @@ class Dispatcher:
         """Keys that may send ``approve``/``deny`` without being controllers."""
         return {c.approver for c in self.controllers.values() if c.approver}
 
+    def scheme_of(self, pubkey: str) -> Scheme:
+        """The DM scheme this key last wrote in (NIP-17 until it has written)."""
+        return self._schemes.get(pubkey, "nip17")
+
     def is_known(self, pubkey: str) -> bool:
         """Allow-listed: a controller or an approver (read at each message: SIGHUP-safe)."""
         return pubkey in self.controllers or pubkey in self.approvers()
