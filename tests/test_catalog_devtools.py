@@ -5,15 +5,6 @@ import io
 import json
 import zipfile
 
-import pytest
-
-
-@pytest.fixture
-async def devtools(call, site_url):
-    opened = await call(f"open {site_url}/devtools.html")
-    assert opened["success"], opened
-    return call
-
 
 async def test_console_and_errors_of_the_active_tab(devtools):
     call = devtools

@@ -3,15 +3,6 @@
 import base64
 import re
 
-import pytest
-
-
-@pytest.fixture
-async def devtools(call, site_url):
-    opened = await call(f"open {site_url}/devtools.html")
-    assert opened["success"], opened
-    return call
-
 
 async def test_pdf(devtools):
     call = devtools
