@@ -29,6 +29,11 @@ async def test_targets_and_snapshot_resolve_inside_the_chosen_frame(frames, site
     assert (await call("get_text button"))["data"]["text"] == f"Pressed in {port}"
     assert (await call("fill textbox 'x'"))["error"]["code"] == "ELEMENT_NOT_FOUND"
     assert (await call("fill input hello"))["data"]["ok"]
+    # reading and waiting without a target happen in the frame too
+    assert (await call("eval location.search"))["data"]["result"] == "?other"
+    assert (await call("get_count button"))["data"]["count"] == 1
+    assert (await call("wait_for input"))["success"]
+    assert (await call("get_text"))["data"]["text"].startswith("Pressed in")
 
     back = await call("frame main")
     assert back["data"]["switched"] and "frame" not in back["data"]
@@ -62,9 +67,12 @@ async def test_frames_by_ref_name_and_url_and_bad_choices(frames, site_url):
 async def test_losing_the_frame_falls_back_to_main_with_a_note(frames, site_url):
     call = frames
     await call("frame_switch #same")
-    gone = await call("eval document.getElementById('same').remove()")
-    assert gone["success"] and "back to main" in gone["data"]["frame_note"]
-    assert "frame" not in (await call("get_url"))["data"]
+    # eval runs in the frame: the frame removes itself, so the script's own frame is gone
+    await call("eval window.frameElement.remove()")
+    after = (await call("get_url"))["data"]
+    assert "back to main" in after["frame_note"] and "frame" not in after
+    assert "frame_note" not in (await call("get_url"))["data"]  # said once
+    assert (await call("get_text h1"))["data"]["text"] == "Frames"
 
     await call("frame_switch #cross")
     moved = await call(f"open {site_url}/index.html")

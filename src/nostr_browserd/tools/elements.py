@@ -80,7 +80,7 @@ class CountParams(Params):
 async def get_count(session: Session, params: CountParams) -> dict[str, Any]:
     """How many elements match a CSS selector (open shadow roots included)."""
     try:
-        count = await session.page.locator(params.selector).count()
+        count = await session.scope.locator(params.selector).count()
     except PlaywrightError as exc:
         raise BrowserdError(
             ErrorCode.INVALID_PARAMS, f"Selector does not parse: {first_line(exc)}"

@@ -95,7 +95,7 @@ async def get_text(session: Session, params: OptionalTarget) -> dict[str, Any]:
     if params.has_target:
         locator = await session.locate(**params.target())
         return {"text": await locator.inner_text()}
-    return {"text": await session.page.inner_text("body")}
+    return {"text": await session.scope.inner_text("body")}
 
 
 @TOOLS.tool("get_html", family="read", gated=False, params=GetHtmlParams, args=("target",))
@@ -104,7 +104,7 @@ async def get_html(session: Session, params: GetHtmlParams) -> dict[str, Any]:
     if params.has_target:
         locator = await session.locate(**params.target())
         return {"html": await locator.evaluate(HTML_JS, params.outer)}
-    return {"html": await session.page.evaluate(f"({HTML_JS})(null, true)")}
+    return {"html": await session.scope.evaluate(f"({HTML_JS})(null, true)")}
 
 
 class GetAttrParams(Target):

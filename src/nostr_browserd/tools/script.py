@@ -24,9 +24,9 @@ class EvalParams(Params):
 
 @TOOLS.tool("eval", family="script", gated=True, params=EvalParams, args=("*script",))
 async def eval_(session: Session, params: EvalParams) -> dict[str, Any]:
-    """Evaluate JavaScript in the active tab and return its JSON-serialisable result."""
+    """Evaluate JavaScript in the active tab (or its chosen frame); returns a JSON result."""
     try:
-        value = await session.page.evaluate(params.script)
+        value = await session.scope.evaluate(params.script)
     except PlaywrightError as exc:
         message = first_line(exc)
         if "Target" in message and "closed" in message:

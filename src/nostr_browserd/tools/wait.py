@@ -43,9 +43,8 @@ class WaitForParams(Target):
 @TOOLS.tool("wait_for", family="wait", gated=False, params=WaitForParams, args=("target", "state"))
 async def wait_for(session: Session, params: WaitForParams) -> dict[str, Any]:
     """Wait until an element is visible (or hidden, attached, detached)."""
-    page = session.page
     query = f"aria-ref={parse_ref(params.ref)}" if params.ref else params.selector
-    locator = page.locator(query or "")
+    locator = session.scope.locator(query or "")
     if params.ref and await locator.count() == 0:  # a ref names an element seen before
         if params.state in ("hidden", "detached"):
             return {"state": params.state}
@@ -95,7 +94,7 @@ class WaitTextParams(Timed):
 @TOOLS.tool("wait_for_text", family="wait", gated=False, params=WaitTextParams, args=("*text",))
 async def wait_for_text(session: Session, params: WaitTextParams) -> dict[str, Any]:
     """Wait until some visible element shows the text."""
-    locator = session.page.get_by_text(params.text, exact=params.exact).first
+    locator = session.scope.get_by_text(params.text, exact=params.exact).first
     await until(
         session,
         f"visible text {params.text!r}",

@@ -7,7 +7,7 @@ and coalesced.  The local WebSocket receives every event anyway.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -16,7 +16,7 @@ from .session import Session
 
 TOOLS = Registry()
 Event = Literal["load", "tab_changed", "dialog", "download", "console_error", "crash"]
-EVENTS: tuple[str, ...] = Event.__args__  # type: ignore[attr-defined]
+EVENTS: tuple[str, ...] = get_args(Event)
 
 
 class WatchParams(Params):
