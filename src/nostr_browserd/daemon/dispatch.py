@@ -350,7 +350,7 @@ class Dispatcher:
             f'Reply "approve {code}" to run it, or "deny {code}" '
             f"(expires in {controller.approval_timeout:g} s)."
         )
-        scheme = self._schemes.get(controller.approver, "nip17")
+        scheme = self.scheme_of(controller.approver)
         try:
             if not await self._send(controller.approver, message, scheme):
                 raise BrowserdError(
