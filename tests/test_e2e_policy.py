@@ -47,27 +47,22 @@ async def test_login_tools_never_run_over_messages(nostr_relay_url, start_daemon
         assert daemon.identity.logged_in
 
 
-async def test_batch_runs_in_order_and_stops_at_a_refusal(nostr_relay_url, site_url, start_daemon):
+async def test_a_batch_is_judged_by_every_command_in_it(nostr_relay_url, site_url, start_daemon):
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon(
             [nostr_relay_url], controllers=[{"pubkey": phone.npub, "role": "read"}]
         )
         me = await daemon_pubkey(daemon)
-        batch = {
-            "tool": "batch",
-            "params": {
-                "commands": [
-                    {"tool": "get_url"},
-                    {"tool": "open", "params": {"url": f"{site_url}/form.html"}},
-                    {"tool": "get_title"},
-                ]
-            },
-        }
-        answer = await phone.command(me, batch)
-        results = answer["data"]["results"]
-        assert not answer["success"]
-        assert [r["success"] for r in results] == [True, False]
-        assert results[1]["error"]["code"] == ErrorCode.FORBIDDEN
+        url = f"{site_url}/form.html"
+        smuggled = [{"tool": "get_url"}, {"tool": "open", "params": {"url": url}}]
+        refused = await phone.command(me, {"tool": "batch", "params": {"commands": smuggled}})
+        assert refused["error"]["code"] == ErrorCode.FORBIDDEN
+        reads = [{"tool": "get_url"}, {"tool": "get_title"}]
+        answer = await phone.command(me, {"tool": "batch", "params": {"commands": reads}})
+        assert answer["success"], answer
+        assert [r["tool"] for r in answer["data"]["results"]] == ["get_url", "get_title"]
+        session = daemon.browser.sessions()[0]
+        assert session.page.url == "about:blank", "the refused batch ran nothing"
 
 
 async def agent_and_phone(nostr_relay_url, start_daemon, timeout=60):

@@ -5,8 +5,8 @@
 - One queue per controller: a controller's commands run one after another, in the order they
   arrived; different controllers run concurrently, each in its own browser session.  The queue
   is bounded: a flood gets ``UNAVAILABLE`` instead of memory.
-- A per-command timeout, and ``batch`` (a list of commands run in order, each checked against
-  the role, stopping at the first failure).
+- A per-command timeout.  A ``batch`` (the tool layer's: commands run in order, stopping at
+  the first failure) is judged by every command in it, for the role and for consent.
 - Consent: a controller with an ``approver`` has each gated command held while the approver
   is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
   short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
@@ -29,6 +29,8 @@ from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
+from ..tools.batch import inner_tools, is_gated
+from ..tools.find import action_tool
 from ..tools.protocol import Request, parse_request, render_text, run
 from ..tools.registry import Registry
 from ..tools.session import BrowserPool, Session
@@ -53,13 +55,20 @@ def error_response(request_id: Any, error: BrowserdError) -> Response:
     return {"id": request_id, "success": False, "error": error.to_dict()}
 
 
-def permits(role: Role, tool_name: str, gated: bool) -> bool:
-    """Whether ``role`` may run a tool: full, read (free tools only) or an explicit list."""
+def permits(role: Role, tool: str, params: dict[str, Any]) -> bool:
+    """Whether ``role`` may run ``tool`` with ``params``: full, read, or an explicit list.
+
+    A batch is judged by every command in it and a find by the action it would take, so
+    neither can smuggle a gated tool past a "read" role or a tool list.
+    """
     if role == "full":
         return True
     if role == "read":
-        return not gated
-    return tool_name in role
+        return not is_gated(tool, params)
+    if tool == "batch":
+        return all(name in role for name in inner_tools(params))
+    action = action_tool(tool, params)
+    return tool in role and (action is None or action in role)
 
 
 def is_text(raw: str) -> bool:
@@ -278,22 +287,20 @@ class Dispatcher:
         self, owner: str, request: Request, controller: ControllerConfig | None
     ) -> Response:
         """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel)."""
-        if request.tool == "batch":
-            return await self._batch(owner, request, controller)
         if request.tool in LOGIN_TOOLS and controller is not None:
             raise BrowserdError(
                 ErrorCode.FORBIDDEN,
                 f"{request.tool} works only on the local control channel, never over messages.",
             )
-        tool = self.registry.get(request.tool)
+        self.registry.get(request.tool)  # UNKNOWN_TOOL before anything else
         session = await self.browser.session(owner)
         if controller is not None:
-            if not permits(controller.role, tool.name, tool.gated):
+            if not permits(controller.role, request.tool, request.params):
                 raise BrowserdError(
                     ErrorCode.FORBIDDEN,
-                    f"{tool.name} is not allowed for this key (role {controller.role!r}).",
+                    f"{request.tool} is not allowed for this key (role {controller.role!r}).",
                 )
-            if controller.approver and tool.gated:
+            if controller.approver and is_gated(request.tool, request.params):
                 await self._await_approval(owner, controller, request, session)
         try:
             return await asyncio.wait_for(
@@ -302,37 +309,8 @@ class Dispatcher:
         except TimeoutError:
             raise BrowserdError(
                 ErrorCode.TIMEOUT,
-                f"{tool.name} did not finish within {self.command_timeout:g} s and was stopped.",
+                f"{request.tool} did not finish within {self.command_timeout:g} s and was stopped.",
             ) from None
-
-    async def _batch(
-        self, owner: str, request: Request, controller: ControllerConfig | None
-    ) -> Response:
-        commands = request.params.get("commands") if isinstance(request.params, dict) else None
-        if not isinstance(commands, list) or not commands:
-            raise BrowserdError(
-                ErrorCode.INVALID_PARAMS,
-                'batch needs params {"commands": [{"tool": ..., "params": {...}}, ...]}.',
-            )
-        results: list[Response] = []
-        for n, command in enumerate(commands, 1):
-            sub_id = f"{request.id}.{n}"
-            try:
-                if not isinstance(command, dict) or not isinstance(command.get("tool"), str):
-                    raise BrowserdError(
-                        ErrorCode.INVALID_PARAMS, f"batch command {n} needs a tool name."
-                    )
-                if command["tool"] == "batch":
-                    raise BrowserdError(ErrorCode.INVALID_PARAMS, "A batch cannot nest a batch.")
-                sub = Request(id=sub_id, tool=command["tool"], params=command.get("params") or {})
-                result = await self.execute(owner, sub, controller)
-            except BrowserdError as exc:
-                result = error_response(sub_id, exc)
-            results.append(result)
-            if not result.get("success"):
-                break
-        ok = len(results) == len(commands) and bool(results[-1].get("success"))
-        return {"id": request.id, "success": ok, "data": {"results": results}}
 
     # --- consent -----------------------------------------------------------------------
 
@@ -408,8 +386,10 @@ def _stopping() -> BrowserdError:
 
 async def describe_action(session: Session, request: Request) -> str:
     """``click button "Submit" on http://…``: what an approver needs to decide."""
-    params = request.params if isinstance(request.params, dict) else {}
+    params = request.params
     parts = [request.tool]
+    if request.tool == "batch":
+        parts = [f"a batch of {', '.join(inner_tools(params))}"]
     if params.get("ref") or params.get("selector"):
         parts.append(await _describe_target(session, params.get("ref"), params.get("selector")))
     shown = {k: v for k, v in redact(params).items() if k not in ("ref", "selector")}
