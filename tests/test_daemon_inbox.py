@@ -120,3 +120,11 @@ async def test_schemes_not_accepted_and_not_for_us(tmp_path):
     )
     assert await inbox.open(kind4(controller, daemon.pubkey, "get url")) is None
     assert await inbox.open(await dm(controller, other.pubkey, "get url")) is None
+
+
+async def test_strangers_are_logged_but_not_without_limit(parties, caplog):
+    inbox, daemon, _, stranger = parties
+    for _ in range(12):
+        assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
+    unknown = [r for r in caplog.records if "unknown key" in r.getMessage()]
+    assert len(unknown) == 5

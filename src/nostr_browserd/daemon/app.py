@@ -99,6 +99,7 @@ class Daemon:
         self._inbox_sub: Subscription | None = None
         self._stop = asyncio.Event()
         self._rewiring: asyncio.Task[None] | None = None
+        self._follow: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -197,6 +198,11 @@ class Daemon:
         if self.dispatcher is not None:
             self.dispatcher.controllers = config.allowed()
             log.info("reloaded the allow-list: %d controller(s)", len(config.allowed()))
+        if self.outbox is not None:  # follow the new list's DM inbox relays
+            if self._follow is not None:
+                self._follow.cancel()
+            self._follow = asyncio.create_task(self._follow_controller_inboxes())
+            self._nostr_tasks.append(self._follow)
 
     async def _prune_seen_ids(self) -> None:
         """Forget seen ids older than the retention (far beyond any relay's re-delivery)."""
@@ -251,7 +257,8 @@ class Daemon:
             self.discovery = RelayPool(self.config.nostr.discovery_relays)
             await self.discovery.start()
         self._nostr_tasks.append(asyncio.create_task(self._announce(signer)))
-        self._nostr_tasks.append(asyncio.create_task(self._follow_controller_inboxes()))
+        self._follow = asyncio.create_task(self._follow_controller_inboxes())
+        self._nostr_tasks.append(self._follow)
         log.info(
             "listening for %s on %s as %s",
             "/".join(self.config.nostr.dm),
@@ -327,7 +334,11 @@ class Daemon:
             return
         filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]
         subs = [p.subscribe(filters) for p in (self.pool, self.discovery) if p is not None]
-        await asyncio.gather(*(self._learn(sub) for sub in subs))
+        try:
+            await asyncio.gather(*(self._learn(sub) for sub in subs))
+        finally:
+            for sub in subs:
+                sub.close()
 
     async def _learn(self, sub: Subscription) -> None:
         async for event in sub:
