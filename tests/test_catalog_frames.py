@@ -99,3 +99,27 @@ async def test_dialog_tools(call, site_url):
     assert (await call("get_text #out"))["data"]["text"] == "no"
     json_form = await call({"tool": "dialog_accept", "params": {"value": 5}})
     assert json_form["error"]["code"] == "INVALID_PARAMS"
+
+
+async def test_find_wait_scroll_and_keyboard_use_the_chosen_frame(frames):
+    call = frames
+    # the main frame has no button: find and the predicate see nothing there
+    assert (await call("find_role button"))["error"]["code"] == "ELEMENT_NOT_FOUND"
+    assert (await call("eval document.querySelector('button') === null"))["data"]["result"]
+
+    await call("frame_switch #same")
+    found = (await call("find_role button"))["data"]
+    assert found["count"] == 1 and found["matches"][0]["name"] == "Frame button"
+    assert (await call("find_role button --action click"))["data"]["result"]["verified"]
+    fn = await call("wait_for_fn () => document.querySelector('button').textContent")
+    assert fn["data"]["result"].startswith("Pressed in")
+    assert (await call("wait_for_url **/frame_child.html"))["data"]["url"].endswith(
+        "/frame_child.html"
+    )
+    await call("eval document.body.style.height = '5000px'")
+    assert (await call("scroll down 300"))["data"]["position"]["height"] >= 5000
+    await call("focus input")
+    typed = await call("keyboard_type hi")
+    assert typed["data"]["verified"] and "field values changed in the frame" in typed["data"][
+        "changes"
+    ]

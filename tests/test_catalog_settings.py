@@ -101,3 +101,13 @@ async def test_close_all_leaves_one_blank_tab(call, site_url):
     assert [(t["tab"], t["url"]) for t in tabs] == [("t3", "about:blank")]
     await call(f"open {site_url}/catalog.html")
     assert (await call("storage_local_get_key kept"))["data"]["value"] == "yes"
+
+
+async def test_close_all_closes_extra_windows_and_leaves_w1_with_one_tab(call, site_url):
+    await call(f"open {site_url}/index.html")
+    await call(f"window_new {site_url}/catalog.html")
+    await call("tab_new")  # in w2, the active tab's window
+    closed = await call("close_all")
+    assert closed["data"]["closed"] == ["t1", "t2", "t3"] and closed["data"]["tab"] == "t4"
+    windows = (await call("window_list"))["data"]["windows"]
+    assert [(w["window"], [t["tab"] for t in w["tabs"]]) for w in windows] == [("w1", ["t4"])]

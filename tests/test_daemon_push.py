@@ -61,7 +61,7 @@ async def test_local_clients_get_events_and_watchers_get_messages(
         assert {
             "type": "event",
             "event": "load",
-            "data": {"tab": "t1", "url": f"{site_url}/index.html"},
+            "data": {"url": f"{site_url}/index.html", "title": "Test site", "tab": "t1"},
         } in events
 
         watching = await phone.command(me, {"tool": "watch", "params": {"events": ["load"]}})
@@ -79,7 +79,10 @@ async def test_local_clients_get_events_and_watchers_get_messages(
             while not pushed():
                 await phone.poll()
         assert json.loads(pushed()[0].content)["events"] == [
-            {"event": "load", "data": {"tab": "t1", "url": f"{site_url}/form.html"}}
+            {
+                "event": "load",
+                "data": {"url": f"{site_url}/form.html", "title": "Form", "tab": "t1"},
+            }
         ]
         # the DM controller's events never reach the local clients
         assert all(e["data"]["url"] != f"{site_url}/form.html" for e in events)

@@ -109,7 +109,7 @@ async def test_load_event_is_pushed(server, site_url):
             events.append(json.loads(message))
         assert "Test site" in message  # the reply comes after the events it caused
         loads = [e["data"] for e in events if e["event"] == "load"]
-        assert loads == [{"tab": "t1", "url": f"{site_url}/index.html"}]
+        assert loads == [{"url": f"{site_url}/index.html", "title": "Test site", "tab": "t1"}]
 
 
 async def test_token_required_when_configured(session):

@@ -54,8 +54,10 @@ async def test_events_reach_listeners(session, call, site_url):
     session.on_event(events.append)
     await call(f"open {site_url}/popup.html")
     await call("click #blank")
-    assert events[0] == {"event": "load", "data": {"tab": "t1", "url": f"{site_url}/popup.html"}}
-    assert ("tab_changed", "t2") in [(e["event"], e["data"]["tab"]) for e in events]
+    load = {"url": f"{site_url}/popup.html", "title": "Popup", "tab": "t1"}
+    assert events[0] == {"event": "load", "data": load}
+    changed = [e["data"] for e in events if e["event"] == "tab_changed"]
+    assert changed and changed[-1]["tab"] == "t2" and set(changed[-1]) == {"url", "title", "tab"}
 
 
 async def test_popup_becomes_a_tracked_tab(call, site_url):
@@ -124,7 +126,7 @@ async def test_pool_listeners_hear_every_owner(browser_pool, site_url):
         browser_pool.listeners.remove(heard.append)
     assert {
         "event": "load",
-        "data": {"tab": "t1", "url": f"{site_url}/index.html"},
+        "data": {"url": f"{site_url}/index.html", "title": "Test site", "tab": "t1"},
         "owner": "carol-test",
     } in heard
 

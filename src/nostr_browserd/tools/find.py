@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Locator, Page
+from playwright.async_api import Frame, Locator, Page
 from pydantic import Field
 
 from ..errors import BrowserdError, ErrorCode
@@ -147,7 +147,7 @@ async def found(session: Session, locator: Locator, params: FindParams) -> dict[
     return result
 
 
-Locate = Callable[[Page, Any], Locator]
+Locate = Callable[[Page | Frame, Any], Locator]
 
 
 def find_tool(
@@ -156,7 +156,7 @@ def find_tool(
     """Register one find_* tool: a params model and how it becomes a Playwright locator."""
 
     async def handler(session: Session, p: FindParams) -> dict[str, Any]:
-        return await found(session, locate(session.page, p), p)
+        return await found(session, locate(session.scope, p), p)
 
     handler.__doc__ = doc
     FIND_TOOLS.add(name)

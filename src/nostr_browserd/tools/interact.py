@@ -39,13 +39,13 @@ async def act_and_compare(
     """Run ``action`` and report what changed, a dialog it opened, or NOT VERIFIED.
 
     Focus landing on the element acted on is a side effect of any click, not a change.
-    A link with a target opens its tab in a new process, which can take a while: with
+    Without a target the chosen frame (frame_switch) is watched as well as the page.  A link with a target opens its tab in a new process, which can take a while: with
     ``opens_tab`` we wait for it (up to the timeout) instead of calling the click a no-op.
     """
     page = session.page
     tabs_before = set(session.tabs)
     session.tab_opened.clear()
-    frame = await owner_frame(target) if target is not None else None
+    frame = await owner_frame(target) if target is not None else session.active_frame
     before = await fingerprint(page, frame)
     if await session.race_dialog(action):
         return {"verified": True, "changes": ["a dialog opened"]}
@@ -175,8 +175,8 @@ SCROLL_POSITION_JS = """() => ({
     "scroll", family="interact", gated=False, params=ScrollParams, args=("direction", "amount")
 )
 async def scroll(session: Session, params: ScrollParams) -> dict[str, Any]:
-    """Scroll the page (down/up/left/right by pixels) or bring an element into view."""
-    page = session.page
+    """Scroll the page or chosen frame (down/up/left/right, pixels), or to an element."""
+    page = session.scope
     if params.has_target:
         locator = await session.locate(**params.target())
         await locator.scroll_into_view_if_needed()

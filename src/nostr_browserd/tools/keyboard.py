@@ -29,6 +29,15 @@ FOCUS_IS_PASSWORD_JS = """() => {
 }"""
 
 
+async def focus_is_password(session: Session) -> bool:
+    """Whether the focus is a password field, in the page or in the chosen frame (a
+    cross-origin frame's focus is out of the page's reach)."""
+    for frame in (session.page.main_frame, session.active_frame):
+        if frame is not None and await frame.evaluate(FOCUS_IS_PASSWORD_JS):
+            return True
+    return False
+
+
 class KeyboardText(Params):
     """Text for whatever has focus."""
 
@@ -41,7 +50,7 @@ def text_tool(name: str, send: Callable[[Keyboard, str], Awaitable[None]], doc: 
 
     async def handler(session: Session, params: KeyboardText) -> dict[str, Any]:
         page = session.page
-        if not params.secret and await page.evaluate(FOCUS_IS_PASSWORD_JS):
+        if not params.secret and await focus_is_password(session):
             raise BrowserdError(
                 ErrorCode.REFUSED,
                 "The focus is a password field: pass secret=true (--secret) to type into it.",

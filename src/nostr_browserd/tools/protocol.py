@@ -83,6 +83,7 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
                 interrupted, data = await session.until_dialog(tool.handler(session, params))
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
+                await session.settle()
                 state = await session.state()
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}

@@ -149,7 +149,17 @@ class Session:
         context.set_default_timeout(self.config.timeout_ms)
         context.on("page", self._track)
         await context.new_page()
+        await self.settle()  # its tab_changed goes out now, not during the next command
         return window
+
+    async def close_window(self, window: str) -> list[str]:
+        """Close a window other than w1 and forget its tabs; returns their ids."""
+        context = self.windows.pop(window)
+        closed = [t for t, page in self.tabs.items() if page.context is context]
+        await context.close()
+        for tab_id in closed:
+            self.forget(tab_id)
+        return closed
 
     async def ready(self) -> None:
         """Make sure the browser is alive; ``BROWSER_CRASHED`` if it had died under us.
@@ -180,7 +190,7 @@ class Session:
         self.tabs[tab_id] = page
         self.tab_opened.set()
         page.on("dialog", lambda d: self._on_dialog(tab_id, d))
-        page.on("load", lambda p: self._emit("load", {"tab": tab_id, "url": p.url}))
+        page.on("load", lambda p: self._background(self._announce("load", tab_id, p)))
         page.on("close", lambda _p: self.forget(tab_id))
         page.on("download", lambda d: self._on_download(tab_id, d))
         page.on("console", lambda m: self._on_console(tab_id, m))
@@ -205,8 +215,26 @@ class Session:
             )
         if self.active_tab != tab_id:
             self.active_tab = tab_id
-            self._emit("tab_changed", {"tab": tab_id, "url": page.url})
+            self._background(self._announce("tab_changed", tab_id, page))
         return page
+
+    async def _announce(self, event: str, tab_id: str, page: Page) -> None:
+        """Emit a tab's ``{"url", "title", "tab"}`` event; the title needs a round trip."""
+        url = page.url
+        self._emit(event, {"url": url, "title": await self._title(tab_id, page), "tab": tab_id})
+
+    async def _title(self, tab_id: str, page: Page) -> str | None:
+        """A tab's title, or None while a dialog blocks its scripts (or it is gone)."""
+        if self.dialog is not None and self.dialog.tab == tab_id:
+            return None
+        with contextlib.suppress(Exception):
+            return await asyncio.wait_for(page.title(), 2)
+        return None
+
+    async def settle(self) -> None:
+        """Let event handlers' work finish, so a command's events go out before its reply."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=5)
 
     def _on_crash(self, tab_id: str, page: Page) -> None:
         """A tab whose renderer died is useless: drop it so the next command can go on."""
@@ -237,18 +265,23 @@ class Session:
     async def new_tab(self) -> tuple[str, Page]:
         """Open a blank tab in the active tab's window and make it active."""
         current = self.page_or_none
-        context = current.context if current is not None else self._context()
+        context = current.context if current is not None else self.main_context()
         page = await context.new_page()
         return self.tab_id(page), page
 
-    def _context(self) -> BrowserContext:
+    def main_context(self) -> BrowserContext:
+        """Window w1's context: the session's own, which only a relaunch replaces."""
         if self.context is None:
             raise BrowserdError(ErrorCode.BROWSER_CRASHED, "The browser is not running.")
         return self.context
 
     @property
     def page(self) -> Page:
-        """The active tab's page; refuses while a dialog blocks it (a command would hang)."""
+        """The active tab's page; refuses while a dialog blocks it (a command would hang).
+
+        For what is the tab's as a whole (keyboard, mouse, context, navigation, screenshots);
+        anything that finds elements or runs script in the page uses ``scope``.
+        """
         page = self.page_or_none
         if page is None:
             raise BrowserdError(ErrorCode.REFUSED, "No open tab: use open or tab_new.")
@@ -273,7 +306,7 @@ class Session:
 
     @property
     def scope(self) -> Page | Frame:
-        """Where targets resolve: the frame chosen with frame_switch, else the active page."""
+        """Where targets resolve and scripts run: the frame_switch frame, else the page."""
         page = self.page
         return self.active_frame or page
 
@@ -374,9 +407,8 @@ class Session:
         """url, title, tab and dialog: merged into every result."""
         page = self.page_or_none
         state: dict[str, Any] = {"url": page.url if page else None, "title": None}
-        if page is not None and self.dialog is None:
-            with contextlib.suppress(Exception):
-                state["title"] = await asyncio.wait_for(page.title(), 2)
+        if page is not None and self.active_tab is not None and self.dialog is None:
+            state["title"] = await self._title(self.active_tab, page)
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}

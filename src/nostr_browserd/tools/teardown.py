@@ -1,4 +1,4 @@
-"""Starting over: close every tab of the session and leave one blank tab."""
+"""Starting over: close every window but w1 and every tab, and leave one blank tab."""
 
 from __future__ import annotations
 
@@ -12,12 +12,15 @@ TOOLS = Registry()
 
 @TOOLS.tool("close_all", family="tabs", gated=True)
 async def close_all(session: Session, params: NoParams) -> dict[str, Any]:
-    """Close every tab and open one blank tab (cookies and storage are kept)."""
+    """Close every tab and extra window; w1 gets one blank tab (its cookies are kept)."""
     closed = list(session.tabs)
-    fresh, _ = await session.new_tab()
+    for window in [w for w, c in session.windows.items() if c is not session.context]:
+        await session.close_window(window)
+    page = await session.main_context().new_page()
+    fresh = session.tab_id(page)
     for tab_id in closed:
-        page = session.tabs.get(tab_id)
-        if page is not None:
-            await page.close()
+        old = session.tabs.get(tab_id)
+        if old is not None:
+            await old.close()
         session.forget(tab_id)
     return {"closed": closed, "active": fresh}

@@ -113,8 +113,8 @@ class WaitUrlParams(Timed):
 
 @TOOLS.tool("wait_for_url", family="wait", gated=False, params=WaitUrlParams, args=("pattern",))
 async def wait_for_url(session: Session, params: WaitUrlParams) -> dict[str, Any]:
-    """Wait until the active tab's address matches a glob or a regular expression."""
-    page = session.page
+    """Wait until the address (of the tab, or of the chosen frame) matches a glob or regex."""
+    page = session.scope
     try:
         target: Any = re.compile(params.pattern) if params.regex else params.pattern
     except re.error as exc:
@@ -157,7 +157,7 @@ class WaitFnParams(Timed):
 @TOOLS.tool("wait_for_fn", family="wait", gated=True, params=WaitFnParams, args=("*script",))
 async def wait_for_fn(session: Session, params: WaitFnParams) -> dict[str, Any]:
     """Wait until a JavaScript predicate is truthy (gated: it runs script, like eval)."""
-    page = session.page
+    page = session.scope
     box: dict[str, Any] = {}
 
     async def poll(timeout: int) -> None:

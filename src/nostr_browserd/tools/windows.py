@@ -71,9 +71,4 @@ async def window_close(session: Session, params: WindowId) -> dict[str, Any]:
         )
     if context is session.context:
         raise BrowserdError(ErrorCode.REFUSED, "w1 is the session's own window: use close_all.")
-    closed = [t for t in session.tabs if window_of(session, t) == params.window]
-    del session.windows[params.window]
-    await context.close()
-    for tab in closed:
-        session.forget(tab)
-    return {"closed": params.window, "tabs_closed": closed}
+    return {"closed": params.window, "tabs_closed": await session.close_window(params.window)}
