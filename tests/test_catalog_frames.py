@@ -120,6 +120,7 @@ async def test_find_wait_scroll_and_keyboard_use_the_chosen_frame(frames):
     assert (await call("scroll down 300"))["data"]["position"]["height"] >= 5000
     await call("focus input")
     typed = await call("keyboard_type hi")
-    assert typed["data"]["verified"] and "field values changed in the frame" in typed["data"][
-        "changes"
-    ]
+    assert (
+        typed["data"]["verified"]
+        and "field values changed in the frame" in typed["data"]["changes"]
+    )

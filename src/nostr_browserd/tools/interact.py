@@ -39,7 +39,8 @@ async def act_and_compare(
     """Run ``action`` and report what changed, a dialog it opened, or NOT VERIFIED.
 
     Focus landing on the element acted on is a side effect of any click, not a change.
-    Without a target the chosen frame (frame_switch) is watched as well as the page.  A link with a target opens its tab in a new process, which can take a while: with
+    Without a target the chosen frame (frame_switch) is watched as well as the page.
+    A link with a target opens its tab in a new process, which can take a while: with
     ``opens_tab`` we wait for it (up to the timeout) instead of calling the click a no-op.
     """
     page = session.page
