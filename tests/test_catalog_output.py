@@ -122,9 +122,15 @@ async def test_watch_marks_events_for_the_daemon(call, session, browser_pool, si
         assert (await call("watch load dialog"))["data"]["watching"] == ["dialog", "load"]
         await call(f"open {site_url}/index.html")
         await call("tab_new")
-        assert (await call("watch --no-on"))["data"]["watching"] == []
+        assert (await call("watch off dialog"))["data"]["watching"] == ["load"]
+        assert (await call("watch off"))["data"]["watching"] == []
         await call(f"open {site_url}/index.html")
         assert (await call("watch nonsense"))["error"]["code"] == "INVALID_PARAMS"
+        assert (await call("watch off nonsense"))["error"]["code"] == "INVALID_PARAMS"
+        json_on = await call({"tool": "watch", "params": {"events": ["crash", "download"]}})
+        assert json_on["data"]["watching"] == ["crash", "download"]
+        json_off = await call({"tool": "watch", "params": {"off": True}})
+        assert json_off["data"]["watching"] == []
     finally:
         browser_pool.listeners.remove(heard.append)
     mine = [e for e in heard if e["owner"] == session.owner]

@@ -3,13 +3,16 @@
 The tool only records the choice on the session; events are then marked as watched, and
 the daemon forwards marked events to the controller who owns the session, rate-limited
 and coalesced.  The local WebSocket receives every event anyway.
+
+Typed: ``watch load dialog`` starts, ``watch off`` stops all, ``watch off load`` stops
+one.  JSON: ``{"events": ["load"]}`` and ``{"off": true}`` (with ``events``: only those).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, model_validator
 
 from .registry import Params, Registry
 from .session import Session
@@ -20,23 +23,30 @@ EVENTS: tuple[str, ...] = get_args(Event)
 
 
 class WatchParams(Params):
-    """Which events, and whether to start (on) or stop watching them."""
+    """Which events, and whether to stop watching them instead."""
 
-    events: list[Event] | None = Field(None, max_length=10, description="default: all of them")
-    on: bool = Field(True, description="false: stop watching these (or all)")
+    events: list[Event] | None = Field(
+        None, max_length=10, description='default: all; typed "off" first stops them'
+    )
+    off: bool = Field(False, description="stop watching these events (or all)")
 
-    @field_validator("events", mode="before")
+    @model_validator(mode="before")
     @classmethod
     def _words(cls, value: Any) -> Any:
-        return value.split() if isinstance(value, str) else value
+        """Typed words: ``off load`` is ``{"off": true, "events": ["load"]}``."""
+        if isinstance(value, dict) and isinstance(value.get("events"), str):
+            words = value["events"].split()
+            off = bool(words) and words[0].lower() == "off"
+            value = {**value, "events": words[off:] or None, "off": value.get("off") or off}
+        return value
 
 
 @TOOLS.tool("watch", family="events", gated=False, params=WatchParams, args=("*events",))
 async def watch(session: Session, params: WatchParams) -> dict[str, Any]:
-    """Have this session's events (load, tab_changed, dialog, download…) sent to you.
+    """Have this session's events (load, tab_changed, dialog…) sent to you; watch off stops.
 
     They come as messages, at most one every few seconds, several events coalesced.
     """
     chosen = frozenset(params.events or EVENTS)
-    session.watching = session.watching | chosen if params.on else session.watching - chosen
+    session.watching = session.watching - chosen if params.off else session.watching | chosen
     return {"watching": sorted(session.watching)}
