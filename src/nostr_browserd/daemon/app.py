@@ -201,6 +201,7 @@ class Daemon:
         if self.outbox is not None:  # follow the new list's DM inbox relays
             if self._follow is not None:
                 self._follow.cancel()
+                self._nostr_tasks.remove(self._follow)
             self._follow = asyncio.create_task(self._follow_controller_inboxes())
             self._nostr_tasks.append(self._follow)
 
@@ -274,6 +275,7 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*self._nostr_tasks, return_exceptions=True)
         self._nostr_tasks.clear()
+        self._follow = None
         if self.outbox is not None:
             await self.outbox.close()
             self.outbox = None
