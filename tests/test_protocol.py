@@ -1,6 +1,7 @@
 """The protocol: JSON and the text grammar parse to one Request; replies are coded."""
 
 import json
+import re
 
 import pytest
 
@@ -168,10 +169,35 @@ def test_render_text_reads_well():
     assert reply.splitlines() == [
         '- button "Go" [ref=e1]',
         "refs: 1",
-        "truncated: False",
+        "truncated: no",
         "[t1] A http://a/",
         "⚠ confirm dialog open: 'Sure?': reply dialog accept | dialog dismiss",
     ]
+
+
+def test_render_text_nests_lists_names_binaries_and_keeps_to_the_limit():
+    data = {
+        "base64": "iVBORw0KGgo=" * 2000,
+        "mime": "image/png",
+        "bytes": 18_000,
+        "legend": [{"n": 1, "ref": "@e2", "role": "button", "name": "Go"}],
+        "windows": [{"window": "w1", "tabs": [{"tab": "t1", "active": True, "title": None}]}],
+        "tab": "t1",
+    }
+    assert render_text({"success": True, "data": data}).splitlines() == [
+        "<png, 18 KB: ask in JSON for the data>",
+        "legend:",
+        "  - n: 1, ref: @e2, role: button, name: Go",
+        "windows:",
+        "  - window: w1",
+        "    tabs:",
+        "      - tab: t1, active: yes",
+        "[t1]",
+    ]
+    many = {"entries": [{"type": "log", "text": "x" * 50} for _ in range(100)], "tab": "t1"}
+    lines = render_text({"success": True, "data": many}, limit=1000).splitlines()
+    assert len("\n".join(lines[:-2])) <= 1000 and lines[-2].startswith("… [cut ")
+    assert lines[-1] == "[t1]"
 
 
 # --- through a session ----------------------------------------------------------------
@@ -248,3 +274,26 @@ async def test_handle_message_answers_in_kind(session, site_url):
     assert (await handle_message(REGISTRY, session, "frobnicate")).startswith("✗ UNKNOWN_TOOL")
     bad = json.loads(await handle_message(REGISTRY, session, "{oops"))
     assert bad["error"]["code"] == "INVALID_PARAMS"
+
+
+async def test_text_replies_show_nested_results_without_reprs_or_base64(session, site_url):
+    async def text(line: str) -> str:
+        return await handle_message(REGISTRY, session, line)
+
+    await text(f"open {site_url}/devtools.html")
+    await text("click #log")
+    console = await text("console")
+    assert console.startswith(
+        f"entries:\n  - level: log, text: plain note, source: {site_url}/devtools.html:4\n"
+    )
+    await text("cookies_set flavour oat")
+    cookies = await text("cookies_get")
+    assert "\n  - name: flavour, value: oat, domain: 127.0.0.1, path: /," in cookies
+    help_fill = await text("help fill")
+    assert "\n  value (string, required): the text to put in the field\n" in help_fill
+    shot = await text("screenshot")
+    assert re.match(r"<png, \d+ KB: ask in JSON for the data>\n", shot)
+    annotated = await text("screenshot_annotated")
+    assert re.search(r"^  - n: 1, ref: @e\d+, role: button, name: Log$", annotated, re.M)
+    for reply in (console, cookies, help_fill, shot, annotated):
+        assert not re.search(r"[{}]|'\w+': |True|False|None|iVBOR", reply), reply

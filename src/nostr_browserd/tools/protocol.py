@@ -4,7 +4,7 @@
 ``{"id", "success": false, "error": {"code", "message"}}``.  People may type the
 agent-browser style grammar instead (``click @e2``, ``fill @e3 "hello"``, ``snapshot -i``);
 it is parsed with each tool's own ``args`` and ``flags`` from the registry, and such a
-request gets a text reply that reads well on a phone.
+request gets a text reply that reads well on a phone (``render.render_text``).
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ from ..errors import BrowserdError, ErrorCode
 from .grammar import parse_text
 from .refs import first_line
 from .registry import Registry
+from .render import BINARY_KEYS, render_text
 
 log = logging.getLogger(__name__)
-
-BINARY_KEYS = frozenset({"base64"})
-STATE_KEYS = ("url", "title", "tab", "dialog", "alert")
 
 
 class Request(BaseModel):
@@ -161,54 +159,6 @@ def longest_string(node: Any) -> tuple[Any, Any, str]:
     return best
 
 
-def render_text(response: dict[str, Any]) -> str:
-    """A reply for a person: the answer first, then where the tab is, then any dialog."""
-    if not response.get("success"):
-        error = response.get("error", {})
-        return f"✗ {error.get('code')}: {error.get('message')}"
-    data = response.get("data")
-    if not isinstance(data, dict):
-        return str(data)
-    lines: list[str] = []
-    if "tools" in data:
-        lines += [
-            f"{t['name']}{' (gated)' if t['gated'] else ''}: {t['description']}"
-            for t in data["tools"]
-        ]
-    for key in ("snapshot", "text", "html", "usage"):
-        if isinstance(data.get(key), str):
-            lines.append(data[key])
-    if "base64" in data:
-        lines.append(
-            f"[{data.get('mime')}, {data.get('bytes', 0):,} bytes: ask in JSON for the image]"
-        )
-    if isinstance(data.get("tabs"), list):
-        lines += [
-            f"{'▶' if t['active'] else ' '} {t['tab']}  {t['title'] or ''}  {t['url']}"
-            for t in data["tabs"]
-        ]
-    shown = {"tools", "snapshot", "text", "html", "usage", "base64", "tabs", "note", *STATE_KEYS}
-    for key, value in data.items():
-        if key not in shown and value not in (None, [], {}):
-            lines.append(
-                f"{key}: {value if not isinstance(value, list) else ', '.join(map(str, value))}"
-            )
-    if data.get("note"):
-        lines.append(f"⚠ {data['note']}")
-    if data.get("tab") or data.get("url"):
-        lines.append(
-            f"[{data.get('tab')}] {data.get('title') or ''} {data.get('url') or ''}".strip()
-        )
-    if data.get("alert"):
-        lines.append(f"alert: {data['alert']['message']!r} (accepted)")
-    if data.get("dialog"):
-        d = data["dialog"]
-        lines.append(
-            f"⚠ {d['type']} dialog open: {d['message']!r}: reply dialog accept | dialog dismiss"
-        )
-    return "\n".join(lines) if lines else "✓"
-
-
 async def handle_message(registry: Registry, session: Any, raw: str) -> str:
     """Parse, run and encode one message: JSON in, JSON out; text in, text out."""
     text = not raw.lstrip().startswith("{")
@@ -218,4 +168,6 @@ async def handle_message(registry: Registry, session: Any, raw: str) -> str:
         response: dict[str, Any] = {"id": None, "success": False, "error": exc.to_dict()}
     else:
         response = await run(registry, session, request)
-    return render_text(response) if text else json.dumps(response, ensure_ascii=False)
+    if text:
+        return render_text(response, session.config.result_cap)
+    return json.dumps(response, ensure_ascii=False)
