@@ -126,3 +126,9 @@ def test_example_config_is_valid():
     config = load_config(REPO / "systemd/config.example.toml", {"CREDENTIALS_DIRECTORY": "/c"})
     assert config.identity.nsec_file == Path("/c/nsec")
     assert config.nostr.relays and config.nostr.discovery_relays
+
+
+def test_one_key_source_at_most(tmp_path):
+    text = '[identity]\nnsec_file = "/k"\nnsec_env = "K"\n'
+    with pytest.raises(ConfigError, match=r"nsec_file, identity\.nsec_env, not several"):
+        load_config(write(tmp_path, text), {})

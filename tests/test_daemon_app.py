@@ -89,3 +89,16 @@ async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tm
         config.write_text("[nostr]\nfreshness = -1\n")
         daemon.reload()  # a broken file keeps the current allow-list
         assert phone.pubkey in daemon.dispatcher.controllers
+
+
+def test_login_params_for_each_way_of_holding_the_key(tmp_path):
+    from nostr_browserd.daemon.app import login_params
+    from nostr_browserd.daemon.config import IdentityConfig
+
+    generated = login_params(IdentityConfig(), tmp_path)
+    assert generated == {"method": "local", "nsec_file": str(tmp_path / "identity.nsec")}
+    assert (tmp_path / "identity.nsec").stat().st_mode & 0o777 == 0o600
+    assert login_params(IdentityConfig(nsec_env="K"), tmp_path)["nsec_env"] == "K"
+    assert login_params(IdentityConfig(credential="nsec"), tmp_path)["credential"] == "nsec"
+    seed = IdentityConfig(method="seed", seed_file="/s", account=2)
+    assert login_params(seed, tmp_path) == {"method": "seed", "seed_file": "/s", "account": 2}

@@ -46,8 +46,16 @@ PROFILE_KIND = 0
 
 
 def login_params(identity: IdentityConfig, state_dir: Path) -> dict[str, Any]:
-    """The ``login`` params for the configured identity (a generated key when none is set)."""
+    """The ``login`` params for the configured identity.
+
+    A local identity with no key configured (file, environment variable or systemd
+    credential) uses a key generated once into the state directory.
+    """
     method = identity.method
+    if method == "local" and identity.nsec_env:
+        return {"method": "local", "nsec_env": identity.nsec_env}
+    if method == "local" and identity.credential:
+        return {"method": "local", "credential": identity.credential}
     if method == "local":
         path = identity.nsec_file or state_dir / DEFAULT_IDENTITY_FILE
         if identity.nsec_file is None and ensure_key(path):

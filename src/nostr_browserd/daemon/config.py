@@ -81,6 +81,8 @@ class IdentityConfig(Section):
 
     method: Literal["local", "seed", "readonly", "nip46", "nsigner"] = "local"
     nsec_file: FilePath
+    nsec_env: str | None = None
+    credential: str | None = None
     seed_file: FilePath
     passphrase_file: FilePath
     account: int = Field(default=0, ge=0)
@@ -98,6 +100,9 @@ class IdentityConfig(Section):
         field = needs.get(self.method)
         if field and getattr(self, field) in (None, ""):
             raise ValueError(f"method {self.method!r} needs identity.{field}")
+        sources = [f for f in ("nsec_file", "nsec_env", "credential") if getattr(self, f)]
+        if len(sources) > 1:
+            raise ValueError(f"give one of identity.{', identity.'.join(sources)}, not several")
         if self.method == "readonly":
             self.npub = parse_pubkey(self.npub or "")
         return self
