@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import Field, Json, ValidationError
 
 from ..errors import BrowserdError, ErrorCode
 from .find import action_tool
-from .protocol import playwright_error
-from .refs import first_line
+from .protocol import coded
 from .registry import Params, Registry, describe_validation
 from .session import Session
 
@@ -93,12 +91,8 @@ async def run_one(session: Session, command: Command) -> dict[str, Any]:
             note = "A dialog opened: answer it; the batch stopped here."
             return {"tool": command.tool, "success": True, "data": {"note": note}, "dialog": True}
         return {"tool": command.tool, "success": True, "data": box["data"]}
-    except BrowserdError as exc:
-        error = exc
-    except PlaywrightTimeout as exc:
-        error = BrowserdError(ErrorCode.TIMEOUT, f"Timed out: {first_line(exc)}")
-    except PlaywrightError as exc:
-        error = playwright_error(session, exc)
+    except (BrowserdError, PlaywrightError) as exc:
+        error = coded(session, exc)
     return {"tool": command.tool, "success": False, "error": error.to_dict()}
 
 

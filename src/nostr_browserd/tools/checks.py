@@ -174,6 +174,26 @@ async def editable_field(locator: Locator, *, secret: bool) -> dict[str, Any]:
     return info
 
 
+async def multi_control(
+    locator: Locator, script: str, *, count: int, noun: str, item: str, other: str
+) -> dict[str, Any]:
+    """Inspect a control that takes one or several items (a <select>, a file input).
+
+    ``script`` returns ``{"multiple", "disabled", …}`` or null for any other element, which
+    is refused with ``other``; so is a disabled control, and several items for a single one.
+    """
+    info = await locator.evaluate(script)
+    if info is None:
+        raise BrowserdError(ErrorCode.REFUSED, other)
+    if info["disabled"]:
+        raise BrowserdError(
+            ErrorCode.REFUSED, f"The {noun} is disabled: a person could not use it."
+        )
+    if count > 1 and not info["multiple"]:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"This {noun} takes one {item}, not several.")
+    return info
+
+
 def check_length(info: dict[str, Any], length: int) -> None:
     """Refuse text the page would silently cut at its maxlength."""
     limit = info["maxlength"]

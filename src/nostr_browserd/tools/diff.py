@@ -21,7 +21,7 @@ from pydantic import Field
 from ..errors import BrowserdError, ErrorCode
 from .navigate import goto
 from .output import binary
-from .read import SNAPSHOT_FLAGS, SnapshotParams, remembered_snapshot
+from .read import SnapshotParams, remembered_snapshot, snapshot_tool
 from .registry import Params, Registry
 from .session import Session
 from .snapshot import Options, take
@@ -40,14 +40,7 @@ def unified(before: str, after: str) -> dict[str, Any]:
     return {"changed": bool(lines), "added": added, "removed": removed, "diff": "\n".join(lines)}
 
 
-@TOOLS.tool(
-    "diff_snapshot",
-    family="diff",
-    gated=False,
-    params=SnapshotParams,
-    args=("target",),
-    flags=SNAPSHOT_FLAGS,
-)
+@snapshot_tool(TOOLS, "diff_snapshot", "diff")
 async def diff_snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
     """What changed in this tab's snapshot since the previous one (+ added, - removed lines).
 

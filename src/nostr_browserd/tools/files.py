@@ -18,7 +18,7 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, field_validator, model_validator
 
 from ..errors import BrowserdError, ErrorCode
-from .checks import refuse_if_covered
+from .checks import multi_control, refuse_if_covered
 from .params import OptionalTarget, Target
 from .paths import configured, free_name, inside, owner_dir, write_private
 from .refs import first_line
@@ -52,13 +52,14 @@ async def upload(session: Session, params: UploadParams) -> dict[str, Any]:
     base = configured(session.config.uploads_dir, "uploads_dir", "upload")
     paths = [inside(base, name) for name in params.files]
     locator = await session.locate(**params.target())
-    info = await locator.evaluate(FILE_INPUT_JS)
-    if info is None:
-        raise BrowserdError(ErrorCode.REFUSED, "Not a file input (input type=file).")
-    if info["disabled"]:
-        raise BrowserdError(ErrorCode.REFUSED, "The file input is disabled.")
-    if len(paths) > 1 and not info["multiple"]:
-        raise BrowserdError(ErrorCode.INVALID_PARAMS, "This input takes one file.")
+    await multi_control(
+        locator,
+        FILE_INPUT_JS,
+        count=len(paths),
+        noun="file input",
+        item="file",
+        other="Not a file input (input type=file).",
+    )
     await locator.set_input_files(paths)
     names = await locator.evaluate("el => [...el.files].map(f => f.name)")
     files = [{"name": p.name, "size": p.stat().st_size} for p in paths]

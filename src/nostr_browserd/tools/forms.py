@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ..errors import BrowserdError, ErrorCode
-from .checks import refuse_if_covered
+from .checks import multi_control, refuse_if_covered
 from .params import Target
 from .registry import Registry
 from .session import Session
@@ -60,13 +60,14 @@ async def select(session: Session, params: SelectParams) -> dict[str, Any]:
     if not wanted or len(wanted) > 50:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "Give 1 to 50 options.")
     locator = await session.locate(**params.target())
-    info = await locator.evaluate(OPTIONS_JS)
-    if info is None:
-        raise BrowserdError(ErrorCode.REFUSED, "Not a <select>: use click on custom dropdowns.")
-    if info["disabled"]:
-        raise BrowserdError(ErrorCode.REFUSED, "The list is disabled: a person could not use it.")
-    if len(wanted) > 1 and not info["multiple"]:
-        raise BrowserdError(ErrorCode.INVALID_PARAMS, "This list takes one option, not several.")
+    info = await multi_control(
+        locator,
+        OPTIONS_JS,
+        count=len(wanted),
+        noun="list",
+        item="option",
+        other="Not a <select>: use click on custom dropdowns.",
+    )
     chosen = [match_option(w, info["options"]) for w in wanted]
     values = [o["value"] for o in chosen]
     await locator.select_option(value=values)

@@ -85,16 +85,21 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
                 state = await session.state()
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}
-    except BrowserdError as exc:
-        error = exc
-    except PlaywrightTimeout as exc:
-        error = BrowserdError(ErrorCode.TIMEOUT, f"Timed out: {first_line(exc)}")
-    except PlaywrightError as exc:
-        error = playwright_error(session, exc)
+    except (BrowserdError, PlaywrightError) as exc:
+        error = coded(session, exc)
     except Exception as exc:
         log.exception("tool %s failed", request.tool)
         error = BrowserdError(ErrorCode.INTERNAL, f"Unexpected {type(exc).__name__}: {exc}")
     return {"id": request.id, "success": False, "error": error.to_dict()}
+
+
+def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
+    """A tool's failure as the coded error a controller gets (batches report the same)."""
+    if isinstance(exc, BrowserdError):
+        return exc
+    if isinstance(exc, PlaywrightTimeout):
+        return BrowserdError(ErrorCode.TIMEOUT, f"Timed out: {first_line(exc)}")
+    return playwright_error(session, exc)
 
 
 def playwright_error(session: Any, exc: PlaywrightError) -> BrowserdError:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
 
 from ..errors import BrowserdError, ErrorCode
 from .params import OptionalTarget, Target
-from .registry import NoParams, Registry
+from .registry import Handler, NoParams, Registry
 from .session import Session
 from .snapshot import Options, Rendered, take
 
@@ -27,7 +28,7 @@ class SnapshotParams(OptionalTarget):
     max_chars: int | None = Field(None, ge=500, description="cut the snapshot at this size")
 
 
-SNAPSHOT_FLAGS = {
+FLAGS = {
     "i": "interactive",
     "c": "compact",
     "d": "depth",
@@ -36,14 +37,14 @@ SNAPSHOT_FLAGS = {
 }
 
 
-@TOOLS.tool(
-    "snapshot",
-    family="read",
-    gated=False,
-    params=SnapshotParams,
-    args=("target",),
-    flags=SNAPSHOT_FLAGS,
-)
+def snapshot_tool(registry: Registry, name: str, family: str) -> Callable[[Handler], Handler]:
+    """Register a free tool that takes a snapshot's options: snapshot and diff_snapshot."""
+    return registry.tool(
+        name, family=family, gated=False, params=SnapshotParams, args=("target",), flags=FLAGS
+    )
+
+
+@snapshot_tool(TOOLS, "snapshot", "read")
 async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
     """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.
 
