@@ -116,6 +116,7 @@ async def test_find_wait_scroll_and_keyboard_use_the_chosen_frame(frames):
     assert (await call("wait_for_url **/frame_child.html"))["data"]["url"].endswith(
         "/frame_child.html"
     )
+    assert (await call("wait_for_load domcontentloaded"))["success"]
     await call("eval document.body.style.height = '5000px'")
     assert (await call("scroll down 300"))["data"]["position"]["height"] >= 5000
     await call("focus input")

@@ -1,7 +1,8 @@
 """Frames: work inside one iframe (same- or cross-origin), then go back to the main frame.
 
-After ``frame_switch`` every ref or selector resolves inside that frame, a snapshot shows
-only it, and each result's state names it.  If the frame goes away (removed, or its page
+After ``frame_switch`` every ref, selector, find and script (eval, waits, scroll) works
+inside that frame through ``Session.scope``, a snapshot shows only it, and each result's
+state names it.  If the frame goes away (removed, or its page
 navigated) the session falls back to the main frame and the next result says so.
 """
 

@@ -136,8 +136,8 @@ class WaitLoadParams(Timed):
 
 @TOOLS.tool("wait_for_load", family="wait", gated=False, params=WaitLoadParams, args=("state",))
 async def wait_for_load(session: Session, params: WaitLoadParams) -> dict[str, Any]:
-    """Wait for the page to reach a load state (load, domcontentloaded or networkidle)."""
-    page = session.page
+    """Wait for the page (or chosen frame) to reach load, domcontentloaded or networkidle."""
+    page = session.scope
     await until(
         session,
         f"{params.state} state",
