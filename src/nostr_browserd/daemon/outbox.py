@@ -25,6 +25,8 @@ from .inbox import DM_KIND, Incoming, Scheme
 
 log = logging.getLogger(__name__)
 
+MAX_INBOX_RELAYS = 5  # of a controller's kind 10050; NIP-17 asks clients to keep it short
+
 
 class Outbox:
     """Encrypts, signs and publishes messages from the daemon."""
@@ -102,12 +104,13 @@ class Outbox:
         known = self._inboxes.get(author)
         if known and known[0] >= created:
             return
-        extra = [url for url in nip17.inbox_relays(event) if url not in self.pool.urls]
+        listed = [u for u in nip17.inbox_relays(event) if u.startswith(("ws://", "wss://"))]
+        extra = [url for url in listed if url not in self.pool.urls][:MAX_INBOX_RELAYS]
         if known:
             await known[1].close()
             del self._inboxes[author]
         if extra:
-            pool = RelayPool(extra)
+            pool = RelayPool(extra, auth_signer=self.signer)  # inbox relays often want AUTH
             await pool.start()
             self._inboxes[author] = (created, pool)
             log.info("replies to %s also go to its inbox relays %s", author[:12], extra)
