@@ -145,6 +145,14 @@ async def test_remote_browser_over_cdp(site_url, tmp_path):
         BrowserConfig().find_executable(),
         "--headless",
         "--no-sandbox",  # tests may run as root
+        # Without these, Chromium keeps reaching for Google's hosts on a closed network,
+        # which once made this test take minutes on a loaded machine.
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
         "--remote-debugging-port=0",
         f"--user-data-dir={tmp_path}",
         "about:blank",
