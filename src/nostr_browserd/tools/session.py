@@ -54,7 +54,9 @@ class BrowserConfig(BaseModel):
     cdp_endpoint: str | None = Field(None, description="connect_over_cdp to a running Chromium")
     ws_endpoint: str | None = Field(None, description="connect to a Playwright browser server")
     headless: bool = True
-    isolation: Literal["owner", "shared"] = "owner"
+    isolation: Literal["per-controller", "shared"] = Field(
+        "per-controller", description="a context per controller, or one for everyone"
+    )
     allowed_schemes: list[str] = ["http", "https", "about"]
     search_url: str = "https://duckduckgo.com/?q={query}"
     result_cap: int = Field(20_000, ge=1000, description="characters per result")
