@@ -27,8 +27,8 @@ from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Signer
 from ..tools.catalog import REGISTRY
-from ..tools.session import BrowserConfig, BrowserPool
-from .config import Config, ConfigError, IdentityConfig, load_config
+from ..tools.session import BrowserPool
+from .config import BROWSER_DIRS, Config, ConfigError, IdentityConfig, load_config
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .inbox import Inbox, Scheme, subscription_filters
@@ -89,13 +89,7 @@ class Daemon:
         self.store: Store | None = None
         self.embedded: EmbeddedRelay | None = None
         self.relays: list[str] = list(config.nostr.relays)
-        self.browser = BrowserPool(
-            BrowserConfig(
-                executable=config.browser.executable,
-                isolation="shared" if config.browser.isolation == "shared" else "owner",
-                allowed_schemes=config.browser.allowed_schemes,
-            )
-        )
+        self.browser = BrowserPool(config.browser)
         self.pool: RelayPool | None = None
         self.discovery: RelayPool | None = None
         self.outbox: Outbox | None = None
@@ -114,6 +108,7 @@ class Daemon:
     async def start(self) -> None:
         """Bring everything up; raises with a clear message when something cannot start."""
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._make_browser_dirs()
         self.store = Store(self.state_dir / "state.sqlite3")
         await self.identity.login(login_params(self.config.identity, self.state_dir))
         if self.config.nostr.uses_embedded_relay:
@@ -148,6 +143,19 @@ class Daemon:
             self._tasks.append(asyncio.create_task(self._watchdog(interval)))
         notify("READY=1")
         notify(f"STATUS=serving as {self.npub}")
+
+    def _make_browser_dirs(self) -> None:
+        """Create the saved-login, downloads and uploads directories (0700) before any command.
+
+        A directory the daemon cannot create (outside its ``StateDirectory`` under systemd's
+        ``ProtectSystem=strict``) stops the start with the key to fix, not a failing command.
+        """
+        for key in BROWSER_DIRS:
+            path = getattr(self.config.browser, key)
+            try:
+                path.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""

@@ -2,7 +2,8 @@
 
 Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
 schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
-``[browser]``, ``[state]`` and ``[local]`` (the loopback control channel).
+``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``
+and ``[local]`` (the loopback control channel).
 
 Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
 ``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
@@ -30,10 +31,14 @@ from pydantic import (
 )
 
 from ..nostr.nip19 import parse_pubkey
+from ..tools.session import BrowserConfig
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
 DEFAULT_LOCAL_PORT = 17777
 DEFAULT_EMBEDDED_RELAY_PORT = 17778
+
+# The browser's file directories and, when unset, where they go under the state directory.
+BROWSER_DIRS = {"state_dir": "browser", "downloads_dir": "downloads", "uploads_dir": "uploads"}
 
 DmScheme = Literal["nip17", "nip04"]
 Role = Literal["full", "read"] | list[str]
@@ -167,14 +172,19 @@ class NostrConfig(Section):
         return not self.relays if self.embedded_relay is None else self.embedded_relay
 
 
-class BrowserSection(Section):
-    """How commands run: the Chromium binary, isolation, schemes, limits."""
+class BrowserSection(BrowserConfig):
+    """The tool layer's ``BrowserConfig`` (every key of it), plus the daemon's queue limits.
 
-    executable: str | None = None
-    isolation: Literal["per-controller", "shared"] = "per-controller"
-    allowed_schemes: list[str] = Field(default_factory=lambda: ["http", "https", "about"])
+    Extending it rather than restating it keeps one definition of each browser key; the
+    section is handed to the browser pool as it is.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
     command_timeout: float = Field(default=60.0, gt=0)
     queue_size: int = Field(default=16, ge=1)
+
+    _paths = field_validator(*BROWSER_DIRS, mode="before")(_expand_path)
 
 
 def default_state_dir() -> Path:
@@ -217,6 +227,14 @@ class Config(Section):
     browser: BrowserSection = Field(default_factory=BrowserSection)
     state: StateConfig = Field(default_factory=StateConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
+
+    @model_validator(mode="after")
+    def _browser_dirs_under_state(self) -> Config:
+        """Saved logins, downloads and uploads default to subdirectories of ``state.dir``."""
+        for key, subdir in BROWSER_DIRS.items():
+            if getattr(self.browser, key) is None:
+                setattr(self.browser, key, self.state.dir / subdir)
+        return self
 
     @model_validator(mode="after")
     def _one_entry_per_key(self) -> Config:
