@@ -3,10 +3,12 @@
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
+from nostr_browserd.tools.session import BrowserConfig
 
 REPO = Path(__file__).resolve().parents[1]
 PK = public_key_hex(generate_secret())
@@ -82,9 +84,47 @@ def test_env_overrides_every_kind_of_value(tmp_path):
     assert config.identity.nsec_file == Path("/run/credentials/x/nsec")
 
 
+def test_browser_section_is_the_tool_layers_config(tmp_path):
+    text = '[browser]\ncdp_endpoint = "http://127.0.0.1:9222"\nresult_cap = 5000\n'
+    config = load_config(
+        write(tmp_path, text),
+        {
+            "NOSTR_BROWSERD_BROWSER_TIMEOUT_MS": "4000",
+            "NOSTR_BROWSERD_BROWSER_DOWNLOADS_DIR": "$STATE_DIRECTORY/dl",
+            "NOSTR_BROWSERD_BROWSER_QUEUE_SIZE": "3",
+            "STATE_DIRECTORY": "/var/lib/x",
+        },
+    )
+    browser = config.browser
+    assert isinstance(browser, BrowserConfig)  # handed to the browser pool as it is
+    assert browser.cdp_endpoint == "http://127.0.0.1:9222" and browser.result_cap == 5000
+    assert browser.timeout_ms == 4000 and browser.queue_size == 3
+    assert browser.downloads_dir == Path("/var/lib/x/dl")
+
+
+def test_browser_dirs_default_under_the_state_dir(tmp_path):
+    config = load_config(write(tmp_path, f'[state]\ndir = "{tmp_path}/s"\n'), {})
+    assert config.browser.state_dir == tmp_path / "s/browser"
+    assert config.browser.downloads_dir == tmp_path / "s/downloads"
+    assert config.browser.uploads_dir == tmp_path / "s/uploads"
+
+
+def test_isolation_has_one_spelling(tmp_path):
+    assert load_config(None, {}).browser.isolation == BrowserConfig().isolation == "per-controller"
+    shared = load_config(None, {"NOSTR_BROWSERD_BROWSER_ISOLATION": "shared"})
+    assert shared.browser.isolation == "shared"
+    with pytest.raises(ConfigError, match=r"browser\.isolation"):
+        load_config(write(tmp_path, '[browser]\nisolation = "owner"\n'), {})
+    with pytest.raises(ValidationError):
+        BrowserConfig(isolation="owner")
+
+
 @pytest.mark.parametrize(
     ("text", "env", "expected"),
     [
+        ("[browser]\nresult_capp = 1\n", {}, "browser.result_capp: Extra inputs"),
+        ("", {"NOSTR_BROWSERD_BROWSER_HEADLES": "0"}, "NOSTR_BROWSERD_BROWSER_HEADLES: no such"),
+        ("[browser]\nresult_cap = 10\n", {}, "NOSTR_BROWSERD_BROWSER_RESULT_CAP"),
         ("[nostr]\nfreshness = -5\n", {}, "nostr.freshness"),
         ('[nostr]\nrelays = ["https://x"]\n', {}, "must start with ws://"),
         ('[nostr]\ndm = ["nip99"]\n', {}, "nostr.dm[0]"),

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from nostr_browserd.daemon.config import BROWSER_DIRS, load_config
+
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "nostr-browserd.service"
 
@@ -34,6 +36,19 @@ def test_unit_is_hardened_notify_service():
     }
     assert d["MemoryMax"]
     assert "MemoryDenyWriteExecute" not in d, "V8's JIT needs writable+executable pages"
+
+
+def test_the_example_configs_files_are_writable_under_the_unit(monkeypatch):
+    """ProtectSystem=strict leaves the StateDirectory writable: every file the daemon writes
+    must default to a place under it (or the unit would need ReadWritePaths=)."""
+    d = directives(UNIT.read_text())
+    assert d["ProtectSystem"] == "strict" and "ReadWritePaths" not in d
+    state = Path("/var/lib") / d["StateDirectory"]
+    monkeypatch.setenv("STATE_DIRECTORY", str(state))  # as systemd sets it
+    config = load_config(REPO / "systemd" / "config.example.toml", {"CREDENTIALS_DIRECTORY": "/c"})
+    assert config.state.dir == state
+    for key in BROWSER_DIRS:
+        assert getattr(config.browser, key).is_relative_to(state), key
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
