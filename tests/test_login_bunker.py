@@ -250,7 +250,7 @@ async def test_both_ends_survive_a_relay_restart(local_relay_factory) -> None:
         # a handful of pings bounds that, then real requests must simply work.
         for _ in range(5):
             with contextlib.suppress(BrowserdError):
-                await signer._request("ping", timeout=1.0)
+                await signer._call("ping", timeout=1.0)
                 break
         else:
             pytest.fail("no answer after the relay came back")

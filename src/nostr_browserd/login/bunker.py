@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import sys
@@ -27,7 +26,7 @@ from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip46
 from ..nostr.keys import KeySigner
 from .nip46_channel import Channel, Incoming
-from .verify import checked_event, checked_pubkey, unsigned_event
+from .remote import RemoteSigner
 
 __all__ = ["DEFAULT_PERMS", "BunkerSigner"]
 
@@ -54,11 +53,13 @@ class _Pending:
     auth_url: str | None = None
 
 
-class BunkerSigner:
+class BunkerSigner(RemoteSigner):
     """A :class:`~nostr_browserd.nostr.signer.Signer` that forwards to a NIP-46 signer.
 
     Build it with :meth:`connect` (``bunker://``) or :meth:`from_nostrconnect`.
     """
+
+    _who = "the bunker"
 
     def __init__(
         self,
@@ -73,7 +74,6 @@ class BunkerSigner:
         self._auth_timeout = auth_timeout
         self._on_auth_url = on_auth_url
         self._remote: str | None = None  # the signer's transport pubkey
-        self._user: str | None = None
         self._nip04 = False
         self._heard = False  # any answer from the signer yet (so it reads our transport)
         self._pending: dict[str, _Pending] = {}
@@ -121,13 +121,13 @@ class BunkerSigner:
                 params.append(nip46.format_perms(perms))
             first_wait = min(timeout, 10.0) if connect_timeout is None else connect_timeout
             try:
-                answer = await signer._request("connect", *params, timeout=first_wait)
+                answer = await signer._call("connect", *params, timeout=first_wait)
             except BrowserdError as exc:
                 if exc.code is not ErrorCode.TIMEOUT or signer._nip04 or signer._heard:
                     raise
                 log.info("NIP-46: no answer to connect over NIP-44; retrying over NIP-04")
                 signer._nip04 = True
-                answer = await signer._request("connect", *params)
+                answer = await signer._call("connect", *params)
             if answer != "ack" and not (pointer.secret and answer == pointer.secret):
                 raise BrowserdError(
                     ErrorCode.SIGNER_ERROR, "the remote signer answered connect unexpectedly"
@@ -245,7 +245,7 @@ class BunkerSigner:
         else:
             log.info("NIP-46: ignored a pairing answer without our secret")
 
-    async def _request(self, method: str, *params: str, timeout: float | None = None) -> str:
+    async def _call(self, method: str, *params: str, timeout: float | None = None) -> str:
         """Send one request and wait for its result (``auth_url`` extends the wait)."""
         assert self._remote is not None
         loop = asyncio.get_running_loop()
@@ -276,30 +276,6 @@ class BunkerSigner:
                 f"the remote signer refused {method}: {(response.error or 'no result')[:200]}",
             )
         return response.result
-
-    # -- Signer --------------------------------------------------------------------
-
-    async def public_key(self) -> str:
-        if self._user is None:
-            self._user = checked_pubkey(await self._request("get_public_key"), "the bunker")
-        return self._user
-
-    async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
-        unsigned = unsigned_event(template, await self.public_key())
-        result = await self._request("sign_event", json.dumps(unsigned))
-        return checked_event(result, unsigned, unsigned["pubkey"], "the bunker")
-
-    async def nip04_encrypt(self, pubkey: str, plaintext: str) -> str:
-        return await self._request("nip04_encrypt", pubkey, plaintext)
-
-    async def nip04_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        return await self._request("nip04_decrypt", pubkey, ciphertext)
-
-    async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
-        return await self._request("nip44_encrypt", pubkey, plaintext)
-
-    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        return await self._request("nip44_decrypt", pubkey, ciphertext)
 
     def describe(self) -> dict[str, Any]:
         """Status details (no secrets): the signer, relays, transport, pending approvals."""

@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import re
 from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
 from . import nsigner_wire as wire
-from .verify import checked_event, checked_pubkey, unsigned_event
+from .remote import RemoteSigner
 
 __all__ = ["DEFAULT_BINARY", "DEFAULT_SERVICE", "NsignerSigner"]
 
@@ -30,7 +29,7 @@ _SERVICE = re.compile(r"[A-Za-z0-9_.$+-]{1,63}")
 _EXIT_WAIT = 5.0
 
 
-class NsignerSigner:
+class NsignerSigner(RemoteSigner):
     """A :class:`~nostr_browserd.nostr.signer.Signer` whose key is in an n_signer slot."""
 
     def __init__(
@@ -62,7 +61,6 @@ class NsignerSigner:
         self._stderr_task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._counter = 0
-        self._pubkey: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -197,27 +195,3 @@ class NsignerSigner:
         async with self._lock:
             await self._stop()
 
-    # -- Signer --------------------------------------------------------------------
-
-    async def public_key(self) -> str:
-        if self._pubkey is None:
-            self._pubkey = checked_pubkey(await self._call("get_public_key"), self._who)
-        return self._pubkey
-
-    async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
-        pubkey = await self.public_key()
-        unsigned = unsigned_event(template, pubkey)
-        result = await self._call("sign_event", json.dumps(unsigned))
-        return checked_event(result, unsigned, pubkey, self._who)
-
-    async def nip04_encrypt(self, pubkey: str, plaintext: str) -> str:
-        return await self._call("nip04_encrypt", pubkey, plaintext)
-
-    async def nip04_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        return await self._call("nip04_decrypt", pubkey, ciphertext)
-
-    async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
-        return await self._call("nip44_encrypt", pubkey, plaintext)
-
-    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        return await self._call("nip44_decrypt", pubkey, ciphertext)
