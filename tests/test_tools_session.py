@@ -60,6 +60,35 @@ async def test_events_reach_listeners(session, call, site_url):
     assert changed and changed[-1]["tab"] == "t2" and set(changed[-1]) == {"url", "title", "tab"}
 
 
+async def settled_state(call, done) -> dict:
+    """Poll ``get url`` (no page round trip: its title is the cached one) until ``done``."""
+    async with asyncio.timeout(5):
+        while not done(state := (await call("get url"))["data"]):
+            await asyncio.sleep(0.05)
+    return state
+
+
+async def test_state_title_follows_the_page(call, site_url):
+    assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
+    assert (await call("eval document.title = 'Set'"))["data"]["title"] == "Set"
+    assert (await call("get url"))["data"]["title"] == "Set"
+    # Changed by the page's own script after the last command: the page reports it.
+    await call("eval setTimeout(() => { document.title = 'Later' }, 100)")
+    await settled_state(call, lambda state: state["title"] == "Later")
+    edit = "document.querySelector('title').firstChild.data = 'Edited'"
+    await call(f"eval setTimeout(() => {{ {edit} }}, 100)")
+    await settled_state(call, lambda state: state["title"] == "Edited")
+    assert (await call("tab_list"))["data"]["tabs"][0]["title"] == "Edited"
+    # Navigated by the page itself, then retitled by the new document's script.
+    await call("eval setTimeout(() => { location.href = 'form.html' }, 100)")
+    await settled_state(call, lambda state: state["url"].endswith("/form.html"))
+    await settled_state(call, lambda state: state["title"] == "Form")
+    await call("eval setTimeout(() => { document.title = 'Form, later' }, 100)")
+    await settled_state(call, lambda state: state["title"] == "Form, later")
+    assert (await call(f"open {site_url}/popup.html"))["data"]["title"] == "Popup"
+    assert (await call("get url"))["data"]["title"] == "Popup"
+
+
 async def test_popup_becomes_a_tracked_tab(call, site_url):
     await call(f"open {site_url}/popup.html")
     clicked = await call("click #blank")

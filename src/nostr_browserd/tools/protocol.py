@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from ..errors import BrowserdError, ErrorCode
 from .grammar import parse_text
 from .refs import first_line
-from .registry import Registry
+from .registry import Registry, Tool
 from .render import BINARY_KEYS, render_text
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
                 await session.settle()
-                state = await session.state()
+                state = await session.state(fresh=acts_on_page(tool))
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}
     except (BrowserdError, PlaywrightError) as exc:
@@ -91,6 +91,15 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
         log.exception("tool %s failed", request.tool)
         error = BrowserdError(ErrorCode.INTERNAL, f"Unexpected {type(exc).__name__}: {exc}")
     return {"id": request.id, "success": False, "error": error.to_dict()}
+
+
+def acts_on_page(tool: Tool[Any]) -> bool:
+    """Whether a tool may have changed the page (a gated one) or waited for it to change.
+
+    After the others, the result's title comes from the session's cache, which the page's
+    own reports keep current, rather than from one more round trip to the browser.
+    """
+    return tool.gated or tool.family == "wait"
 
 
 def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:

@@ -45,6 +45,19 @@ EXECUTABLES = (
 )
 LAUNCH_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
 EventCallback = Callable[[dict[str, Any]], None]
+# Every top document reports its title whenever it changes (parsed, set by script, edited in
+# the DOM), so a result's state can carry it without a round trip to the page.
+TITLE_BINDING = "__browserdTitle"
+TITLE_OBSERVER = f"""(() => {{
+  if (window.top !== window) return;
+  const report = window.{TITLE_BINDING};
+  let last;
+  const check = () => {{
+    if (document.title !== last) {{ last = document.title; report(last); }}
+  }};
+  new MutationObserver(check).observe(
+    document, {{subtree: true, childList: true, characterData: true}});
+}})()"""
 
 
 class BrowserConfig(BaseModel):
@@ -116,6 +129,10 @@ class Session:
         self._dialog_count = 0
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
+        # Per tab, the title as last read or reported; page events forget it.  The version
+        # changes with every report or event, so a read it raced with is not kept.
+        self._titles: dict[str, str] = {}
+        self._title_version = 0
         self.log = PageLog()
         # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
         self.windows: dict[str, BrowserContext] = {}
@@ -137,6 +154,7 @@ class Session:
         """Attach a fresh context (first use, or after a relaunch) and open one tab."""
         self.context = context
         self.tabs.clear()
+        self._titles.clear()
         self.active_tab = None
         self.dialog = None
         self.frame = None
@@ -149,6 +167,8 @@ class Session:
         self._next_window += 1
         self.windows[window] = context
         context.set_default_timeout(self.config.timeout_ms)
+        await context.expose_binding(TITLE_BINDING, self._on_title)
+        await context.add_init_script(TITLE_OBSERVER)
         context.on("page", self._track)
         await context.new_page()
         await self.settle()  # its tab_changed goes out now, not during the next command
@@ -192,7 +212,9 @@ class Session:
         self.tabs[tab_id] = page
         self.tab_opened.set()
         page.on("dialog", lambda d: self._on_dialog(tab_id, d))
-        page.on("load", lambda p: self._background(self._announce("load", tab_id, p)))
+        page.on("framenavigated", lambda f: self._on_navigated(tab_id, f))
+        page.on("domcontentloaded", lambda _p: self._title_changed(tab_id))
+        page.on("load", lambda p: self._on_load(tab_id, p))
         page.on("close", lambda _p: self.forget(tab_id))
         page.on("download", lambda d: self._on_download(tab_id, d))
         page.on("console", lambda m: self._on_console(tab_id, m))
@@ -221,17 +243,50 @@ class Session:
         return page
 
     async def _announce(self, event: str, tab_id: str, page: Page) -> None:
-        """Emit a tab's ``{"url", "title", "tab"}`` event; the title needs a round trip."""
+        """Emit a tab's ``{"url", "title", "tab"}`` event."""
         url = page.url
-        self._emit(event, {"url": url, "title": await self._title(tab_id, page), "tab": tab_id})
+        self._emit(event, {"url": url, "title": await self.tab_title(tab_id, page), "tab": tab_id})
 
-    async def _title(self, tab_id: str, page: Page) -> str | None:
-        """A tab's title, or None while a dialog blocks its scripts (or it is gone)."""
+    async def tab_title(self, tab_id: str, page: Page, fresh: bool = False) -> str | None:
+        """A tab's title, or None while a dialog blocks its scripts (or it is gone).
+
+        Cached: the page reports its title as it changes and navigation forgets it.  Only a
+        command that acted on the page asks ``fresh``: the report of a change it caused may
+        still be on its way.
+        """
         if self.dialog is not None and self.dialog.tab == tab_id:
             return None
+        if not fresh and tab_id in self._titles:
+            return self._titles[tab_id]
+        version = self._title_version
         with contextlib.suppress(Exception):
-            return await asyncio.wait_for(page.title(), 2)
+            title = await asyncio.wait_for(page.title(), 2)
+            if version == self._title_version and tab_id in self.tabs:
+                self._titles[tab_id] = title
+            return title
         return None
+
+    def _title_changed(self, tab_id: str, title: str | None = None) -> None:
+        """Keep a tab's reported title, or forget its title (None) when its document changed."""
+        self._title_version += 1
+        if title is None:
+            self._titles.pop(tab_id, None)
+        else:
+            self._titles[tab_id] = title
+
+    def _on_title(self, source: dict[str, Any], title: Any) -> None:
+        """The title observer's report from a tab's top document."""
+        for tab_id, page in self.tabs.items():
+            if page is source["page"] and isinstance(title, str):
+                self._title_changed(tab_id, title)
+
+    def _on_navigated(self, tab_id: str, frame: Frame) -> None:
+        if frame.parent_frame is None:
+            self._title_changed(tab_id)
+
+    def _on_load(self, tab_id: str, page: Page) -> None:
+        self._title_changed(tab_id)
+        self._background(self._announce("load", tab_id, page))
 
     async def settle(self) -> None:
         """Let event handlers' work finish, so a command's events go out before its reply."""
@@ -253,6 +308,7 @@ class Session:
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         self.tabs.pop(tab_id, None)
+        self._titles.pop(tab_id, None)
         self.snapshots.pop(tab_id, None)
         self.screenshots.pop(tab_id, None)
         if self.frame_tab == tab_id:
@@ -405,12 +461,12 @@ class Session:
         if message.type == "error":
             self._emit("console_error", {"tab": tab_id, "text": message.text[:500]})
 
-    async def state(self) -> dict[str, Any]:
-        """url, title, tab and dialog: merged into every result."""
+    async def state(self, fresh: bool = True) -> dict[str, Any]:
+        """url, title, tab and dialog: merged into every result (``fresh``: see tab_title)."""
         page = self.page_or_none
         state: dict[str, Any] = {"url": page.url if page else None, "title": None}
         if page is not None and self.active_tab is not None and self.dialog is None:
-            state["title"] = await self._title(self.active_tab, page)
+            state["title"] = await self.tab_title(self.active_tab, page, fresh)
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 from pydantic import Field
@@ -20,11 +18,7 @@ async def describe_tabs(session: Session) -> list[dict[str, Any]]:
     """Every tab's id, address, title and whether it is active."""
     tabs = []
     for tab_id, page in session.tabs.items():
-        title = None
-        blocked = session.dialog is not None and session.dialog.tab == tab_id
-        if not blocked:
-            with contextlib.suppress(Exception):
-                title = await asyncio.wait_for(page.title(), 2)
+        title = await session.tab_title(tab_id, page)
         tabs.append(
             {"tab": tab_id, "url": page.url, "title": title, "active": tab_id == session.active_tab}
         )
