@@ -10,7 +10,8 @@ async def test_console_and_errors_of_the_active_tab(devtools):
     call = devtools
     await call("click #log")
     await call("click #throw")
-    await call("wait_for_fn () => true")
+    # A timer queued after the throwing one: its error event is in before this returns.
+    await call("wait_for_fn () => new Promise(done => setTimeout(() => done(true)))")
     logged = (await call("console"))["data"]
     assert [(e["level"], e["text"]) for e in logged["entries"]] == [
         ("log", "plain note"),
