@@ -3,6 +3,7 @@
 import asyncio
 import datetime
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -156,3 +157,27 @@ async def test_inbox_relays_that_demand_auth(local_relay_factory, start_daemon, 
     assert proc.returncode == 0, err.decode()
     assert json.loads(out)["success"]
     assert daemon.pool.status()[relay.url].authenticated
+
+
+async def test_a_password_never_reaches_the_log_or_the_store(
+    nostr_relay_url, site_url, start_daemon, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    password = "hunter2-correct-horse"
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        await phone.command(me, {"tool": "open", "params": {"url": f"{site_url}/form.html"}})
+        # Without secret=true the tool refuses, but only after looking at the field: the
+        # command was already on its way to the log by then.
+        fill = {"selector": "#password", "value": password}
+        refused = await phone.command(me, {"tool": "fill", "params": fill})
+        assert refused["error"]["code"] == "REFUSED", refused
+        filled = await phone.command(me, {"tool": "fill", "params": {**fill, "secret": True}})
+        assert filled["success"] and password not in json.dumps(filled), filled
+        read = await phone.command(me, {"tool": "get_value", "params": {"selector": "#password"}})
+        assert password not in json.dumps(read)
+        state_files = b"".join(p.read_bytes() for p in daemon.config.state.dir.rglob("*.sqlite3*"))
+    assert password not in caplog.text
+    assert password.encode() not in state_files
+    assert "[21 chars]" in caplog.text

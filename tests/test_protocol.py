@@ -101,12 +101,6 @@ def test_unknown_tool_suggests():
     assert "snapshot" in caught.value.message
 
 
-def test_redacted_hides_secrets():
-    request = parse_request("fill #pw hunter2 --secret", REGISTRY)
-    assert "hunter2" not in json.dumps(request.redacted())
-    assert parse_request("fill #name Ada", REGISTRY).redacted()["params"]["value"] == "Ada"
-
-
 def test_cap_cuts_the_longest_text_and_flags_it():
     data = {"text": "x" * 50_000, "url": "http://a", "base64": "A" * 100_000}
     capped = cap(data, 20_000)

@@ -4,9 +4,10 @@ import json
 import stat
 import time
 
-from nostr_browserd.daemon.store import REDACTED, Store, redact
+from nostr_browserd.daemon.store import Store
 from nostr_browserd.nostr.keys import generate_secret
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.redact import REDACTED, redact
 
 
 def test_claim_is_true_once_and_survives_a_restart(tmp_path):
@@ -58,13 +59,14 @@ def test_audit_redacts_and_lists_newest_first(tmp_path):
     json.dumps([e.to_dict() for e in recent])
 
 
-def test_redact_password_fields_and_bunker_urls():
-    assert redact({"ref": "@e3", "value": "hunter2", "password": True}) == {
-        "ref": "@e3", "value": REDACTED, "password": True,
-    }
-    assert redact({"ref": "@e3", "value": "hello"}) == {"ref": "@e3", "value": "hello"}
+def test_redact_typed_text_secret_keys_and_bunker_urls():
+    # Whether a field is a password is only known after the tool ran: typed text never shows.
+    assert redact({"ref": "@e3", "value": "hunter2"}) == {"ref": "@e3", "value": "[7 chars]"}
+    assert redact({"text": "hunter2", "secret": True}) == {"text": "[7 chars]", "secret": True}
+    assert redact({"url": "http://x", "count": 3}) == {"url": "http://x", "count": 3}
     assert redact({"bunker_url": "bunker://ab?secret=s"})["bunker_url"] == REDACTED
     assert redact(["x", {"mnemonic": "abandon " * 12}]) == ["x", {"mnemonic": REDACTED}]
-    assert redact({"commands": [{"tool": "fill", "value": "bunker://k?secret=1"}]}) == {
-        "commands": [{"tool": "fill", "value": REDACTED}]
+    assert redact({"commands": [{"tool": "fill", "params": {"value": "pw"}}]}) == {
+        "commands": [{"tool": "fill", "params": {"value": "[2 chars]"}}]
     }
+    assert redact({"url": "http://x/?k=" + "ab" * 32}) == {"url": f"http://x/?k={REDACTED}"}

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
+from ..redact import redact
 from ..tools.batch import inner_tools, is_gated
 from ..tools.find import action_tool
 from ..tools.protocol import Request, parse_request, render_text, run
@@ -36,7 +37,7 @@ from ..tools.registry import Registry
 from ..tools.session import BrowserPool, Session
 from .config import ControllerConfig, Role
 from .inbox import Incoming, Scheme
-from .store import Store, redact
+from .store import Store
 
 log = logging.getLogger(__name__)
 

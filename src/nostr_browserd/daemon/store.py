@@ -9,13 +9,14 @@ the store adds nothing noticeable to a command's round trip.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..redact import redact
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
@@ -32,38 +33,6 @@ CREATE TABLE IF NOT EXISTS audit (
     duration_ms REAL
 );
 """
-
-REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(
-    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential", re.I
-)
-_SECRET_VALUE = re.compile(r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}")
-_SENSITIVE_FLAGS = ("password", "secret", "sensitive")
-
-
-def redact(params: Any) -> Any:
-    """A copy of ``params`` fit for a log: secret-named keys and secret-looking strings hidden.
-
-    A value typed into a field flagged as a password (``{"password": true}``) is hidden too.
-    Hex strings of 64 characters go as well: a hex secret key looks exactly like one.
-    """
-    if isinstance(params, dict):
-        hide_value = any(params.get(flag) is True for flag in _SENSITIVE_FLAGS)
-        out = {}
-        for key, value in params.items():
-            if (_SECRET_KEY.search(str(key)) and not isinstance(value, bool)) or (
-                hide_value and key in ("value", "text")
-            ):
-                out[key] = REDACTED
-            else:
-                out[key] = redact(value)
-        return out
-    if isinstance(params, list):
-        return [redact(v) for v in params]
-    if isinstance(params, str):
-        return _SECRET_VALUE.sub(REDACTED, params)
-    return params
-
 
 @dataclass(frozen=True)
 class AuditEntry:

@@ -34,13 +34,6 @@ class Request(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     text: bool = Field(False, exclude=True, description="came as text: reply in text")
 
-    def redacted(self) -> dict[str, Any]:
-        """The request as it may be logged: a secret value is never written anywhere."""
-        params = dict(self.params)
-        if params.get("secret") and "value" in params:
-            params["value"] = "••••"
-        return {"id": self.id, "tool": self.tool, "params": params}
-
 
 def parse_request(raw: str | dict[str, Any], registry: Registry | None = None) -> Request:
     """A JSON object (or its text), or a line of the text grammar, as a ``Request``."""
