@@ -249,7 +249,8 @@ class Dispatcher:
             duration_ms=round(duration, 3),
         )
         log.info(
-            "command %s via %s: %s %s -> %s in %.1f ms",
+            "%s from %s via %s: %s %s -> %s in %.1f ms",
+            "command" if request is None else f"command {request.id}",
             controller[:12],
             transport,
             tool,
