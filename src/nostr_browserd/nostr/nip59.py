@@ -154,6 +154,20 @@ def _parse(text: str, what: str) -> dict[str, Any]:
     return value
 
 
+async def _open(event: Event, kind: int, layer: str, signer: Signer) -> str:
+    """Verify one signed layer (wrap or seal), check its kind, and decrypt its content."""
+    try:
+        verify_event(event)
+    except InvalidEvent as exc:
+        raise UnwrapError(f"{layer}: {exc.reason}") from None
+    if event["kind"] != kind:
+        raise UnwrapError(f"{layer}: kind is {event['kind']}, expected {kind}")
+    try:
+        return await signer.nip44_decrypt(event["pubkey"], event["content"])
+    except ValueError as exc:
+        raise UnwrapError(f"{layer}: cannot decrypt ({exc})") from None
+
+
 async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
     """Open a gift wrap addressed to ``signer`` and authenticate the sender.
 
@@ -162,45 +176,16 @@ async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
     that the seal's pubkey equals the rumor's pubkey. Any failure is an
     :class:`UnwrapError` naming the step.
     """
-    try:
-        verify_event(wrap_event)
-    except InvalidEvent as exc:
-        raise UnwrapError(f"gift wrap: {exc.reason}") from None
-    if wrap_event["kind"] != GIFT_WRAP_KIND:
-        raise UnwrapError(f"gift wrap: kind is {wrap_event['kind']}, expected 1059")
-    try:
-        seal_json = await signer.nip44_decrypt(wrap_event["pubkey"], wrap_event["content"])
-    except ValueError as exc:
-        raise UnwrapError(f"gift wrap: cannot decrypt ({exc})") from None
-    seal_event = _parse(seal_json, "seal")
-    try:
-        verify_event(seal_event)
-    except InvalidEvent as exc:
-        raise UnwrapError(f"seal: {exc.reason}") from None
-    if seal_event["kind"] != SEAL_KIND:
-        raise UnwrapError(f"seal: kind is {seal_event['kind']}, expected 13")
-    try:
-        rumor_json = await signer.nip44_decrypt(seal_event["pubkey"], seal_event["content"])
-    except ValueError as exc:
-        raise UnwrapError(f"seal: cannot decrypt ({exc})") from None
+    seal_event = _parse(await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer), "seal")
+    rumor_json = await _open(seal_event, SEAL_KIND, "seal", signer)
     rumor = _parse(rumor_json, "rumor")
-    if "id" not in rumor:
-        # Some clients omit the rumor id; compute it so the checks below still bind it.
-        try:
-            check_shape({**rumor, "id": "0" * 64}, require_sig=False)
-        except InvalidEvent as exc:
-            raise UnwrapError(f"rumor: {exc.reason}") from None
-        rumor["id"] = event_id(
+    try:
+        check_shape({"id": "0" * 64, **rumor}, require_sig=False)
+        computed = event_id(
             rumor["pubkey"], rumor["created_at"], rumor["kind"], rumor["tags"], rumor["content"]
         )
-    try:
-        check_shape(rumor, require_sig=False)
-        if (
-            event_id(
-                rumor["pubkey"], rumor["created_at"], rumor["kind"], rumor["tags"], rumor["content"]
-            )
-            != rumor["id"]
-        ):
+        # Some clients omit the rumor id; compute it so the checks below still bind it.
+        if rumor.setdefault("id", computed) != computed:
             raise InvalidEvent("id mismatch: the id is not the hash of the event")
     except InvalidEvent as exc:
         raise UnwrapError(f"rumor: {exc.reason}") from None
