@@ -202,6 +202,28 @@ async def test_about_blank_and_http_are_allowed(call, site_url):
     assert (await call("open about:blank"))["data"]["url"] == "about:blank"
 
 
+async def test_a_scheme_the_config_allows_loads(call, session, monkeypatch):
+    """"Unless config allows them": the refusal follows the configured list, not a fixed one."""
+    page = "data:text/html,<title>Allowed</title><p id=x>data page</p>"
+    assert error_code(await call({"tool": "open", "params": {"url": page}})) == "REFUSED"
+    allowed = [*session.config.allowed_schemes, "data"]
+    monkeypatch.setattr(session.config, "allowed_schemes", allowed)
+    opened = await call({"tool": "open", "params": {"url": page}})
+    assert opened["success"], opened
+    assert (await call("get text #x"))["data"]["text"] == "data page"
+    for still_refused in ("file:///etc/passwd", "javascript:alert(1)", "ftp://x.org/"):
+        response = await call({"tool": "open", "params": {"url": still_refused}})
+        assert error_code(response) == "REFUSED", still_refused
+        assert "data" in response["error"]["message"]  # it names what is allowed
+
+
+async def test_tab_new_refuses_what_open_refuses(call):
+    response = await call({"tool": "tab_new", "params": {"url": "file:///etc/passwd"}})
+    assert error_code(response) == "REFUSED"
+    tabs = (await call("tab_list"))["data"]["tabs"]
+    assert all(not t["url"].startswith("file:") for t in tabs)
+
+
 async def test_unreachable_address_is_navigation_failed(call, site_url):
     port = site_url.rsplit(":", 1)[1]
     response = await call(f"open http://127.0.0.1:1/{port}")
@@ -221,6 +243,17 @@ async def test_big_results_are_cut_and_flagged(call, site_url, session):
     assert snapshot["data"]["truncated"] is True
     assert "Narrow it" in snapshot["data"]["snapshot"]
     assert len(snapshot["data"]["snapshot"]) <= session.config.result_cap
+
+
+async def test_the_cap_is_configurable(call, site_url, session, monkeypatch):
+    await call(f"open {site_url}/form.html")
+    whole = await call("get html")
+    assert whole["data"].get("truncated") is None and len(whole["data"]["html"]) > 1500
+    monkeypatch.setattr(session.config, "result_cap", 1000)
+    cut = await call("get html")
+    assert cut["data"]["truncated"] is True and "1,000 characters" in cut["data"]["note"]
+    assert len(cut["data"]["html"]) < 1000
+    assert cut["data"]["html"][:200] == whole["data"]["html"][:200]
 
 
 # --- dialogs --------------------------------------------------------------------------
