@@ -131,6 +131,80 @@ async def test_subscription_survives_a_relay_restart(local_relay_factory) -> Non
         assert (await next_event(sub))["id"] == after["id"]
 
 
+class GatedProxy:
+    """A TCP forwarder to ``target`` on 127.0.0.1 that can be shut: while shut, it hangs up
+    on every new connection, so a client stays away even when the relay behind it is up."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.open = True
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def __aenter__(self) -> GatedProxy:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.url = f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        for writer in list(self._writers):
+            writer.close()
+        await self.server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.open:
+            writer.close()
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.close()
+
+        self._writers |= {writer, up_writer}
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        self._writers -= {writer, up_writer}
+
+
+async def test_what_was_published_while_the_pool_was_away_arrives(local_relay_factory) -> None:
+    """Kill the relay during a subscription, restart it, publish while the pool is still
+    away (the proxy keeps it out), then let it back: the re-sent REQ brings the event."""
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    async with (
+        GatedProxy(relay.port) as proxy,
+        RelayPool([proxy.url], backoff_base=0.1, backoff_cap=0.5) as pool,
+    ):
+        sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
+        before = note(secret, "before the kill")
+        assert (await pool.publish(before, timeout=5)).ok
+        assert (await next_event(sub))["id"] == before["id"]
+
+        connects = pool.status()[proxy.url].counts["connects"]
+        proxy.open = False
+        relay.stop()
+        await wait_until(lambda: pool.status()[proxy.url].state != "connected")
+        await relay.start()  # same port, empty storage; the pool cannot reach it yet
+        while_away = note(secret, "published while the pool was away")
+        await publish_with_nostr_sdk(relay.url, while_away)
+        status = pool.status()[proxy.url]
+        assert status.state != "connected" and status.counts["connects"] == connects
+
+        proxy.open = True
+        assert (await next_event(sub, timeout=10))["id"] == while_away["id"]
+        assert pool.status()[proxy.url].counts["connects"] > connects
+
+
 async def test_same_event_from_two_relays_is_delivered_once(local_relay_factory) -> None:
     relays = [await local_relay_factory(), await local_relay_factory()]
     urls = [r.url for r in relays]
