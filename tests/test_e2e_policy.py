@@ -3,6 +3,8 @@
 import asyncio
 import json
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from nostr_browserd.errors import ErrorCode
 from tests.fixtures.daemon import (
@@ -176,3 +178,77 @@ async def test_a_flood_is_refused_not_queued_forever(nostr_relay_url, start_daem
         assert ErrorCode.UNAVAILABLE in outcomes
         assert set(outcomes) <= {True, ErrorCode.UNAVAILABLE}
         assert replies[2]["error"]["code"] == ErrorCode.UNAVAILABLE
+
+
+class GateHandler(BaseHTTPRequestHandler):
+    """/page polls /state, which says "released" once someone opened /release."""
+
+    released = threading.Event()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/release":
+            self.released.set()
+            body = b"<title>Released</title><p>released</p>"
+        elif self.path == "/state":
+            body = b"released" if self.released.is_set() else b"waiting"
+        else:
+            body = (
+                b"<title>Gate</title><p id=s>waiting</p><script>setInterval(async () => {"
+                b"document.getElementById('s').textContent = await (await fetch('/state'))"
+                b".text()}, 50)</script>"
+            )
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+async def test_one_controllers_commands_in_order_controllers_concurrently(
+    nostr_relay_url, start_daemon
+):
+    handler = type("Gate", (GateHandler,), {"released": threading.Event()})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        async with (
+            SdkController([nostr_relay_url]) as alice,
+            SdkController([nostr_relay_url]) as bob,
+        ):
+            daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub, bob.npub])
+            me = await daemon_pubkey(daemon)
+            opened = await alice.command(me, {"tool": "open", "params": {"url": f"{base}/page"}})
+            assert opened["success"], opened
+            # Alice's first command waits for what only Bob's command can bring about; her
+            # second is queued behind it.
+            until = {"text": "released", "timeout_ms": 10000}
+            waiting = {"id": "a1", "tool": "wait_for_text", "params": until}
+            reading = {"id": "a2", "tool": "get_text", "params": {"selector": "#s"}}
+            await alice.send(me, json.dumps(waiting))
+            second = await alice.send(me, json.dumps(reading))
+            async with asyncio.timeout(20):
+                while not daemon.store.was_seen(second):
+                    await asyncio.sleep(0.02)
+            assert not handler.released.is_set()
+            # Bob is not held up behind Alice (or her first command would time out first).
+            released = await bob.command(me, {"tool": "open", "params": {"url": f"{base}/release"}})
+            assert released["success"] and released["data"]["title"] == "Released", released
+            replies = {}
+            async with asyncio.timeout(30):
+                while len(replies) < 2:
+                    for reply in await alice.poll():
+                        replies[reply.json["id"]] = reply.json
+                    await asyncio.sleep(0.05)
+            assert replies["a1"]["success"], replies["a1"]
+            # a2 arrived before the release; it ran after a1 had finished, so it reads it.
+            assert replies["a2"]["data"]["text"] == "released", replies["a2"]
+            sessions = {s.owner: s for s in daemon.browser.sessions()}
+            assert sessions[alice.pubkey].context is not sessions[bob.pubkey].context
+            assert (await bob.command(me, {"tool": "get_url"}))["data"]["url"] == f"{base}/release"
+    finally:
+        server.shutdown()
+        server.server_close()
