@@ -137,3 +137,24 @@ async def test_a_restart_on_the_same_relays_runs_nothing_again(
         assert commands_run(second) == ["get_title", "get_url", "get_url"]
         replies = [json.loads(r.content)["id"] for r in phone.received]
         assert len(replies) == len(set(replies)) == 3
+
+
+async def test_an_old_command_runs_nothing(nostr_relay_url, site_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        key = signer_of(phone)
+        url = f"{site_url}/form.html"
+        command = json.dumps({"id": "old", "tool": "open", "params": {"url": url}})
+        # Signed by the controller an hour ago (a captured command, re-sent in a new wrap).
+        rumor = make_rumor(key.pubkey, 14, command, [["p", me]], now() - 3600)
+        await phone.publish(await wrap(rumor, key, me))
+        old = await phone.wait_reply(lambda r: r.sender == me and '"old"' in r.content)
+        error = old.json["error"]
+        assert error["code"] == "REFUSED" and "freshness" in error["message"]
+        where = await phone.command(me, {"tool": "get_url"})
+        assert where["data"]["url"] == "about:blank", "the old command did not run"
+        assert [(e.tool, e.outcome) for e in daemon.store.recent(10)] == [
+            ("get_url", "ok"),
+            ("open", "REFUSED"),
+        ]
