@@ -122,6 +122,51 @@ async def test_scrape_without_curl_reap_says_how_to_install(call):
     assert "pip install 'nostr-browserd[scrape]'" in missing["error"]["message"]
 
 
+STAND_IN_CLI = """
+import sys
+args = sys.argv[1:]
+if args[0] != "get" or not args[1].startswith("https://"):
+    sys.exit("[reap] usage: get <https url> [--max-len N | --html]")
+if "missing" in args[1]:
+    sys.exit("[reap] HTTP 404 for " + args[1])
+form = "html" if "--html" in args else "markdown"
+print("fetched " + args[1] + " as " + form + " " + " ".join(args[2:]))
+if "long" in args[1]:
+    print("x" * 5000)
+"""
+
+
+@pytest.fixture
+def stand_in_curl_reap(tmp_path, monkeypatch):
+    """A curl_reap on the path of this interpreter and its children (no network needed)."""
+    package = tmp_path / "reap-stand-in" / "curl_reap"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text(STAND_IN_CLI)
+    monkeypatch.syspath_prepend(str(package.parent))
+    monkeypatch.setenv("PYTHONPATH", str(package.parent))
+    assert scrape.available()
+
+
+async def test_scrape_runs_curl_reap_and_caps_what_it_returns(
+    call, session, stand_in_curl_reap, monkeypatch
+):
+    fetched = await call("scrape example.org/page")
+    assert fetched["success"], fetched
+    data = fetched["data"]
+    assert data["url"] == "https://example.org/page" and data["truncated"] is False
+    assert data["text"].startswith("fetched https://example.org/page as markdown --max-len ")
+    html = await call({"tool": "scrape", "params": {"url": "https://x.org/", "format": "html"}})
+    assert html["data"]["text"].strip() == "fetched https://x.org/ as html --html"
+    failed = await call("scrape https://x.org/missing")
+    assert failed["error"]["code"] == "NAVIGATION_FAILED"
+    assert "HTTP 404 for https://x.org/missing" in failed["error"]["message"]
+    monkeypatch.setattr(session.config, "result_cap", 1000)
+    long = await call("scrape https://x.org/long")
+    assert long["data"]["truncated"] is True
+    assert "--max-len 1000" in long["data"]["text"] and len(long["data"]["text"]) <= 1000
+
+
 @pytest.mark.parametrize(
     "url", ["http://example.com/", "file:///etc/passwd", "javascript:alert(1)", "data:text/html,x"]
 )
