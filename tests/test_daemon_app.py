@@ -69,6 +69,12 @@ async def test_read_only_identity_serves_the_local_channel_and_says_why(
     http_status = await asyncio.to_thread(fetch_status, daemon.local.port)
     assert http_status["identity"]["npub"] == npub
     assert http_status["recent"][0]["tool"] == "open"
+    # The status page's fields (version, identity, relays, tabs, uptime).
+    assert {"version", "identity", "relays", "tabs", "uptime"} <= set(http_status)
+    assert http_status["relays"][nostr_relay_url]["state"] == "connected"
+    assert http_status["tabs"] == [
+        {"owner": "local", "tab": "t1", "url": f"{site_url}/form.html", "active": True}
+    ]
 
 
 async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tmp_path, caplog):

@@ -438,6 +438,7 @@ class Daemon:
             "embedded_relay": self.embedded.url if self.embedded else None,
             "controllers": controllers,
             "browser": {"alive": self.browser.alive, "sessions": len(self.browser.sessions())},
+            "tabs": self._tabs(),
         }
         if self.dispatcher is not None:
             status.update(self.dispatcher.status())
@@ -445,6 +446,18 @@ class Daemon:
             status["store"] = self.store.counts()
             status["recent"] = [e.to_dict() for e in self.store.recent(10)]
         return status
+
+    def _tabs(self) -> list[dict[str, Any]]:
+        """Every session's tabs: whose (an npub, or "local"), the id, the address."""
+        tabs = []
+        for session in self.browser.sessions():
+            owner = session.owner
+            if len(owner) == 64 and all(c in "0123456789abcdef" for c in owner):
+                owner = npub_encode(owner)
+            for tab_id, page in session.tabs.items():
+                active = tab_id == session.active_tab
+                tabs.append({"owner": owner, "tab": tab_id, "url": page.url, "active": active})
+        return tabs
 
     def _dm_state(self) -> str:
         if not self.identity.logged_in:
