@@ -14,8 +14,17 @@ import pytest
 
 from nostr_browserd.daemon.cli import fetch_status
 from tests.fixtures.relays import free_port
+from tests.test_e2e_resilience import chromium_main_processes
 
 CLI = str(Path(sys.executable).with_name("nostr-browserd"))
+
+
+def is_running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class DaemonProcess:
@@ -125,11 +134,18 @@ async def test_send_status_and_sigterm_with_a_running_command(daemon_process, tm
     async with asyncio.timeout(30):
         while not (await asyncio.to_thread(fetch_status, daemon.local_port) or {}).get("running"):
             await asyncio.sleep(0.02)
+    browsers = chromium_main_processes(daemon.proc.pid)
+    assert len(browsers) == 1, browsers
     daemon.proc.send_signal(signal.SIGTERM)
     finished = await waiting
     assert finished.returncode == 0, finished.stderr
+    assert "waited" in finished.stdout  # the running command's own reply, not a refusal
     assert await asyncio.to_thread(daemon.proc.wait, 30) == 0
     assert "stopped" in daemon.err.read_text()
+    # and its browser is gone with it
+    async with asyncio.timeout(10):
+        while any(is_running(pid) for pid in browsers):
+            await asyncio.sleep(0.05)
 
 
 async def test_sighup_reloads_the_allow_list(daemon_process, tmp_path):

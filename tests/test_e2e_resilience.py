@@ -70,8 +70,9 @@ def _is_chromium(pid: int) -> bool:
         return False
 
 
-def chromium_main_processes() -> set[int]:
-    """Our descendants that are a browser's main process (a Chromium whose parent is not)."""
+def chromium_main_processes(root: int | None = None) -> set[int]:
+    """Descendants of ``root`` (default: this process) that are a browser's main process
+    (a Chromium whose parent is not)."""
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -80,7 +81,7 @@ def chromium_main_processes() -> set[int]:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(parent, []).append(int(entry.name))
-    found, stack = set(), [os.getpid()]
+    found, stack = set(), [os.getpid() if root is None else root]
     while stack:
         parent = stack.pop()
         for child in children.get(parent, []):
