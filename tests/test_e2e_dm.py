@@ -59,6 +59,19 @@ async def test_nip04_commands_and_text_replies(nostr_relay_url, site_url, start_
         assert "form.html" in reply.content and not reply.content.startswith("{")
         got = await phone.command(me, {"tool": "get_title"}, nip04=True)
         assert got["data"]["title"] == "Form"
+        # The same tools as over NIP-17: snapshot, fill, click, get_text, all over kind 4.
+        snap = await phone.command(
+            me, {"tool": "snapshot", "params": {"interactive": True}}, nip04=True
+        )
+        text = snap["data"]["snapshot"]
+        name, send = ref_of(text, 'textbox "Name"'), ref_of(text, 'button "Send"')
+        fill = {"tool": "fill", "params": {"ref": name, "value": "Lin"}}
+        assert (await phone.command(me, fill, nip04=True))["success"]
+        click = {"tool": "click", "params": {"ref": send}}
+        assert (await phone.command(me, click, nip04=True))["success"]
+        read = {"tool": "get_text", "params": {"selector": "#out"}}
+        assert (await phone.command(me, read, nip04=True))["data"]["text"] == "sent Lin"
+        assert {r.scheme for r in phone.received} == {"nip04"}
 
 
 async def test_malformed_commands_are_answered_with_invalid_params(nostr_relay_url, start_daemon):
