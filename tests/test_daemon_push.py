@@ -66,6 +66,8 @@ async def test_local_clients_get_events_and_watchers_get_messages(
 
         watching = await phone.command(me, {"tool": "watch", "params": {"events": ["load"]}})
         assert watching["data"]["watching"] == ["load"]
+        # A local client stays connected while the phone's session loads a page.
+        local_client = await connect(daemon.local.url)
         opened = await phone.command(
             me, {"tool": "open", "params": {"url": f"{site_url}/form.html"}}
         )
@@ -86,3 +88,10 @@ async def test_local_clients_get_events_and_watchers_get_messages(
         ]
         # the DM controller's events never reach the local clients
         assert all(e["data"]["url"] != f"{site_url}/form.html" for e in events)
+        async with local_client:
+            await local_client.send("get url")
+            later = []
+            while (message := await local_client.recv()).startswith('{"type": "event"'):
+                later.append(json.loads(message))
+            assert f"{site_url}/index.html" in message  # the local session's own page
+        assert all(f"{site_url}/form.html" not in json.dumps(e) for e in later), later
