@@ -15,6 +15,7 @@ from tests.fixtures.daemon import (
     permissive_relay_fixture,  # noqa: F401
     start_daemon_fixture,  # noqa: F401
     tampered,
+    wait_until,
 )
 
 
@@ -118,6 +119,12 @@ async def test_one_command_through_two_relays_runs_once(
         assert sync["success"]
         assert commands_run(daemon) == ["get_title", "get_url", "get_url"]
         assert len(phone.received) == 3
+        # Each command did reach the daemon through both relays (or this proves nothing).
+        await wait_until(
+            lambda: all(daemon.pool.status()[url].counts["events"] >= 3 for url in relays)
+        )
+        assert sum(s.counts["duplicates"] for s in daemon.pool.status().values()) >= 3
+        assert commands_run(daemon) == ["get_title", "get_url", "get_url"]
 
 
 async def test_a_restart_on_the_same_relays_runs_nothing_again(
