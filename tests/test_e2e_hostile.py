@@ -142,6 +142,9 @@ async def test_a_restart_on_the_same_relays_runs_nothing_again(
         sync = await phone.command(me, {"tool": "get_title"})
         assert sync["success"]
         assert commands_run(second) == ["get_title", "get_url", "get_url"]
+        # The relay did hand the second daemon the two old commands again (and the new one).
+        await wait_until(lambda: second.pool.status()[nostr_relay_url].counts["events"] >= 3)
+        assert commands_run(second) == ["get_title", "get_url", "get_url"]
         replies = [json.loads(r.content)["id"] for r in phone.received]
         assert len(replies) == len(set(replies)) == 3
 
