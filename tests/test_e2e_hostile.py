@@ -51,6 +51,9 @@ async def test_strangers_and_forged_seals_run_nothing_and_get_no_reply(
         assert len(phone.received) == 1
         assert daemon.browser.sessions()[0].owner == phone.pubkey
         assert len(daemon.browser.sessions()) == 1
+        # The three did reach the daemon (they were dropped there, not lost on the way).
+        await wait_until(lambda: daemon.pool.status()[nostr_relay_url].counts["events"] >= 4)
+        assert commands_run(daemon) == ["get_url"] and await stranger.poll() == []
 
 
 async def test_bad_signatures_run_nothing_and_get_no_reply(permissive_relay, start_daemon):
