@@ -236,6 +236,27 @@ async def test_help_lists_every_tool_with_gating(call):
     assert one["params"]["properties"]["value"]["type"] == "string"
 
 
+async def test_help_and_the_schema_export_cover_every_tool(call):
+    """The catalog issue: help and the JSON Schema export list every tool, each with its
+    gating, its docstring as description and a params schema."""
+    from nostr_browserd.tools.catalog import REGISTRY
+
+    registered = list(REGISTRY._tools)
+    assert len(registered) == len(set(registered)) > 100
+    listed = (await call("help"))["data"]["tools"]
+    assert [t["name"] for t in listed] == registered
+    schemas = REGISTRY.schemas()
+    assert [s["name"] for s in schemas] == registered
+    for schema in schemas:
+        tool = REGISTRY.get(schema["name"])
+        assert isinstance(schema["gated"], bool) and schema["gated"] is tool.gated
+        assert schema["description"] and schema["description"] in tool.handler.__doc__
+        assert schema["params"]["type"] == "object", schema["name"]
+        assert schema["params"].get("additionalProperties") is False, schema["name"]
+        one = (await call({"tool": "help", "params": {"tool": schema["name"]}}))["data"]
+        assert one["params"] == schema["params"] and one["usage"].startswith("usage: ")
+
+
 async def test_invalid_params_name_the_field(call):
     response = await call({"id": "x", "tool": "click", "params": {"ref": "@e1", "selector": "a"}})
     assert response["id"] == "x" and response["error"]["code"] == "INVALID_PARAMS"
