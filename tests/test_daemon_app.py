@@ -95,6 +95,14 @@ async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tm
         config.write_text("[nostr]\nfreshness = -1\n")
         daemon.reload()  # a broken file keeps the current allow-list
         assert phone.pubkey in daemon.dispatcher.controllers
+        # A reload that removes the key takes its right away again.
+        config.write_text(f'[nostr]\nrelays = ["{nostr_relay_url}"]\n')
+        daemon.reload()
+        assert phone.pubkey not in daemon.dispatcher.controllers
+        await phone.send(me, "get title")
+        unknown = f"unknown key {phone.pubkey}"
+        await wait_until(lambda: caplog.text.count(unknown) == 2)
+        assert [e.tool for e in daemon.store.recent()] == ["get_url"], "dropped once more"
 
 
 def test_login_params_for_each_way_of_holding_the_key(tmp_path):
