@@ -110,6 +110,10 @@ async def test_other_rumor_kinds_are_ignored(parties):
     inbox, daemon, controller, _ = parties
     reaction = await dm(controller, daemon.pubkey, "+", kind=7)
     assert await inbox.open(reaction) is None
+    file_message = await dm(controller, daemon.pubkey, "https://files.example/a.png", kind=15)
+    assert await inbox.open(file_message) is None
+    # and nothing in them was mistaken for a command once the kind is 14
+    assert (await inbox.open(await dm(controller, daemon.pubkey, "get url"))).content == "get url"
 
 
 async def test_schemes_not_accepted_and_not_for_us(tmp_path):
