@@ -1,5 +1,6 @@
 """Every refusal of the safety contract, end to end through the protocol."""
 
+import asyncio
 import re
 
 import pytest
@@ -39,6 +40,18 @@ async def test_ref_from_before_a_navigation_is_stale(call, site_url):
     name = ref_of(await snap(call, "-i"), 'textbox "Name"')
     await call(f"open {site_url}/form.html")
     assert error_code(await call(f"fill {name} x")) == "STALE_REF"
+
+
+async def test_a_stale_ref_does_not_wait_for_the_browsers_timeout(call, session, site_url):
+    """With Playwright's default timeout raised to two minutes, a stale or unknown ref still
+    fails with STALE_REF inside a bound far below it: it never waits for the element."""
+    session.context.set_default_timeout(120_000)
+    await call(f"open {site_url}/form.html")
+    name = ref_of(await snap(call, "-i"), 'textbox "Name"')
+    await call(f"open {site_url}/buttons.html")
+    async with asyncio.timeout(20):  # a bound, not a measurement: a wait would take 120 s
+        for command in (f"fill {name} x", f"click {name}", "click @e999", f"get text {name}"):
+            assert error_code(await call(command)) == "STALE_REF", command
 
 
 async def test_malformed_ref_is_invalid(call, site_url):
