@@ -10,7 +10,6 @@ required on top.  ``GET /`` answers the daemon's status as JSON, for curl.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -22,6 +21,8 @@ from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+
+from ..net import is_loopback_host
 
 log = logging.getLogger(__name__)
 
@@ -124,17 +125,6 @@ class LocalServer:
             pass
         finally:
             self.clients.discard(connection)
-
-
-def is_loopback_host(host: str) -> bool:
-    """``127.0.0.1:17777``, ``localhost``, ``[::1]:80`` and the like."""
-    name = urlsplit(f"//{host}").hostname or ""
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def reply(status: HTTPStatus, body: dict[str, Any]) -> Response:

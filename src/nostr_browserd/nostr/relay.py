@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import logging
 import random
@@ -40,6 +39,7 @@ from urllib.parse import urlsplit
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from ..net import is_loopback_host
 from .nip01 import (
     Event,
     InvalidEvent,
@@ -205,17 +205,6 @@ async def _first_of(*events: asyncio.Event) -> None:
 
 def _short(text: object) -> str:
     return str(text)[:_TEXT_LIMIT]
-
-
-def _is_loopback(url: str) -> bool:
-    """True for relays on this machine, which must never go through an HTTP(S) proxy."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_url(url: str) -> str:
@@ -428,7 +417,8 @@ class _Connection:
             opened_at: float | None = None
             try:
                 options = self.pool._connect_options
-                proxy = None if _is_loopback(self.url) else True  # True: from the environment
+                # Loopback relays never go through a proxy; True: the environment's, if any.
+                proxy = None if is_loopback_host(urlsplit(self.url).netloc) else True
                 async with connect(self.url, proxy=proxy, **options) as ws:
                     opened_at = time.monotonic()
                     await self._serve(ws)
