@@ -31,14 +31,14 @@ from collections.abc import Awaitable, Callable
 
 import nostr_sdk as sdk
 
+from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.daemon.app import Daemon
 from nostr_browserd.daemon.config import Config
 from nostr_browserd.nostr import nip17
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.relay import RelayPool
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import parse_request, run
-from nostr_browserd.tools.session import BrowserConfig, BrowserPool
 
 Responder = Callable[[str, asyncio.Event], Awaitable[None]]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtures
 
-from nostr_browserd.tools.session import BrowserConfig, BrowserPool
-from nostr_browserd.tools.snapshot import Options, take
+from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.snapshot import Options, take
 from tests.fixtures.site import serve_directory
 
 DOCS = "/usr/share/doc/python3.11/html"

@@ -1,8 +1,8 @@
 """Print the README's tool catalog table from the registry, or check the README against it.
 
-    .venv/bin/python scripts/catalog_table.py           # print the table
-    .venv/bin/python scripts/catalog_table.py --write   # replace it in README.md
-    .venv/bin/python scripts/catalog_table.py --check   # exit 1 when README.md is out of date
+.venv/bin/python scripts/catalog_table.py           # print the table
+.venv/bin/python scripts/catalog_table.py --write   # replace it in README.md
+.venv/bin/python scripts/catalog_table.py --check   # exit 1 when README.md is out of date
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sys
 from itertools import groupby
 from pathlib import Path
 
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.grammar import usage
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.grammar import usage
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- catalog:start -->", "<!-- catalog:end -->"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from nostr_browserd.errors import BrowserdError
-from nostr_browserd.tools import scrape
+from nostr_browserd.tools import fetch as scrape
 
 
 @pytest.fixture
@@ -104,8 +104,8 @@ async def test_states_are_private_to_their_owner(call, site_url, dirs, browser_p
 
     other = await browser_pool.session("catalog-stranger")
     try:
-        from nostr_browserd.tools.catalog import REGISTRY
-        from nostr_browserd.tools.protocol import parse_request, run
+        from nostr_browserd.commands.catalog import REGISTRY
+        from nostr_browserd.commands.protocol import parse_request, run
 
         theirs = await run(REGISTRY, other, parse_request("state_load work", REGISTRY))
         assert theirs["error"]["code"] == "INVALID_PARAMS"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import parse_request, run
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
 
 
 @pytest.fixture

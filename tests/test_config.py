@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from nostr_browserd.browser.session import BrowserConfig
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
-from nostr_browserd.tools.session import BrowserConfig
 
 REPO = Path(__file__).resolve().parents[1]
 PK = public_key_hex(generate_secret())

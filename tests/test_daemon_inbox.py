@@ -19,9 +19,12 @@ def parties(tmp_path):
     daemon, controller, stranger = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
     store = Store(tmp_path / "state.sqlite3")
     inbox = Inbox(
-        daemon, daemon.pubkey, store,
+        daemon,
+        daemon.pubkey,
+        store,
         is_known=lambda pk: pk == controller.pubkey,
-        schemes=["nip17", "nip04"], freshness=600,
+        schemes=["nip17", "nip04"],
+        freshness=600,
     )
     yield inbox, daemon, controller, stranger
     store.close()
@@ -50,7 +53,9 @@ async def test_nip17_from_a_controller(parties):
     incoming = await inbox.open(event)
     assert incoming is not None and incoming.refusal is None
     assert (incoming.sender, incoming.scheme, incoming.content) == (
-        controller.pubkey, "nip17", "get url",
+        controller.pubkey,
+        "nip17",
+        "get url",
     )
     assert incoming.outer_id == event["id"] and incoming.event_id != event["id"]
 
@@ -119,8 +124,12 @@ async def test_other_rumor_kinds_are_ignored(parties):
 async def test_schemes_not_accepted_and_not_for_us(tmp_path):
     daemon, controller, other = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
     inbox = Inbox(
-        daemon, daemon.pubkey, Store(tmp_path / "s.sqlite3"),
-        is_known=lambda pk: True, schemes=["nip17"], freshness=600,
+        daemon,
+        daemon.pubkey,
+        Store(tmp_path / "s.sqlite3"),
+        is_known=lambda pk: True,
+        schemes=["nip17"],
+        freshness=600,
     )
     assert await inbox.open(kind4(controller, daemon.pubkey, "get url")) is None
     assert await inbox.open(await dm(controller, other.pubkey, "get url")) is None

@@ -27,12 +27,17 @@ def test_unit_is_hardened_notify_service():
     assert d["DynamicUser"] == "yes" and d["StateDirectory"] == "nostr-browserd"
     assert d["LoadCredential"].startswith("nsec:")
     for key, value in {
-        "ProtectSystem": "strict", "ProtectHome": "yes", "NoNewPrivileges": "yes",
+        "ProtectSystem": "strict",
+        "ProtectHome": "yes",
+        "NoNewPrivileges": "yes",
         "PrivateTmp": "yes",
     }.items():
         assert d[key] == value
     assert set(d["RestrictAddressFamilies"].split()) == {
-        "AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"
+        "AF_UNIX",
+        "AF_INET",
+        "AF_INET6",
+        "AF_NETLINK",
     }
     assert d["MemoryMax"]
     assert "MemoryDenyWriteExecute" not in d, "V8's JIT needs writable+executable pages"
@@ -62,10 +67,13 @@ def test_systemd_analyze_verify(tmp_path):
     unit.write_text(text)
     proc = subprocess.run(
         ["systemd-analyze", "verify", "--man=no", str(unit)],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     problems = [
-        line for line in proc.stderr.splitlines()
+        line
+        for line in proc.stderr.splitlines()
         if "nostr-browserd.service" in line or "Unknown" in line
     ]
     assert proc.returncode == 0 and not problems, proc.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import parse_request
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request
 
 
 @pytest.mark.parametrize("name", [t.name for t in REGISTRY])

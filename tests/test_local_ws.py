@@ -10,9 +10,9 @@ import pytest_asyncio
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import handle_message
 from nostr_browserd.daemon.local_ws import LocalServer
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import handle_message
 
 
 async def start_server(session, token=None):

@@ -5,10 +5,16 @@ import re
 
 import pytest
 
+from nostr_browserd.browser.urls import resolve
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import (
+    Request,
+    cap,
+    handle_message,
+    parse_request,
+    render_text,
+)
 from nostr_browserd.errors import BrowserdError
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import Request, cap, handle_message, parse_request, render_text
-from nostr_browserd.tools.urls import resolve
 
 GRAMMAR = [
     ("open example.com", "open", {"url": "example.com"}),
@@ -239,7 +245,7 @@ async def test_help_lists_every_tool_with_gating(call):
 async def test_help_and_the_schema_export_cover_every_tool(call):
     """The catalog issue: help and the JSON Schema export list every tool, each with its
     gating, its docstring as description and a params schema."""
-    from nostr_browserd.tools.catalog import REGISTRY
+    from nostr_browserd.commands.catalog import REGISTRY
 
     registered = list(REGISTRY._tools)
     assert len(registered) == len(set(registered)) > 100

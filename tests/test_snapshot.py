@@ -2,7 +2,7 @@
 
 import re
 
-from nostr_browserd.tools.snapshot import Options, render
+from nostr_browserd.browser.snapshot import Options, render
 
 RAW = """\
 - generic [active] [ref=e1]:

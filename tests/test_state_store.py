@@ -42,12 +42,21 @@ def test_audit_redacts_and_lists_newest_first(tmp_path):
     store = Store(tmp_path / "s.sqlite3")
     nsec = nsec_encode(generate_secret())
     store.audit(
-        controller="aa", transport="nip17", request_id="1", tool="open",
-        params={"url": "http://x"}, outcome="ok", duration_ms=1.5,
+        controller="aa",
+        transport="nip17",
+        request_id="1",
+        tool="open",
+        params={"url": "http://x"},
+        outcome="ok",
+        duration_ms=1.5,
     )
     store.audit(
-        controller="aa", transport="local", request_id="2", tool="login",
-        params={"method": "local", "nsec": nsec, "note": f"key {nsec}"}, outcome="ok",
+        controller="aa",
+        transport="local",
+        request_id="2",
+        tool="login",
+        params={"method": "local", "nsec": nsec, "note": f"key {nsec}"},
+        outcome="ok",
         duration_ms=2.0,
     )
     recent = store.recent(10)

@@ -216,7 +216,7 @@ async def test_about_blank_and_http_are_allowed(call, site_url):
 
 
 async def test_a_scheme_the_config_allows_loads(call, session, monkeypatch):
-    """"Unless config allows them": the refusal follows the configured list, not a fixed one."""
+    """ "Unless config allows them": the refusal follows the configured list, not a fixed one."""
     page = "data:text/html,<title>Allowed</title><p id=x>data page</p>"
     assert error_code(await call({"tool": "open", "params": {"url": page}})) == "REFUSED"
     allowed = [*session.config.allowed_schemes, "data"]

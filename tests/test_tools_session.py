@@ -7,9 +7,9 @@ import signal
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from nostr_browserd.tools.catalog import REGISTRY
-from nostr_browserd.tools.protocol import parse_request, run
-from nostr_browserd.tools.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
 
 
 async def send(session, command):

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..browser.session import BrowserPool
+from ..commands.catalog import REGISTRY
 from ..login.manager import IdentityManager
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr import nip17
@@ -26,8 +28,6 @@ from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Signer
-from ..tools.catalog import REGISTRY
-from ..tools.session import BrowserPool
 from .config import BROWSER_DIRS, Config, ConfigError, IdentityConfig, load_config
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay

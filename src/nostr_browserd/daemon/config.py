@@ -30,8 +30,8 @@ from pydantic import (
     model_validator,
 )
 
+from ..browser.session import BrowserConfig
 from ..nostr.nip19 import parse_pubkey
-from ..tools.session import BrowserConfig
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
 DEFAULT_LOCAL_PORT = 17777

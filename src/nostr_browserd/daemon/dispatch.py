@@ -27,14 +27,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..browser.session import BrowserPool, Session
+from ..commands.protocol import Request, parse_request, render_text, run
+from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from ..tools.batch import inner_tools, is_gated
 from ..tools.find import action_tool
-from ..tools.protocol import Request, parse_request, render_text, run
-from ..tools.registry import Registry
-from ..tools.session import BrowserPool, Session
 from .config import ControllerConfig, Role
 from .inbox import Incoming, Scheme
 from .store import Store

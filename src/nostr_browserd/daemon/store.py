@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 """
 
+
 @dataclass(frozen=True)
 class AuditEntry:
     """One command as it was recorded."""

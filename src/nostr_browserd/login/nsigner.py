@@ -194,4 +194,3 @@ class NsignerSigner(RemoteSigner):
         """End the qrexec session."""
         async with self._lock:
             await self._stop()
-

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..browser.session import Session
+from ..browser.snapshot import Node, inner_offset, parse
+from ..commands.registry import NoParams, Registry
 from .output import binary
 from .read import SnapshotParams, remembered_snapshot
-from .registry import NoParams, Registry
-from .session import Session
-from .snapshot import Node, inner_offset, parse
 
 TOOLS = Registry()
 REF_IN_SNAPSHOT = re.compile(r"\[ref=([a-z0-9]+)\]")

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, Json, ValidationError
 
+from ..browser.session import Session
+from ..commands.protocol import coded
+from ..commands.registry import Params, Registry, describe_validation
 from ..errors import BrowserdError, ErrorCode
 from .find import action_tool
-from .protocol import coded
-from .registry import Params, Registry, describe_validation
-from .session import Session
 
 TOOLS = Registry()
 MAX_COMMANDS = 50
@@ -71,7 +71,7 @@ def is_gated(name: str, params: dict[str, Any]) -> bool:
 
 def catalog() -> Any:
     """The full registry (imported late: the catalog imports this module)."""
-    from .catalog import REGISTRY
+    from ..commands.catalog import REGISTRY
 
     return REGISTRY
 

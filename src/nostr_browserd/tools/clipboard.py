@@ -17,10 +17,10 @@ from typing import Any
 from playwright.async_api import Page
 from pydantic import Field
 
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from .interact import act_and_compare
-from .registry import NoParams, Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 MAX_TEXT = 100_000

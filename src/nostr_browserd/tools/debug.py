@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .params import OptionalTarget
-from .registry import Params, Registry
-from .session import Session
+from ..browser.session import Session
+from ..commands.params import OptionalTarget
+from ..commands.registry import Params, Registry
 
 TOOLS = Registry()
 Level = Literal["log", "debug", "info", "error", "warning", "trace", "assert"]

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from .registry import NoParams, Params, Registry
-from .session import Session
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 
 TOOLS = Registry()
 

@@ -18,13 +18,13 @@ from typing import Any
 from playwright.async_api import Browser, Page
 from pydantic import Field
 
+from ..browser.session import Session
+from ..browser.snapshot import Options, take
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from .navigate import goto
 from .output import binary
 from .read import SnapshotParams, remembered_snapshot, snapshot_tool
-from .registry import Params, Registry
-from .session import Session
-from .snapshot import Options, take
 
 TOOLS = Registry()
 CANVAS_PAGES: weakref.WeakKeyDictionary[Browser, Page] = weakref.WeakKeyDictionary()

@@ -11,12 +11,12 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator
 from pydantic import Field
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.params import SELECTOR_HELP, Target
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import SELECTOR_HELP, Target
 from .pointer import BOX_JS
-from .refs import first_line
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

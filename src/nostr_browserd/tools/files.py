@@ -17,14 +17,14 @@ from urllib.parse import unquote, urlsplit
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, field_validator, model_validator
 
+from ..browser.checks import multi_control, refuse_if_covered
+from ..browser.paths import configured, free_name, inside, owner_dir, write_private
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..browser.urls import resolve
+from ..commands.params import OptionalTarget, Target
+from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
-from .checks import multi_control, refuse_if_covered
-from .params import OptionalTarget, Target
-from .paths import configured, free_name, inside, owner_dir, write_private
-from .refs import first_line
-from .registry import Registry
-from .session import Session
-from .urls import resolve
 
 TOOLS = Registry()
 MAX_DOWNLOAD = 100 * 1024 * 1024

@@ -17,12 +17,12 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Locator, Page
 from pydantic import Field
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..browser.snapshot import parse
+from ..commands.params import SELECTOR_HELP
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import SELECTOR_HELP
-from .refs import first_line
-from .registry import Params, Registry
-from .session import Session
-from .snapshot import parse
 
 TOOLS = Registry()
 Action = Literal[
@@ -133,7 +133,7 @@ async def found(session: Session, locator: Locator, params: FindParams) -> dict[
     matches = await describe(session.page, locator, min(count, params.limit))
     result: dict[str, Any] = {"count": count, "matches": matches}
     if params.action:
-        from .catalog import REGISTRY  # the catalog imports this module
+        from ..commands.catalog import REGISTRY  # the catalog imports this module
 
         only = matches[0]
         args: dict[str, Any] = (

@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.checks import multi_control, refuse_if_covered
+from ..browser.session import Session
+from ..commands.params import Target
+from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
-from .checks import multi_control, refuse_if_covered
-from .params import Target
-from .registry import Registry
-from .session import Session
 
 TOOLS = Registry()
 

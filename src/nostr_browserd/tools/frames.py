@@ -13,10 +13,10 @@ from typing import Any
 from playwright.async_api import Frame, Page
 from pydantic import Field, model_validator
 
+from ..browser.session import Session
+from ..commands.params import OptionalTarget
+from ..commands.registry import NoParams, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import OptionalTarget
-from .registry import NoParams, Registry
-from .session import Session
 
 TOOLS = Registry()
 

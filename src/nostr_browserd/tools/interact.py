@@ -15,8 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator
 from pydantic import Field
 
-from ..errors import BrowserdError, ErrorCode
-from .checks import (
+from ..browser.checks import (
     changes,
     check_length,
     editable_field,
@@ -24,10 +23,11 @@ from .checks import (
     owner_frame,
     refuse_if_covered,
 )
-from .params import OptionalTarget, Target
-from .refs import first_line
-from .registry import Registry
-from .session import Session
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.params import OptionalTarget, Target
+from ..commands.registry import Registry
+from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
 NOT_VERIFIED = "NOT VERIFIED: nothing observable changed (URL, title, content, fields, focus)."

@@ -9,11 +9,11 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Keyboard
 from pydantic import Field
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from .interact import act_and_compare
-from .refs import first_line
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

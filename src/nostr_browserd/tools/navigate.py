@@ -8,13 +8,13 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page, Response
 from pydantic import Field
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..browser.snapshot import Options, take
+from ..browser.urls import resolve
+from ..commands.params import Url
+from ..commands.registry import NoParams, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import Url
-from .refs import first_line
-from .registry import NoParams, Registry
-from .session import Session
-from .snapshot import Options, take
-from .urls import resolve
 
 TOOLS = Registry()
 

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from playwright.async_api import BrowserContext, Route
 from pydantic import Field, model_validator
 
+from ..browser.pagelog import Exchange
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .pagelog import Exchange
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 SECRET_HEADERS = frozenset(

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..commands.params import OptionalTarget
+from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import OptionalTarget
-from .registry import Registry
-from .session import Session
 
 TOOLS = Registry()
 

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 from .output import binary
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

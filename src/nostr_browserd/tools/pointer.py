@@ -11,12 +11,12 @@ from typing import Any, Literal
 from playwright.async_api import Mouse
 from pydantic import Field
 
-from .checks import refuse_if_covered
+from ..browser.checks import refuse_if_covered
+from ..browser.refs import looks_like_ref
+from ..browser.session import Session
+from ..commands.params import REF_HELP, SELECTOR_HELP, Target
+from ..commands.registry import Params, Registry
 from .interact import act_and_compare
-from .params import REF_HELP, SELECTOR_HELP, Target
-from .refs import looks_like_ref
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 PIXELS = 100_000

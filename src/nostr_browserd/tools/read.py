@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..browser.snapshot import Options, Rendered, take
+from ..commands.params import OptionalTarget, Target
+from ..commands.registry import Handler, NoParams, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import OptionalTarget, Target
-from .registry import Handler, NoParams, Registry
-from .session import Session
-from .snapshot import Options, Rendered, take
 
 TOOLS = Registry()
 

@@ -21,12 +21,12 @@ from playwright.async_api import BrowserContext
 from pydantic import Field
 
 from .. import __version__
+from ..browser.pagelog import Exchange
+from ..browser.paths import NAME, configured, owner_dir, write_private
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from .network import redact
-from .pagelog import Exchange
-from .paths import NAME, configured, owner_dir, write_private
-from .registry import NoParams, Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 # Per session: the number of the last request logged before har_start.

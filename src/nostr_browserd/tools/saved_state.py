@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.paths import NAME, configured, owner_dir, valid_name, write_private
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .paths import NAME, configured, owner_dir, valid_name, write_private
-from .registry import NoParams, Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

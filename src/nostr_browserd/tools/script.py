@@ -8,10 +8,10 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .refs import first_line
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

@@ -11,10 +11,10 @@ from typing import Any, Literal
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, model_validator
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .refs import first_line
-from .registry import NoParams, Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 MAX_VALUE = 100_000

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..commands.params import TabId
+from ..commands.registry import NoParams, Params, Registry
 from .navigate import goto
-from .params import TabId
-from .registry import NoParams, Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 

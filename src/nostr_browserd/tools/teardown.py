@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .registry import NoParams, Registry
-from .session import Session
+from ..browser.session import Session
+from ..commands.registry import NoParams, Registry
 
 TOOLS = Registry()
 

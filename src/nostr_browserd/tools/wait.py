@@ -10,11 +10,11 @@ from typing import Any, Literal
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
+from ..browser.refs import first_line, parse_ref
+from ..browser.session import Session
+from ..commands.params import Target
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .params import Target
-from .refs import first_line, parse_ref
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 MAX_WAIT_MS = 60_000

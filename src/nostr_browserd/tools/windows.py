@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from .navigate import goto
-from .registry import NoParams, Params, Registry
-from .session import Session
 from .tabs import describe_tabs
 
 TOOLS = Registry()

@@ -17,9 +17,9 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import BaseModel, Field
 
+from ..browser.refs import first_line
 from ..errors import BrowserdError, ErrorCode
 from .grammar import parse_text
-from .refs import first_line
 from .registry import Registry, Tool
 from .render import BINARY_KEYS, render_text
 

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from ..browser.session import Session
+from ..browser.urls import resolve
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .registry import Params, Registry
-from .session import Session
-from .urls import resolve
 
 TOOLS = Registry()
 MODULE = "curl_reap"

@@ -14,8 +14,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, model_validator
 
-from .registry import Params, Registry
-from .session import Session
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 
 TOOLS = Registry()
 Event = Literal["load", "tab_changed", "dialog", "download", "console_error", "crash"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from . import (
+from ..tools import (
     annotate,
     batch,
     clipboard,
@@ -18,7 +18,8 @@ from . import (
     dialogs,
     diff,
     elements,
-    emulation,
+    events,
+    fetch,
     files,
     find,
     forms,
@@ -33,13 +34,12 @@ from . import (
     read,
     recording,
     saved_state,
-    scrape,
     script,
+    settings,
     storage,
     tabs,
     teardown,
     wait,
-    watch,
     windows,
 )
 from .grammar import usage
@@ -60,11 +60,11 @@ FAMILIES = (
     output,
     script,
     files,
-    scrape,
+    fetch,
     storage,
     saved_state,
     clipboard,
-    emulation,
+    settings,
     batch,
     frames,
     dialogs,
@@ -75,7 +75,7 @@ FAMILIES = (
     annotate,
     diff,
     windows,
-    watch,
+    events,
 )
 
 REGISTRY = Registry()

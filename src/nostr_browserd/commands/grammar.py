@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..browser.refs import looks_like_ref
 from ..errors import BrowserdError, ErrorCode
 from .params import Target
-from .refs import looks_like_ref
 from .registry import Registry, Tool
 
 TAB = re.compile(r"^t\d+$")

@@ -24,10 +24,10 @@ from playwright.async_api import BrowserContext, CDPSession, Page, Route
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, Json
 
+from ..browser.refs import first_line
+from ..browser.session import Session
+from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .refs import first_line
-from .registry import Params, Registry
-from .session import Session
 
 TOOLS = Registry()
 # What each session asked for, per-page settings only, re-applied to each new tab.

@@ -1,0 +1,2 @@
+"""The browser machinery: the Playwright session, its tabs, snapshots and refs, checks,
+page logs, paths and URL rules.  It knows nothing of tools or Nostr."""
