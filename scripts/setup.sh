@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chromium ] \
   || ./scripts/apt-install.sh chromium-headless-shell
 
+# `systemd-analyze verify` checks the unit file in the tests (part of Debian's systemd).
+command -v systemd-analyze >/dev/null 2>&1 || ./scripts/apt-install.sh systemd
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
@@ -23,4 +26,13 @@ fi
 if [ ! -x .venv-legacy/bin/python ]; then
   "$python" -m venv .venv-legacy
   .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || echo "setup: legacy signer unavailable"
+fi
+
+# An independent NIP-46 remote signer in JavaScript (pinned by its package-lock.json): the
+# tests run our bunker client against it.  Only where Node.js is installed (.ci/run installs
+# Debian's nodejs and npm); without it that one test is skipped.
+lock=tests/nip46_js/package-lock.json
+if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/nip46_js/node_modules/.package-lock.json ]; then
+  (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) \
+    || echo "setup: the JS NIP-46 signer could not be installed"
 fi

@@ -143,8 +143,9 @@ async def test_replies_also_go_to_the_controllers_inbox_relays(
 
 
 async def test_inbox_relays_that_demand_auth(local_relay_factory, start_daemon, tmp_path):
-    # nostr-sdk's Python client cannot answer AUTH from Python here (its callback runs without
-    # an event loop), so the controller is our `send` CLI, which answers it through RelayPool.
+    # Why our own `send` is the controller here, not nostr-sdk as everywhere else: nostr-sdk's
+    # Python client cannot answer AUTH (its authenticator callback runs without an event loop
+    # and crashes), so the controller is our `send` CLI, which answers it through RelayPool.
     relay = await local_relay_factory(nip42=n.LocalRelayBuilderNip42Mode.BOTH)
     key = tmp_path / "controller.nsec"
     controller = npub_encode(write_new_key(key))

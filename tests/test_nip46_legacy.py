@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
 
-LEGACY_PYTHON = os.environ.get("NOSTR_SDK_LEGACY_PYTHON", ".venv-legacy/bin/python")
+ROOT = Path(__file__).resolve().parent.parent
+LEGACY_PYTHON = os.environ.get("NOSTR_SDK_LEGACY_PYTHON", str(ROOT / ".venv-legacy/bin/python"))
 
 LEGACY_SIGNER = """
 import asyncio, sys
