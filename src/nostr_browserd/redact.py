@@ -14,9 +14,13 @@ from typing import Any
 REDACTED = "[redacted]"
 TYPED_KEYS = ("value", "text")
 _SECRET_KEY = re.compile(
-    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential", re.I
+    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential|api.?key",
+    re.I,
 )
-_SECRET_VALUE = re.compile(r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}")
+# Also the model providers' API keys: sk-ant-…, sk-or-…, sk-proj-…, sk-….
+_SECRET_VALUE = re.compile(
+    r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}|\bsk-[A-Za-z0-9_-]{16,}"
+)
 
 
 def redact(params: Any) -> Any:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
 from ..commands.catalog import REGISTRY
 from ..login.manager import IdentityManager
@@ -33,6 +34,7 @@ from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .inbox import Inbox, Scheme, subscription_filters
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
+from .keys_cli import KEY_TOOLS, run_key_tool
 from .local_ws import OWNER, LocalServer
 from .notify import notify, watchdog_interval
 from .outbox import Outbox
@@ -125,7 +127,7 @@ class Daemon:
             controllers=self.config.allowed(),
             command_timeout=self.config.browser.command_timeout,
             queue_size=self.config.browser.queue_size,
-            local_tools=self._login_tool,
+            local_tools=self._local_tool,
         )
         await self._connect_nostr()
         self.identity.add_listener(self._identity_changed)
@@ -396,8 +398,15 @@ class Daemon:
         if self.dispatcher is not None:
             await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
-    async def _login_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
-        """``login_status``, ``login``, ``logout``, ``switch_identity``: local channel only."""
+    def key_store(self) -> KeyStore:
+        """The API keys of ``ask``, encrypted through the identity logged in now."""
+        signer = self.identity.signer if self.identity.logged_in else None
+        return KeyStore(self.state_dir, signer)
+
+    async def _local_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Login and API-key tools: on the local channel only."""
+        if tool in KEY_TOOLS:
+            return await run_key_tool(self.key_store(), tool, params)
         if tool == "login_status":
             return self.identity.status()
         if tool == "login":

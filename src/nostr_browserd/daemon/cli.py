@@ -4,6 +4,7 @@ nostr-browserd run [--config PATH]
 nostr-browserd status [--config PATH] [--json]
 nostr-browserd send --to NPUB --key FILE [--relay URL …] [--nip04] [--json] COMMAND…
 nostr-browserd keygen FILE
+nostr-browserd keys [--config PATH] set PROVIDER | status | clear PROVIDER   (key from stdin)
 nostr-browserd bunker …            (a NIP-46 remote signer: see ``bunker --help``)
 """
 
@@ -62,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     keygen = sub.add_parser("keygen", help="write a new key (mode 0600) and print its npub")
     keygen.add_argument("file", type=Path, help="where to write the nsec (must not exist)")
 
+    keys = sub.add_parser("keys", help="the model providers' API keys for ask (set reads stdin)")
+    keys.add_argument("--config", type=Path, help="the daemon's config file")
+    keys.add_argument("action", choices=("set", "status", "clear"))
+    keys.add_argument("provider", nargs="?", help="anthropic, openai or openrouter")
+
     sub.add_parser("bunker", help="run a NIP-46 remote signer (bunker) for a key", add_help=False)
     return parser
 
@@ -85,6 +91,13 @@ def main(argv: list[str] | None = None) -> int:
             if not args.words:
                 _parser().error("send needs a command, e.g. get title")
             return asyncio.run(send_command(args))
+        if args.command == "keys":
+            from .keys_cli import keys_command
+
+            if (args.action == "status") != (args.provider is None):
+                takes = "no provider" if args.action == "status" else "a provider"
+                _parser().error(f"keys {args.action} takes {takes}")
+            return asyncio.run(keys_command(_load(args.config), args.action, args.provider))
         return _keygen(args.file)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)

@@ -11,7 +11,7 @@
   is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
   short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
   the timeout or a shutdown answer the requester with ``DENIED``.
-- Login tools never run here: they belong to the local control channel.
+- Login and API-key tools never run here: they belong to the local control channel.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from .store import Store
 log = logging.getLogger(__name__)
 
 LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
+KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
+LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 
@@ -267,7 +269,7 @@ class Dispatcher:
         request: Request | None = None
         try:
             request = parse_request(raw)
-            if request.tool in LOGIN_TOOLS and self._local_tools is not None:
+            if request.tool in LOCAL_ONLY and self._local_tools is not None:
                 data = await self._local_tools(request.tool, request.params or {})
                 response = {"id": request.id, "success": True, "data": data}
             else:
@@ -289,7 +291,7 @@ class Dispatcher:
         self, owner: str, request: Request, controller: ControllerConfig | None
     ) -> Response:
         """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel)."""
-        if request.tool in LOGIN_TOOLS and controller is not None:
+        if request.tool in LOCAL_ONLY and controller is not None:
             raise BrowserdError(
                 ErrorCode.FORBIDDEN,
                 f"{request.tool} works only on the local control channel, never over messages.",

@@ -1,0 +1,107 @@
+"""``nostr-browserd keys set|status|clear``: the model providers' API keys, from a shell.
+
+When the daemon is running, the command goes to it over the local channel (``keys_set``,
+``keys_status``, ``keys_clear``), so the key is encrypted by the signer the daemon already
+holds: a bunker or an n_signer is asked once, by the running daemon.  When nothing answers,
+the command logs in with the configured identity itself.  ``set`` reads the key from stdin,
+never from argv, where any user could read it in the process list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sys
+from typing import Any
+
+from websockets.asyncio.client import connect
+
+from ..agent.keys import KeyStore
+from ..errors import BrowserdError, ErrorCode
+from .config import Config
+
+KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
+
+
+async def run_key_tool(store: KeyStore, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One key tool against ``store``; the result never holds a key."""
+    if tool == "keys_status":
+        return {"keys": await store.status()}
+    provider = params.get("provider")
+    if not isinstance(provider, str):
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{tool} needs provider.")
+    if tool == "keys_set":
+        key = params.get("api_key")
+        done = await store.set(provider, key if isinstance(key, str) else "")
+    else:
+        done = store.clear(provider)
+    return {"provider": provider, "result": done}
+
+
+def read_key(stream: Any = None) -> str:
+    """The key from stdin (a terminal gets a prompt without echo)."""
+    stream = stream or sys.stdin
+    if stream.isatty():
+        import getpass
+
+        return getpass.getpass("API key (not shown): ")
+    return stream.read()
+
+
+async def keys_command(config: Config, action: str, provider: str | None) -> int:
+    """Run ``keys ACTION [PROVIDER]``; prints the outcome; returns the exit code."""
+    tool = f"keys_{action}"
+    params: dict[str, Any] = {"provider": provider} if provider else {}
+    if action == "set":
+        params["api_key"] = read_key()
+    try:
+        data = await _through_daemon(config, tool, params)
+        if data is None:
+            data = await _by_ourselves(config, tool, params)
+    except BrowserdError as exc:
+        print(f"nostr-browserd: {exc.message}", file=sys.stderr)
+        return 1
+    if "keys" in data:
+        for name, state in data["keys"].items():
+            print(f"{name}: {state}")
+    else:
+        print(f"{data['provider']}: {data['result']}")
+    return 0
+
+
+async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> Any:
+    """The running daemon's answer over the local channel, or None when none is running."""
+    if not config.local.enabled:
+        return None
+    token = config.local.token()
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    request_id = secrets.token_hex(4)
+    try:
+        async with (
+            asyncio.timeout(30),
+            connect(f"ws://127.0.0.1:{config.local.port}/agent", additional_headers=headers) as ws,
+        ):
+            await ws.send(json.dumps({"id": request_id, "tool": tool, "params": params}))
+            async for raw in ws:
+                answer = json.loads(raw)
+                if answer.get("id") == request_id:
+                    break
+    except (OSError, TimeoutError):
+        return None
+    if not answer.get("success"):
+        error = answer.get("error") or {}
+        raise BrowserdError(error.get("code", "INTERNAL"), error.get("message", "failed"))
+    return answer["data"]
+
+
+async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> Any:
+    from ..login.manager import IdentityManager
+    from .app import login_params
+
+    identity = IdentityManager()
+    await identity.login(login_params(config.identity, config.state.dir))
+    try:
+        return await run_key_tool(KeyStore(config.state.dir, identity.signer), tool, params)
+    finally:
+        await identity.logout()
