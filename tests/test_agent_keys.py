@@ -1,4 +1,4 @@
-"""The API key store of ``ask``: NIP-44 to the daemon's own key, systemd credentials, no plaintext."""
+"""The API key store of ``ask``: NIP-44 to the daemon's key, systemd credentials, no plaintext."""
 
 from __future__ import annotations
 
@@ -164,8 +164,9 @@ def test_cli_reads_the_key_from_stdin_and_never_prints_it(tmp_path):
     assert run_cli(["clear", "openai"], "", config).returncode == 0
     assert "openai: absent" in run_cli(["status"], "", config).stdout
     readonly = tmp_path / "readonly.toml"
+    npub = public_key_hex(generate_secret())
     readonly.write_text(
-        f'[identity]\nmethod = "readonly"\nnpub = "{public_key_hex(generate_secret())}"\n[state]\ndir = "{state}"\n'
+        f'[identity]\nmethod = "readonly"\nnpub = "{npub}"\n[state]\ndir = "{state}"\n'
         "[local]\nenabled = false\n"
     )
     refused = run_cli(["set", "openai"], KEY, readonly)
