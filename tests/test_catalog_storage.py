@@ -68,7 +68,9 @@ async def test_clipboard_is_per_session(page, browser_pool, site_url):
         assert theirs["data"]["text"] == ""
         # even with permission, the browser's shared clipboard holds nothing of ours
         await other.page.context.grant_permissions(["clipboard-read"], origin=site_url)
-        leaked = await run(REGISTRY, other, parse_request("eval navigator.clipboard.readText()"))
+        leaked = await run(
+            REGISTRY, other, parse_request("eval navigator.clipboard.readText()", REGISTRY)
+        )
         assert leaked["data"]["result"] == "", leaked
     finally:
         await other.close()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nostr_browserd.tools.batch import inner_tools, is_gated
+from nostr_browserd.commands.catalog import REGISTRY
 
 
 @pytest.fixture
@@ -91,13 +91,19 @@ async def test_batch_stops_at_a_dialog(call, site_url):
     assert (await call("get_text #out"))["data"]["text"] == "yes"
 
 
-def test_inner_tools_and_gating_look_inside():
+def test_tools_run_by_and_gating_look_inside():
+    tools_run_by, is_gated = REGISTRY.tools_run_by, REGISTRY.is_gated
     reads = {"commands": [{"tool": "get_url"}, {"tool": "find_text", "params": {"text": "a"}}]}
-    assert inner_tools(reads) == ["get_url", "find_text"]
+    assert tools_run_by("batch", reads) == ["get_url", "find_text"]
     assert is_gated("batch", reads) is False
     acts = {"commands": [{"tool": "find_text", "params": {"text": "a", "action": "click"}}]}
-    assert inner_tools(acts) == ["find_text", "click"]
+    assert tools_run_by("batch", acts) == ["find_text", "click"]
     assert is_gated("batch", acts) is True
+    assert tools_run_by("find_role", {"role": "button", "action": "hover"}) == [
+        "find_role",
+        "hover",
+    ]
     assert is_gated("find_role", {"role": "button"}) is False
     assert is_gated("find_role", {"role": "button", "action": "hover"}) is True
+    assert is_gated("find_role", {"role": "button", "action": "scroll_into_view"}) is False
     assert is_gated("get_text", {}) is False and is_gated("click", {}) is True

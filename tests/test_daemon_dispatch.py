@@ -2,6 +2,7 @@
 
 import pytest
 
+from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.daemon.dispatch import APPROVAL, is_text, permits
 from nostr_browserd.errors import BrowserdError
 
@@ -24,22 +25,25 @@ BATCH_OF_READS = {"commands": [{"tool": "get_url"}, {"tool": "get_title"}]}
     ],
 )
 def test_permits(role, tool, params, allowed):
-    assert permits(role, tool, params) is allowed
+    assert permits(REGISTRY, role, tool, params) is allowed
 
 
-def test_a_find_is_judged_by_its_action():
-    from nostr_browserd.tools.find import FIND_TOOLS
+@pytest.mark.parametrize("find", [t.name for t in REGISTRY if t.name.startswith("find_")])
+def test_a_find_is_judged_by_its_action(find):
+    assert permits(REGISTRY, "read", find, {}) is True
+    assert permits(REGISTRY, "read", find, {"action": "click"}) is False
+    assert permits(REGISTRY, [find], find, {"action": "click"}) is False
+    assert permits(REGISTRY, [find, "click"], find, {"action": "click"}) is True
+    assert permits(REGISTRY, ["click"], find, {"action": "click"}) is False
 
-    find = sorted(FIND_TOOLS)[0]
-    assert permits("read", find, {}) is True
-    assert permits("read", find, {"action": "click"}) is False
-    assert permits([find], find, {"action": "click"}) is False
-    assert permits([find, "click"], find, {"action": "click"}) is True
 
-
-def test_a_malformed_batch_is_an_error_not_a_pass():
+@pytest.mark.parametrize("role", ["read", ["get_url", "batch"]])
+@pytest.mark.parametrize(
+    "params", [{"commands": "nope"}, {"commands": [{"tool": "batch", "params": BATCH_OF_READS}]}]
+)
+def test_a_malformed_batch_is_an_error_not_a_pass(role, params):
     with pytest.raises(BrowserdError):
-        permits("read", "batch", {"commands": "nope"})
+        permits(REGISTRY, role, "batch", params)
 
 
 def test_approval_messages():

@@ -10,7 +10,7 @@ from nostr_browserd.commands.protocol import parse_request
 
 @pytest.mark.parametrize("name", [t.name for t in REGISTRY])
 def test_every_tool_is_named_by_its_words(name: str) -> None:
-    assert parse_request(name.replace("_", " ")).tool == name
+    assert parse_request(name.replace("_", " "), REGISTRY).tool == name
 
 
 @pytest.mark.parametrize(
@@ -24,5 +24,5 @@ def test_every_tool_is_named_by_its_words(name: str) -> None:
     ],
 )
 def test_the_longest_name_wins_and_quotes_stop_it(line: str, tool: str, params: dict) -> None:
-    request = parse_request(line)
+    request = parse_request(line, REGISTRY)
     assert (request.tool, request.params) == (tool, params)

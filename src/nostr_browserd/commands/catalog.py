@@ -101,7 +101,9 @@ def describe(registry: Registry, name: str | None) -> dict[str, Any]:
     }
 
 
-@REGISTRY.tool("help", family="meta", gated=False, params=HelpParams, args=("*tool",))
-async def help_(session: Any, params: HelpParams) -> dict[str, Any]:
+@REGISTRY.tool(
+    "help", family="meta", gated=False, params=HelpParams, args=("*tool",), needs_session=False
+)
+async def help_(session: Any, params: HelpParams, registry: Registry) -> dict[str, Any]:
     """List every tool, or with a tool name, its params and usage."""
-    return describe(REGISTRY, params.tool)
+    return describe(registry, params.tool)

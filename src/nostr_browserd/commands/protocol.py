@@ -35,9 +35,8 @@ class Request(BaseModel):
     text: bool = Field(False, exclude=True, description="came as text: reply in text")
 
 
-def parse_request(raw: str | dict[str, Any], registry: Registry | None = None) -> Request:
+def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
     """A JSON object (or its text), or a line of the text grammar, as a ``Request``."""
-    registry = registry or default_registry()
     if isinstance(raw, str) and raw.lstrip().startswith("{"):
         try:
             raw = json.loads(raw)
@@ -56,22 +55,17 @@ def parse_request(raw: str | dict[str, Any], registry: Registry | None = None) -
     return Request(**parse_text(raw, registry), text=True)
 
 
-def default_registry() -> Registry:
-    from .catalog import REGISTRY  # the catalog imports every family; load it on demand
-
-    return REGISTRY
-
-
 async def run(registry: Registry, session: Any, request: Request) -> dict[str, Any]:
     """Run one request against ``session``; always returns a response, never raises."""
     try:
         tool, params = registry.validate(request.tool, request.params)
-        if tool.family == "meta":
-            data = await tool.handler(session, params)
+        if not tool.needs_session:
+            data = await tool.run(registry, session, params)
         else:
             async with session.lock:
                 await session.ready()
-                interrupted, data = await session.until_dialog(tool.handler(session, params))
+                running = tool.run(registry, session, params)
+                interrupted, data = await session.until_dialog(running)
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
                 await session.settle()
@@ -87,12 +81,12 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
 
 
 def acts_on_page(tool: Tool[Any]) -> bool:
-    """Whether a tool may have changed the page (a gated one) or waited for it to change.
+    """Whether a tool may have changed the page (not read-only) or waited for it to change.
 
     After the others, the result's title comes from the session's cache, which the page's
     own reports keep current, rather than from one more round trip to the browser.
     """
-    return tool.gated or tool.family == "wait"
+    return not tool.read_only or tool.waits
 
 
 def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:

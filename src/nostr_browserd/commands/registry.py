@@ -1,8 +1,23 @@
-"""Every tool is declared once: name, description, params model, gated or free, handler.
+"""Every tool is declared once: name, description, params model, policy, handler.
 
 The registry derives the rest from that record: validation, dispatch, the JSON Schema
-export (for MCP and ``help``) and the catalog table.  A tool never parses its params by
-hand; it receives an instance of its pydantic model.
+export (for MCP and ``help``), the catalog table, and the answers a policy needs (is this
+request gated, which tools would it run, what MCP annotations does a tool carry).  A tool
+never parses its params by hand; it receives an instance of its pydantic model.
+
+The policy is in explicit fields, never in the family name (which is for display):
+
+- ``gated``: it changes the page or the browser's state, so a "read" role may not run it
+  and an approver is asked first;
+- ``read_only``: it changes nothing at all (MCP's ``readOnlyHint``); free tools are read-only
+  unless they move the page (scrolling);
+- ``destructive``: it changes something outside the page: files (downloads, uploads, saved
+  state, recordings) or what outlives the page (cookies, local storage);
+- ``idempotent``: running it twice with the same params does no more than once;
+- ``needs_session``: it runs on a browser session, under its lock (``help`` does not);
+- ``waits``: it waits for the page to change, so the reply's state is read fresh;
+- ``delegates(params)``: the calls it hands on (a batch's commands, a find's action), so a
+  policy judges those too; ``delegates_only``: it does nothing but run them (a batch).
 """
 
 from __future__ import annotations
@@ -18,7 +33,9 @@ from ..errors import BrowserdError, ErrorCode
 
 P = TypeVar("P", bound=BaseModel)
 S = TypeVar("S")
-Handler = Callable[[Any, Any], Awaitable[Any]]
+Handler = Callable[..., Awaitable[Any]]
+Call = tuple[str, dict[str, Any]]
+Delegates = Callable[[dict[str, Any]], list[Call]]
 
 
 class Params(BaseModel):
@@ -33,7 +50,7 @@ class NoParams(Params):
 
 @dataclass(frozen=True)
 class Tool(Generic[P]):
-    """One tool: what a caller may send, whether it changes state, and what runs."""
+    """One tool: what a caller may send, what it may change, and what runs."""
 
     name: str
     family: str
@@ -43,6 +60,14 @@ class Tool(Generic[P]):
     handler: Handler
     args: tuple[str, ...] = ()
     flags: dict[str, str] = field(default_factory=dict)
+    read_only: bool = True
+    destructive: bool = False
+    idempotent: bool = True
+    needs_session: bool = True
+    waits: bool = False
+    delegates: Delegates | None = None
+    delegates_only: bool = False
+    takes_registry: bool = False
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of this tool's params, with its description."""
@@ -53,6 +78,21 @@ class Tool(Generic[P]):
             "gated": self.gated,
             "params": self.params.model_json_schema(),
         }
+
+    def annotations(self) -> dict[str, bool]:
+        """MCP's tool annotations, read off the policy fields."""
+        return {
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.needs_session,  # a browser reaches whatever the page does
+        }
+
+    async def run(self, registry: Registry, session: Any, params: BaseModel) -> Any:
+        """Run the handler; one that takes a registry gets the one it was called through."""
+        if self.takes_registry:
+            return await self.handler(session, params, registry)
+        return await self.handler(session, params)
 
 
 class Registry:
@@ -70,12 +110,23 @@ class Registry:
         params: type[BaseModel] = NoParams,
         args: tuple[str, ...] = (),
         flags: dict[str, str] | None = None,
+        read_only: bool | None = None,
+        destructive: bool = False,
+        idempotent: bool | None = None,
+        needs_session: bool = True,
+        waits: bool = False,
+        delegates: Delegates | None = None,
+        delegates_only: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(session, params)``; its docstring is the description.
 
         ``args`` and ``flags`` shape the text grammar: the params filled by bare words in
         order (``"target"`` is a ref or selector, a leading ``*`` takes the rest of the
-        line) and single-letter flags mapped to params (``{"i": "interactive"}``).
+        line) and single-letter flags mapped to params (``{"i": "interactive"}``).  The
+        policy fields are described in the module's docstring: ``read_only`` defaults to
+        ``not gated`` and ``idempotent`` to ``read_only``.  A handler with a third
+        parameter, ``handler(session, params, registry)``, gets the registry it was called
+        through (tools that run other tools need it).
         """
 
         def register(handler: Handler) -> Handler:
@@ -83,7 +134,27 @@ class Registry:
             description = doc.strip().split("\n\n")[0].replace("\n", " ")
             if not description:
                 raise ValueError(f"tool {name!r} needs a docstring: it becomes its description")
-            self.add(Tool(name, family, description, params, gated, handler, args, flags or {}))
+            quiet = not gated if read_only is None else read_only
+            self.add(
+                Tool(
+                    name,
+                    family,
+                    description,
+                    params,
+                    gated,
+                    handler,
+                    args,
+                    flags or {},
+                    read_only=quiet,
+                    destructive=destructive,
+                    idempotent=quiet if idempotent is None else idempotent,
+                    needs_session=needs_session,
+                    waits=waits,
+                    delegates=delegates,
+                    delegates_only=delegates_only,
+                    takes_registry=len(inspect.signature(handler).parameters) == 3,
+                )
+            )
             return handler
 
         return register
@@ -130,7 +201,31 @@ class Registry:
     async def call(self, session: Any, name: str, params: dict[str, Any] | None) -> Any:
         """Validate and run one tool against ``session``."""
         tool, model = self.validate(name, params)
-        return await tool.handler(session, model)
+        return await tool.run(self, session, model)
+
+    def is_gated(self, name: str, params: dict[str, Any]) -> bool:
+        """Whether running ``name`` with ``params`` changes anything: what a role check needs.
+
+        A tool that delegates is gated exactly when a call it hands on is (a batch of reads
+        is free, a find without an action too); any other tool is as it was declared.
+        """
+        tool = self.get(name)
+        if tool.delegates is None:
+            return tool.gated
+        return any(self.is_gated(inner, p) for inner, p in tool.delegates(params))
+
+    def tools_run_by(self, name: str, params: dict[str, Any]) -> list[str]:
+        """Every tool running ``name`` with ``params`` would run, in order.
+
+        A find and its action; a batch's commands (and their actions), not the batch
+        itself, which only carries them.  A malformed delegating request is
+        ``INVALID_PARAMS``, never an empty list a policy could wave through.
+        """
+        tool = self.get(name)
+        if tool.delegates is None:
+            return [name]
+        inner = [t for call, p in tool.delegates(params) for t in self.tools_run_by(call, p)]
+        return inner if tool.delegates_only else [name, *inner]
 
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool's schema, in registration order."""

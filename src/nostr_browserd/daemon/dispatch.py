@@ -33,8 +33,6 @@ from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
-from ..tools.batch import inner_tools, is_gated
-from ..tools.find import action_tool
 from .config import ControllerConfig, Role
 from .inbox import Incoming, Scheme
 from .store import Store
@@ -58,20 +56,17 @@ def error_response(request_id: Any, error: BrowserdError) -> Response:
     return {"id": request_id, "success": False, "error": error.to_dict()}
 
 
-def permits(role: Role, tool: str, params: dict[str, Any]) -> bool:
+def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -> bool:
     """Whether ``role`` may run ``tool`` with ``params``: full, read, or an explicit list.
 
-    A batch is judged by every command in it and a find by the action it would take, so
-    neither can smuggle a gated tool past a "read" role or a tool list.
+    The registry judges a request by every tool it would run (a batch's commands, a find's
+    action), so neither can smuggle a gated tool past a "read" role or a tool list.
     """
     if role == "full":
         return True
     if role == "read":
-        return not is_gated(tool, params)
-    if tool == "batch":
-        return all(name in role for name in inner_tools(params))
-    action = action_tool(tool, params)
-    return tool in role and (action is None or action in role)
+        return not registry.is_gated(tool, params)
+    return all(name in role for name in registry.tools_run_by(tool, params))
 
 
 def is_text(raw: str) -> bool:
@@ -189,7 +184,7 @@ class Dispatcher:
         text = is_text(incoming.content)
         request: Request | None = None
         try:
-            request = parse_request(incoming.content)
+            request = parse_request(incoming.content, self.registry)
             controller = self.controllers.get(incoming.sender)
             if controller is None:  # removed by a reload while queued
                 raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
@@ -212,7 +207,7 @@ class Dispatcher:
         started = time.perf_counter()
         request = None
         with contextlib.suppress(BrowserdError):
-            request = parse_request(incoming.content)
+            request = parse_request(incoming.content, self.registry)
         response = error_response(request.id if request else None, error)
         delivered = await self._deliver(
             incoming, render(response, is_text(incoming.content)), response["id"]
@@ -268,7 +263,7 @@ class Dispatcher:
         started = time.perf_counter()
         request: Request | None = None
         try:
-            request = parse_request(raw)
+            request = parse_request(raw, self.registry)
             if request.tool in LOCAL_ONLY and self._local_tools is not None:
                 data = await self._local_tools(request.tool, request.params or {})
                 response = {"id": request.id, "success": True, "data": data}
@@ -299,12 +294,12 @@ class Dispatcher:
         self.registry.get(request.tool)  # UNKNOWN_TOOL before anything else
         session = await self.browser.session(owner)
         if controller is not None:
-            if not permits(controller.role, request.tool, request.params):
+            if not permits(self.registry, controller.role, request.tool, request.params):
                 raise BrowserdError(
                     ErrorCode.FORBIDDEN,
                     f"{request.tool} is not allowed for this key (role {controller.role!r}).",
                 )
-            if controller.approver and is_gated(request.tool, request.params):
+            if controller.approver and self.registry.is_gated(request.tool, request.params):
                 await self._await_approval(owner, controller, request, session)
         try:
             return await asyncio.wait_for(
@@ -326,7 +321,7 @@ class Dispatcher:
         approval = Approval(code, controller.approver, owner)
         self._approvals[code] = approval
         who = controller.name or npub_encode(owner)[:20] + "…"
-        what = await describe_action(session, request)
+        what = await describe_action(self.registry, session, request)
         message = (
             f"{who} asks to run {what}.\n"
             f'Reply "approve {code}" to run it, or "deny {code}" '
@@ -388,12 +383,12 @@ def _stopping() -> BrowserdError:
     return BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; send this again later.")
 
 
-async def describe_action(session: Session, request: Request) -> str:
+async def describe_action(registry: Registry, session: Session, request: Request) -> str:
     """``click button "Submit" on http://…``: what an approver needs to decide."""
     params = request.params
     parts = [request.tool]
-    if request.tool == "batch":
-        parts = [f"a batch of {', '.join(inner_tools(params))}"]
+    if registry.get(request.tool).delegates_only:
+        parts = [f"a {request.tool} of {', '.join(registry.tools_run_by(request.tool, params))}"]
     if params.get("ref") or params.get("selector"):
         parts.append(await _describe_target(session, params.get("ref"), params.get("selector")))
     shown = {k: v for k, v in redact(params).items() if k not in ("ref", "selector")}

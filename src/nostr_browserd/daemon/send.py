@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..commands.catalog import REGISTRY
 from ..commands.protocol import parse_request, render_text
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
@@ -96,7 +97,7 @@ class Conversation:
 def _build_request(words: list[str]) -> tuple[dict[str, Any], bool]:
     """The JSON request for the command words, and whether they were the text grammar."""
     raw = " ".join(words) if words[0].lstrip().startswith("{") else shlex.join(words)
-    request = parse_request(raw)
+    request = parse_request(raw, REGISTRY)
     if request.id is None:
         request.id = secrets.token_hex(4)
     return {"id": request.id, "tool": request.tool, "params": request.params}, request.text

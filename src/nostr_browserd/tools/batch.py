@@ -1,9 +1,9 @@
 """Several commands in one message: run in order on the same session, stop at a failure.
 
-The batch runs its commands through the registry, one after another, under the lock the
-protocol already holds.  It is registered as gated; ``is_gated`` tells a role check
-whether a given batch really is (any inner tool gated, a find's action included), and
-``inner_tools`` lists what it would run, so a policy can judge every inner tool.
+The batch runs its commands through the registry it was called through, one after another,
+under the lock the protocol already holds.  It is declared gated (it may be) and as
+delegating to its commands, so ``Registry.is_gated`` and ``Registry.tools_run_by`` judge a
+given batch by every tool in it, a find's action included.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pydantic import Field, Json, ValidationError
 
 from ..browser.session import Session
 from ..commands.protocol import coded
-from ..commands.registry import Params, Registry, describe_validation
+from ..commands.registry import Call, Params, Registry, describe_validation
 from ..errors import BrowserdError, ErrorCode
-from .find import action_tool
 
 TOOLS = Registry()
 MAX_COMMANDS = 50
+NESTED = "A batch cannot contain a batch."
 
 
 class Command(Params):
@@ -40,52 +40,27 @@ class BatchParams(Params):
     continue_on_error: bool = Field(False, description="run the rest after a failure")
 
 
-def inner_tools(params: dict[str, Any]) -> list[str]:
-    """Every tool a batch with these params would run (a find's action too), in order."""
+def commands_of(params: dict[str, Any]) -> list[Call]:
+    """The calls a batch with these params hands on, for a policy to judge each one."""
     try:
         batch = BatchParams.model_validate(params)
     except ValidationError as exc:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, describe_validation("batch", exc)) from None
-    names = []
-    for command in batch.commands:
-        names.append(command.tool)
-        action = action_tool(command.tool, command.params)
-        if action:
-            names.append(action)
-    return names
+    if any(command.tool == "batch" for command in batch.commands):
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, NESTED)
+    return [(command.tool, command.params) for command in batch.commands]
 
 
-def is_gated(name: str, params: dict[str, Any]) -> bool:
-    """Whether running ``name`` with ``params`` changes anything: what a role check needs.
-
-    A batch is gated when any tool inside it is; a find is gated only with an action.
-    """
-    registry = catalog()
-    if name == "batch":
-        return any(is_gated(tool, {}) for tool in inner_tools(params))
-    action = action_tool(name, params)
-    if name in registry and registry.get(name).family == "find":
-        return action is not None and registry.get(action).gated
-    return registry.get(name).gated
-
-
-def catalog() -> Any:
-    """The full registry (imported late: the catalog imports this module)."""
-    from ..commands.catalog import REGISTRY
-
-    return REGISTRY
-
-
-async def run_one(session: Session, command: Command) -> dict[str, Any]:
+async def run_one(registry: Registry, session: Session, command: Command) -> dict[str, Any]:
     """Run one inner command; failures become the protocol's error shape."""
     try:
         if command.tool == "batch":
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, "A batch cannot contain a batch.")
-        tool, model = catalog().validate(command.tool, command.params)
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, NESTED)
+        tool, model = registry.validate(command.tool, command.params)
         box: dict[str, Any] = {}
 
         async def handle() -> None:
-            box["data"] = await tool.handler(session, model)
+            box["data"] = await tool.run(registry, session, model)
 
         if await session.race_dialog(handle()):
             note = "A dialog opened: answer it; the batch stopped here."
@@ -96,8 +71,17 @@ async def run_one(session: Session, command: Command) -> dict[str, Any]:
     return {"tool": command.tool, "success": False, "error": error.to_dict()}
 
 
-@TOOLS.tool("batch", family="batch", gated=True, params=BatchParams, args=("*commands",))
-async def batch(session: Session, params: BatchParams) -> dict[str, Any]:
+@TOOLS.tool(
+    "batch",
+    family="batch",
+    gated=True,
+    params=BatchParams,
+    args=("*commands",),
+    destructive=True,
+    delegates=commands_of,
+    delegates_only=True,
+)
+async def batch(session: Session, params: BatchParams, registry: Registry) -> dict[str, Any]:
     """Run up to 50 commands in order on this session; stops at the first failure.
 
     It also stops when a command opens a dialog, which must be answered first.
@@ -106,7 +90,7 @@ async def batch(session: Session, params: BatchParams) -> dict[str, Any]:
     """
     results = []
     for command in params.commands:
-        result = await run_one(session, command)
+        result = await run_one(registry, session, command)
         results.append(result)
         if result.get("dialog") or not (result["success"] or params.continue_on_error):
             break

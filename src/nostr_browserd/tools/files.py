@@ -46,7 +46,14 @@ class UploadParams(Target):
         return value.split() if isinstance(value, str) else value
 
 
-@TOOLS.tool("upload", family="files", gated=True, params=UploadParams, args=("target", "*files"))
+@TOOLS.tool(
+    "upload",
+    family="files",
+    gated=True,
+    params=UploadParams,
+    args=("target", "*files"),
+    destructive=True,
+)
 async def upload(session: Session, params: UploadParams) -> dict[str, Any]:
     """Put files from the uploads directory into a file input; nothing else is reachable."""
     base = configured(session.config.uploads_dir, "uploads_dir", "upload")
@@ -80,7 +87,14 @@ class DownloadParams(OptionalTarget):
         return self
 
 
-@TOOLS.tool("download", family="files", gated=True, params=DownloadParams, args=("target",))
+@TOOLS.tool(
+    "download",
+    family="files",
+    gated=True,
+    params=DownloadParams,
+    args=("target",),
+    destructive=True,
+)
 async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
     """Save a download (from clicking an element, or from a url) into the downloads directory.
 

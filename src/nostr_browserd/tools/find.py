@@ -21,7 +21,7 @@ from ..browser.refs import first_line
 from ..browser.session import Session
 from ..browser.snapshot import parse
 from ..commands.params import SELECTOR_HELP
-from ..commands.registry import Params, Registry
+from ..commands.registry import Call, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
@@ -37,7 +37,6 @@ Action = Literal[
     "select",
     "scroll_into_view",
 ]
-FIND_TOOLS: set[str] = set()
 
 
 class FindParams(Params):
@@ -74,10 +73,10 @@ class FindNth(FindSelector):
     n: int = Field(ge=0, le=10_000, description="0-based index among the matches")
 
 
-def action_tool(name: str, params: dict[str, Any]) -> str | None:
-    """The tool a find command hands its match to (for role checks), or None."""
-    action = params.get("action") if name in FIND_TOOLS else None
-    return action if isinstance(action, str) else None
+def action_of(params: dict[str, Any]) -> list[Call]:
+    """The call a find with these params hands its match to (for a policy to judge)."""
+    action = params.get("action")
+    return [(action, {})] if isinstance(action, str) else []
 
 
 # A CSS path to one element, for matches the accessibility tree gives no node (and no ref).
@@ -117,7 +116,9 @@ async def describe(page: Page, locator: Locator, limit: int) -> list[dict[str, A
     return matches
 
 
-async def found(session: Session, locator: Locator, params: FindParams) -> dict[str, Any]:
+async def found(
+    registry: Registry, session: Session, locator: Locator, params: FindParams
+) -> dict[str, Any]:
     """List the matches of ``locator``, then run ``params.action`` on the only one."""
     try:
         count = await locator.count()
@@ -133,17 +134,15 @@ async def found(session: Session, locator: Locator, params: FindParams) -> dict[
     matches = await describe(session.page, locator, min(count, params.limit))
     result: dict[str, Any] = {"count": count, "matches": matches}
     if params.action:
-        from ..commands.catalog import REGISTRY  # the catalog imports this module
-
         only = matches[0]
         args: dict[str, Any] = (
             {"ref": only["ref"]} if only["ref"] else {"selector": only["selector"]}
         )
         if params.value is not None:
             args["value"] = params.value
-        tool, model = REGISTRY.validate(params.action, args)
+        tool, model = registry.validate(params.action, args)
         result["action"] = params.action
-        result["result"] = await tool.handler(session, model)
+        result["result"] = await tool.run(registry, session, model)
     return result
 
 
@@ -155,12 +154,13 @@ def find_tool(
 ) -> None:
     """Register one find_* tool: a params model and how it becomes a Playwright locator."""
 
-    async def handler(session: Session, p: FindParams) -> dict[str, Any]:
-        return await found(session, locate(session.scope, p), p)
+    async def handler(session: Session, p: FindParams, registry: Registry) -> dict[str, Any]:
+        return await found(registry, session, locate(session.scope, p), p)
 
     handler.__doc__ = doc
-    FIND_TOOLS.add(name)
-    TOOLS.tool(name, family="find", gated=True, params=params, args=args)(handler)
+    TOOLS.tool(name, family="find", gated=True, params=params, args=args, delegates=action_of)(
+        handler
+    )
 
 
 find_tool(

@@ -173,7 +173,12 @@ SCROLL_POSITION_JS = """() => ({
 
 
 @TOOLS.tool(
-    "scroll", family="interact", gated=False, params=ScrollParams, args=("direction", "amount")
+    "scroll",
+    family="interact",
+    gated=False,
+    params=ScrollParams,
+    args=("direction", "amount"),
+    read_only=False,  # it moves the page, which may load more
 )
 async def scroll(session: Session, params: ScrollParams) -> dict[str, Any]:
     """Scroll the page or chosen frame (down/up/left/right, pixels), or to an element."""

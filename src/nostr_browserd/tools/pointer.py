@@ -60,7 +60,14 @@ async def drag(session: Session, params: DragParams) -> dict[str, Any]:
     return await act_and_compare(session, source.drag_to(destination), source)
 
 
-@TOOLS.tool("scroll_into_view", family="interact", gated=False, params=Target, args=("target",))
+@TOOLS.tool(
+    "scroll_into_view",
+    family="interact",
+    gated=False,
+    params=Target,
+    args=("target",),
+    read_only=False,  # it moves the page, which may load more
+)
 async def scroll_into_view(session: Session, params: Target) -> dict[str, Any]:
     """Scroll until one element is on screen; returns its box in the viewport."""
     locator = await session.locate(**params.target())

@@ -127,7 +127,14 @@ async def har_entry(entry: Exchange) -> dict[str, Any]:
     }
 
 
-@TOOLS.tool("har_stop", family="recording", gated=True, params=RecordingName, args=("name",))
+@TOOLS.tool(
+    "har_stop",
+    family="recording",
+    gated=True,
+    params=RecordingName,
+    args=("name",),
+    destructive=True,
+)
 async def har_stop(session: Session, params: RecordingName) -> dict[str, Any]:
     """Stop recording and return the HAR of the requests since har_start (no bodies)."""
     since = HAR_FROM.pop(session, None)
@@ -168,7 +175,14 @@ async def trace_start(session: Session, params: TraceParams) -> dict[str, Any]:
     return {"tracing": True}
 
 
-@TOOLS.tool("trace_stop", family="recording", gated=True, params=RecordingName, args=("name",))
+@TOOLS.tool(
+    "trace_stop",
+    family="recording",
+    gated=True,
+    params=RecordingName,
+    args=("name",),
+    destructive=True,
+)
 async def trace_stop(session: Session, params: RecordingName) -> dict[str, Any]:
     """Stop the trace and return the zip (by name and size, with its bytes when small)."""
     context = session.page.context

@@ -43,7 +43,9 @@ def counts(state: dict[str, Any]) -> dict[str, int]:
     return {"cookies": len(state["cookies"]), "origins": len(state["origins"])}
 
 
-@TOOLS.tool("state_save", family="storage", gated=True, params=StateName, args=("name",))
+@TOOLS.tool(
+    "state_save", family="storage", gated=True, params=StateName, args=("name",), destructive=True
+)
 async def state_save(session: Session, params: StateName) -> dict[str, Any]:
     """Save this session's cookies and local storage under a name, for state_load later."""
     state = await session.page.context.storage_state()
@@ -52,7 +54,9 @@ async def state_save(session: Session, params: StateName) -> dict[str, Any]:
     return {"saved": params.name, **counts(state)}
 
 
-@TOOLS.tool("state_load", family="storage", gated=True, params=StateName, args=("name",))
+@TOOLS.tool(
+    "state_load", family="storage", gated=True, params=StateName, args=("name",), destructive=True
+)
 async def state_load(session: Session, params: StateName) -> dict[str, Any]:
     """Replace this session's cookies and local storage with a state saved earlier."""
     path = state_path(session, params.name)

@@ -111,7 +111,12 @@ class ViewportParams(Params):
 
 
 @TOOLS.tool(
-    "set_viewport", family="settings", gated=True, params=ViewportParams, args=("width", "height")
+    "set_viewport",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=ViewportParams,
+    args=("width", "height"),
 )
 async def set_viewport(session: Session, params: ViewportParams) -> dict[str, Any]:
     """Resize the viewport of every tab (and of tabs opened later)."""
@@ -127,7 +132,14 @@ class MediaParams(Params):
     media: Literal["screen", "print"] | None = None
 
 
-@TOOLS.tool("set_media", family="settings", gated=True, params=MediaParams, args=("color_scheme",))
+@TOOLS.tool(
+    "set_media",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=MediaParams,
+    args=("color_scheme",),
+)
 async def set_media(session: Session, params: MediaParams) -> dict[str, Any]:
     """Emulate a colour scheme (dark, light), reduced motion or print media."""
     asked = params.model_dump(exclude_none=True)
@@ -144,7 +156,14 @@ class DeviceParams(Params):
     name: str = Field(min_length=1, max_length=100)
 
 
-@TOOLS.tool("set_device", family="settings", gated=True, params=DeviceParams, args=("*name",))
+@TOOLS.tool(
+    "set_device",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=DeviceParams,
+    args=("*name",),
+)
 async def set_device(session: Session, params: DeviceParams) -> dict[str, Any]:
     """Emulate a phone or tablet: viewport, pixel ratio, touch, mobile mode and user agent."""
     devices = session.pool.devices
@@ -176,7 +195,14 @@ class ZoneParams(Params):
     timezone: str = Field(pattern=r"^[A-Za-z0-9_+/-]{1,64}$", description="e.g. Asia/Tokyo")
 
 
-@TOOLS.tool("set_timezone", family="settings", gated=True, params=ZoneParams, args=("timezone",))
+@TOOLS.tool(
+    "set_timezone",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=ZoneParams,
+    args=("timezone",),
+)
 async def set_timezone(session: Session, params: ZoneParams) -> dict[str, Any]:
     """Emulate a time zone for Date and Intl in every tab."""
     try:  # Chromium takes any name once an override is on: check it against the tz database
@@ -195,7 +221,14 @@ class LocaleParams(Params):
     locale: str = Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,3}$", description="de-DE")
 
 
-@TOOLS.tool("set_locale", family="settings", gated=True, params=LocaleParams, args=("locale",))
+@TOOLS.tool(
+    "set_locale",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=LocaleParams,
+    args=("locale",),
+)
 async def set_locale(session: Session, params: LocaleParams) -> dict[str, Any]:
     """Emulate a locale: navigator.language, Accept-Language and Intl formatting."""
     await settle(session, locale=params.locale)
@@ -208,7 +241,14 @@ class OfflineParams(Params):
     offline: bool = True
 
 
-@TOOLS.tool("set_offline", family="settings", gated=True, params=OfflineParams, args=("offline",))
+@TOOLS.tool(
+    "set_offline",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=OfflineParams,
+    args=("offline",),
+)
 async def set_offline(session: Session, params: OfflineParams) -> dict[str, Any]:
     """Cut the session's network (offline=true) or restore it (offline=false)."""
     await session.page.context.set_offline(params.offline)
@@ -224,7 +264,14 @@ class HeadersParams(Params):
     headers: Headers | Json[Headers] = Field(description='e.g. {"X-Team": "blue"}, JSON in text')
 
 
-@TOOLS.tool("set_headers", family="settings", gated=True, params=HeadersParams, args=("*headers",))
+@TOOLS.tool(
+    "set_headers",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=HeadersParams,
+    args=("*headers",),
+)
 async def set_headers(session: Session, params: HeadersParams) -> dict[str, Any]:
     """Send extra HTTP headers with every request of the session ({} clears them)."""
     for name, value in params.headers.items():
@@ -248,6 +295,7 @@ class CredentialsParams(Params):
     "set_credentials",
     family="settings",
     gated=True,
+    idempotent=True,
     params=CredentialsParams,
     args=("username", "password"),
 )
@@ -283,7 +331,12 @@ class GeoParams(Params):
 
 
 @TOOLS.tool(
-    "set_geo", family="settings", gated=True, params=GeoParams, args=("latitude", "longitude")
+    "set_geo",
+    family="settings",
+    gated=True,
+    idempotent=True,
+    params=GeoParams,
+    args=("latitude", "longitude"),
 )
 async def set_geo(session: Session, params: GeoParams) -> dict[str, Any]:
     """Grant geolocation and report this position to every page of the session."""

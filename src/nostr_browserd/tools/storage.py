@@ -57,7 +57,15 @@ class CookieSet(Params):
         return self
 
 
-@TOOLS.tool("cookies_set", family="storage", gated=True, params=CookieSet, args=("name", "value"))
+@TOOLS.tool(
+    "cookies_set",
+    family="storage",
+    gated=True,
+    params=CookieSet,
+    args=("name", "value"),
+    destructive=True,
+    idempotent=True,
+)
 async def cookies_set(session: Session, params: CookieSet) -> dict[str, Any]:
     """Set a cookie for the active page's address (or a given url or domain)."""
     cookie: dict[str, Any] = {
@@ -90,7 +98,15 @@ class CookieClear(Params):
     domain: str | None = Field(None, max_length=253)
 
 
-@TOOLS.tool("cookies_clear", family="storage", gated=True, params=CookieClear, args=("name",))
+@TOOLS.tool(
+    "cookies_clear",
+    family="storage",
+    gated=True,
+    params=CookieClear,
+    args=("name",),
+    destructive=True,
+    idempotent=True,
+)
 async def cookies_clear(session: Session, params: CookieClear) -> dict[str, Any]:
     """Delete the session's cookies, or only those with a name and/or domain."""
     context = session.page.context
@@ -155,9 +171,15 @@ def storage_tools(kind: Literal["local", "session"]) -> None:
         ("clear", clear, NoParams, True, (), f"Delete every item of the page's {area}."),
     ):
         handler.__doc__ = doc
-        TOOLS.tool(f"{prefix}_{suffix}", family="storage", gated=gated, params=model, args=args)(
-            handler
-        )
+        TOOLS.tool(
+            f"{prefix}_{suffix}",
+            family="storage",
+            gated=gated,
+            params=model,
+            args=args,
+            destructive=gated and kind == "local",  # localStorage outlives the page
+            idempotent=True,
+        )(handler)
 
 
 storage_tools("local")

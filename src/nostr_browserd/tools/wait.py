@@ -26,7 +26,7 @@ class WaitParams(Params):
     ms: int = Field(ge=0, le=MAX_WAIT_MS, description="milliseconds, at most 60000")
 
 
-@TOOLS.tool("wait", family="wait", gated=False, params=WaitParams, args=("ms",))
+@TOOLS.tool("wait", family="wait", gated=False, waits=True, params=WaitParams, args=("ms",))
 async def wait(session: Session, params: WaitParams) -> dict[str, Any]:
     """Pause for a number of milliseconds (at most 60000)."""
     await asyncio.sleep(params.ms / 1000)
@@ -40,7 +40,14 @@ class WaitForParams(Target):
     timeout_ms: int | None = Field(None, ge=0, le=MAX_WAIT_MS, description="default: config")
 
 
-@TOOLS.tool("wait_for", family="wait", gated=False, params=WaitForParams, args=("target", "state"))
+@TOOLS.tool(
+    "wait_for",
+    family="wait",
+    gated=False,
+    waits=True,
+    params=WaitForParams,
+    args=("target", "state"),
+)
 async def wait_for(session: Session, params: WaitForParams) -> dict[str, Any]:
     """Wait until an element is visible (or hidden, attached, detached)."""
     query = f"aria-ref={parse_ref(params.ref)}" if params.ref else params.selector
@@ -91,7 +98,9 @@ class WaitTextParams(Timed):
     exact: bool = Field(False, description="the whole text of an element, case-sensitively")
 
 
-@TOOLS.tool("wait_for_text", family="wait", gated=False, params=WaitTextParams, args=("*text",))
+@TOOLS.tool(
+    "wait_for_text", family="wait", gated=False, waits=True, params=WaitTextParams, args=("*text",)
+)
 async def wait_for_text(session: Session, params: WaitTextParams) -> dict[str, Any]:
     """Wait until some visible element shows the text."""
     locator = session.scope.get_by_text(params.text, exact=params.exact).first
@@ -111,7 +120,9 @@ class WaitUrlParams(Timed):
     regex: bool = Field(False, description="pattern is a regular expression (Python syntax)")
 
 
-@TOOLS.tool("wait_for_url", family="wait", gated=False, params=WaitUrlParams, args=("pattern",))
+@TOOLS.tool(
+    "wait_for_url", family="wait", gated=False, waits=True, params=WaitUrlParams, args=("pattern",)
+)
 async def wait_for_url(session: Session, params: WaitUrlParams) -> dict[str, Any]:
     """Wait until the address (of the tab, or of the chosen frame) matches a glob or regex."""
     page = session.scope
@@ -134,7 +145,9 @@ class WaitLoadParams(Timed):
     state: Literal["load", "domcontentloaded", "networkidle"] = "load"
 
 
-@TOOLS.tool("wait_for_load", family="wait", gated=False, params=WaitLoadParams, args=("state",))
+@TOOLS.tool(
+    "wait_for_load", family="wait", gated=False, waits=True, params=WaitLoadParams, args=("state",)
+)
 async def wait_for_load(session: Session, params: WaitLoadParams) -> dict[str, Any]:
     """Wait for the page (or chosen frame) to reach load, domcontentloaded or networkidle."""
     page = session.scope
@@ -154,7 +167,9 @@ class WaitFnParams(Timed):
     interval_ms: int | None = Field(None, ge=10, le=10_000, description="default: every frame")
 
 
-@TOOLS.tool("wait_for_fn", family="wait", gated=True, params=WaitFnParams, args=("*script",))
+@TOOLS.tool(
+    "wait_for_fn", family="wait", gated=True, waits=True, params=WaitFnParams, args=("*script",)
+)
 async def wait_for_fn(session: Session, params: WaitFnParams) -> dict[str, Any]:
     """Wait until a JavaScript predicate is truthy (gated: it runs script, like eval)."""
     page = session.scope
