@@ -1,5 +1,57 @@
-"""Fixtures live in tests/fixtures/, one module per kind of real part (relay, browser, site)."""
+"""Fixtures live in tests/fixtures/, one module per kind of real part (relay, browser, site).
 
-from tests.fixtures.browser import *  # noqa: F403
-from tests.fixtures.relays import *  # noqa: F403
-from tests.fixtures.site import *  # noqa: F403
+After the whole run, every log, state file, reply and captured output of the suite is scanned
+for every secret the suite used (tests/fixtures/leaks.py); a hit fails the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.leaks import LEAKS, Hit, log_everything_to, watch_generated_keys
+
+watch_generated_keys()
+
+from tests.fixtures.browser import *  # noqa: E402, F403
+from tests.fixtures.relays import *  # noqa: E402, F403
+from tests.fixtures.site import *  # noqa: E402, F403
+
+_captured: list[tuple[str, str]] = []
+_report: list[tuple[Path, list[Hit]]] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    basetemp = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    log_everything_to(basetemp / "nostr_browserd.log")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep what every test printed and logged (passing tests' output is scanned too)."""
+    for name, content in report.sections:
+        _captured.append((f"{report.nodeid}: {name}", content))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Scan after the whole run; a hit makes the run fail (exit code 1)."""
+    basetemp = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    hits = LEAKS.scan([basetemp], _captured)
+    if hits:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _report.append((basetemp, hits))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for basetemp, hits in _report:
+        if hits:
+            terminalreporter.write_sep(
+                "=", "secrets scan: a secret the suite used came out", red=True
+            )
+            for hit in hits:
+                terminalreporter.write_line(f"{hit.what} in {hit.where}", red=True)
+            terminalreporter.write_line(f"secrets scan: {len(hits)} hit(s)", red=True)
+        else:
+            terminalreporter.write_line(
+                f"secrets scan: none of {LEAKS.counts()} found in {basetemp} or the outputs"
+            )

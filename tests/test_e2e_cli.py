@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.cli import fetch_status
+from tests.fixtures.leaks import LEAKS
 from tests.fixtures.relays import free_port
 from tests.test_e2e_resilience import chromium_main_processes
 
@@ -60,6 +61,7 @@ class DaemonProcess:
 
     def stop(self) -> int:
         if self.proc.poll() is None:
+            LEAKS.output(json.dumps(fetch_status(self.local_port)), "a daemon's status page")
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout=30)
@@ -87,6 +89,7 @@ async def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProces
         CLI, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
     out, err = await asyncio.wait_for(proc.communicate(), 90)
+    LEAKS.output(out + err, f"nostr-browserd {args[0]}'s output")
     return subprocess.CompletedProcess(args, proc.returncode, out.decode(), err.decode())
 
 

@@ -17,6 +17,7 @@ from tests.fixtures.daemon import (
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
 )
+from tests.fixtures.leaks import LEAKS
 
 
 def ref_of(snapshot: str, needle: str) -> str:
@@ -168,6 +169,7 @@ async def test_inbox_relays_that_demand_auth(local_relay_factory, start_daemon, 
         stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
+    LEAKS.output(out + err, "nostr-browserd send's output")
     assert proc.returncode == 0, err.decode()
     assert json.loads(out)["success"]
     assert daemon.pool.status()[relay.url].authenticated
@@ -178,6 +180,7 @@ async def test_a_password_never_reaches_the_log_or_the_store(
 ):
     caplog.set_level(logging.DEBUG)
     password = "hunter2-correct-horse"
+    LEAKS.secret(password, "a password typed with fill --secret")
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         me = await daemon_pubkey(daemon)

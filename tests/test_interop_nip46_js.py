@@ -16,8 +16,10 @@ import pytest
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.keys import KeySigner
+from tests.fixtures.leaks import LEAKS
 from tests.test_login_bunker import exercise
 
+LEAKS.secret("js-pairing-secret", "the JS signer's pairing secret")
 SIGNER_DIR = Path(__file__).resolve().parent / "nip46_js"
 NODE = shutil.which("node")
 

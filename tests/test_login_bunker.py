@@ -19,6 +19,9 @@ from nostr_browserd.login.manager import IdentityManager
 from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from tests.fixtures.leaks import LEAKS
+
+LEAKS.secret("one-time-secret", "a bunker's pairing secret")
 
 
 @contextlib.asynccontextmanager

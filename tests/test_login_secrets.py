@@ -17,6 +17,7 @@ from nostr_browserd.login.manager import IdentityManager, LoginParams
 from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip19 import nsec_encode
+from tests.fixtures.leaks import LEAKS
 from tests.fixtures.signers import NIP06, private_file, qrexec_standin_fixture  # noqa: F401
 
 # Words chosen to be unlike anything a log line says, so a whole-word hit means a leak.
@@ -25,6 +26,10 @@ MNEMONIC = (
 )
 PASSPHRASE = "correct-horse-passphrase-7731"
 BUNKER_SECRET = "bunker-secret-9f3a77c1"
+LEAKS.seed(MNEMONIC, "test_login_secrets' seed")
+LEAKS.secret(PASSPHRASE, "test_login_secrets' passphrase")
+LEAKS.secret(BUNKER_SECRET, "test_login_secrets' bunker secret")
+LEAKS.secret("giraffee", "test_login_secrets' misspelt seed word")
 
 
 async def test_no_secret_in_logs_output_results_or_errors(

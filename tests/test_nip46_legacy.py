@@ -14,10 +14,12 @@ import pytest
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from tests.fixtures.leaks import LEAKS
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY_PYTHON = os.environ.get("NOSTR_SDK_LEGACY_PYTHON", str(ROOT / ".venv-legacy/bin/python"))
 
+LEAKS.secret("legacy-secret", "the legacy signer's pairing secret")
 LEGACY_SIGNER = """
 import asyncio, sys
 import nostr_sdk as ns
