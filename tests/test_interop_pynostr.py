@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from pynostr.event import Event as PyEvent
+from pynostr.key import PrivateKey as PyPrivateKey
 
 from nostr_browserd.nostr import nip04, nip19
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import event_id, finalize_event, verify_event
-
-pytest.importorskip("pynostr")
-from pynostr.event import Event as PyEvent
-from pynostr.key import PrivateKey as PyPrivateKey
 
 TEXTS = ["", "hello", 'héllo 🌍 \n\t"q" \\ </script>', "y" * 3000]
 

@@ -140,8 +140,8 @@ async def test_hostile_relays_cannot_stall_or_crash_the_pool(local_relay_factory
         for url in (huge.url, hole_url):  # they never stay connected
             assert result.refused[url].startswith(("not connected:", "timeout:")), result.refused
 
-        status = pool.status()
         await wait_until(lambda: pool.status()[bad.url].counts["bad_messages"] >= len(garbage))
+        status = pool.status()
         assert status[bad.url].counts["invalid"] >= 1
         assert "too big" in (status[huge.url].last_error or "")
         assert status[huge.url].counts["connects"] >= 1

@@ -134,6 +134,7 @@ class Session:
         self._listeners: list[EventCallback] = []
         self._dialog_opened = asyncio.Event()
         self._dialog_count = 0
+        self._dialog_watchers = 0  # until_dialog calls in progress (a batch nests them)
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
         # Per tab, the title as last read or reported; page events forget it.  The version
@@ -420,18 +421,26 @@ class Session:
         Returns ``(True, None)`` when a dialog interrupted it: a click that opens
         ``confirm()`` does not return until the dialog is answered, so the command returns
         with the dialog as state and the action finishes later.  Alerts do not interrupt.
+        When calls nest (a batch runs each of its commands this way), the innermost one is
+        interrupted and the outer ones wait for their action to return (the batch's summary).
         """
         start = self._dialog_count
-        task = asyncio.ensure_future(action)
-        while not task.done():
-            opened = asyncio.ensure_future(self._dialog_opened.wait())
-            await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
-            opened.cancel()
-            self._dialog_opened.clear()
-            if not task.done() and self._dialog_count != start and self.dialog is not None:
-                task.add_done_callback(_consume)
-                return True, None
-        return False, task.result()
+        self._dialog_watchers += 1
+        depth = self._dialog_watchers
+        try:
+            task = asyncio.ensure_future(action)
+            while not task.done():
+                opened = asyncio.ensure_future(self._dialog_opened.wait())
+                await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+                opened.cancel()
+                self._dialog_opened.clear()
+                inner = self._dialog_watchers > depth
+                if not (task.done() or inner) and self._dialog_count != start and self.dialog:
+                    task.add_done_callback(_consume)
+                    return True, None
+            return False, task.result()
+        finally:
+            self._dialog_watchers -= 1
 
     async def race_dialog(self, action: Awaitable[Any]) -> bool:
         """Run ``action``; True if a dialog interrupted it (see ``until_dialog``)."""

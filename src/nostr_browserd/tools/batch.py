@@ -65,7 +65,10 @@ async def run_one(registry: Registry, session: Session, command: Command) -> dic
         if await session.race_dialog(handle()):
             note = "A dialog opened: answer it; the batch stopped here."
             return {"tool": command.tool, "success": True, "data": {"note": note}, "dialog": True}
-        return {"tool": command.tool, "success": True, "data": box["data"]}
+        result = {"tool": command.tool, "success": True, "data": box["data"]}
+        if session.dialog is not None:  # it returned, but left a dialog waiting for an answer
+            result["dialog"] = True
+        return result
     except (BrowserdError, PlaywrightError) as exc:
         error = coded(session, exc)
     return {"tool": command.tool, "success": False, "error": error.to_dict()}
