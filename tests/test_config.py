@@ -9,6 +9,7 @@ from nostr_browserd.browser.session import BrowserConfig
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
+from tests.fixtures.leaks import LEAKS
 
 REPO = Path(__file__).resolve().parents[1]
 PK = public_key_hex(generate_secret())
@@ -146,8 +147,10 @@ def test_errors_name_the_key(tmp_path, text, env, expected):
 
 def test_a_secret_in_the_wrong_place_is_not_echoed(tmp_path):
     nsec = nsec_encode(generate_secret())
+    path = write(tmp_path, f'[nostr]\ncontrollers = ["{nsec}"]\n')
+    LEAKS.holder(path)  # the input that holds it
     with pytest.raises(ConfigError) as info:
-        load_config(write(tmp_path, f'[nostr]\ncontrollers = ["{nsec}"]\n'), {})
+        load_config(path, {})
     assert "nostr.controllers" in str(info.value) and nsec not in str(info.value)
 
 

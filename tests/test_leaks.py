@@ -8,6 +8,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip19 import nsec_encode
 from tests.fixtures.leaks import Leaks
 
-SEED = "zoo oyster walnut giraffe lobster pumpkin volcano satoshi jaguar kangaroo mushroom pigeon"
+SEED = "acoustic beach clinic dragon engine fossil guitar harbor island jungle kitchen lemon"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,13 +38,21 @@ def test_finds_a_key_as_hex_or_nsec_a_password_and_a_seed_run(tmp_path) -> None:
     assert leaks.find(f"'{nsec_encode(key.secret)}'".encode()) == {"key"}
     assert leaks.find(b"sig " + b"ab" * 10 + key.secret.hex().encode() + b"cd" * 22) == {"key"}
     assert leaks.find(b'{"value": "typed-password-1"}') == {"password"}
-    assert leaks.find(b"words: Lobster,\npumpkin  VOLCANO") == {"seed"}
+    assert leaks.find(b"words: Engine,\nfossil  GUITAR") == {"seed"}
     # One or two words of a seed are everyday words, not a leak.
-    assert leaks.find(b"a lobster and a pumpkin; walnut giraffe") == set()
+    assert leaks.find(b"an engine and a fossil; clinic dragon") == set()
     assert leaks.find(b"typed-password-") == set() and leaks.find(key.pubkey.encode()) == set()
 
 
-def test_scans_logs_sqlite_and_outputs_and_skips_the_key_file(tmp_path) -> None:
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A directory outside pytest's basetemp: what is planted here is not the suite's leak."""
+    with tempfile.TemporaryDirectory(prefix="leaks-test-") as path:
+        yield Path(path)
+
+
+def test_scans_logs_sqlite_and_outputs_and_skips_the_key_file(outside) -> None:
+    tmp_path = outside
     leaks, key = planted(tmp_path)
     state = tmp_path / "state"
     state.mkdir()
@@ -52,13 +62,14 @@ def test_scans_logs_sqlite_and_outputs_and_skips_the_key_file(tmp_path) -> None:
         db.execute("insert into audit values (?)", (f"nsec {nsec_encode(key.secret)}",))
     (state / "key.nsec").write_text(nsec_encode(key.secret) + "\n")  # the input: held by design
     (state / "seed").write_text(SEED + "\n")
-    leaks.output("reply: zoo oyster walnut", "a reply")
+    leaks.output("reply: acoustic beach clinic", "a reply")
     hits = {(h.what, Path(h.where).name) for h in leaks.scan([tmp_path], [("t: stdout", "ok")])}
     assert hits == {("password", "daemon.log"), ("key", "audit.sqlite3"), ("seed", "a reply")}
 
 
-def test_what_an_owner_only_file_holds_is_a_secret_everywhere_else(tmp_path) -> None:
+def test_what_an_owner_only_file_holds_is_a_secret_everywhere_else(outside) -> None:
     """A daemon in a subprocess wrote its key and token: the scan learns them from the files."""
+    tmp_path = outside
     leaks = Leaks()
     key = KeySigner(hashlib.sha256(b"subprocess daemon").digest())
     state = tmp_path / "state"
@@ -72,7 +83,7 @@ def test_what_an_owner_only_file_holds_is_a_secret_everywhere_else(tmp_path) -> 
         (state / name).write_text(text + "\n")
         (state / name).chmod(mode)
     (state / "daemon.err").write_text(
-        f"{key.secret.hex()} tok-0123456789abcdef pumpkin volcano satoshi"
+        f"{key.secret.hex()} tok-0123456789abcdef fossil guitar harbor"
     )
     (state / "other.log").write_text("just-a-public-line")
     hits = {(h.what, Path(h.where).name) for h in leaks.scan([tmp_path], [])}
