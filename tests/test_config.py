@@ -175,3 +175,23 @@ def test_one_key_source_at_most(tmp_path):
     text = '[identity]\nnsec_file = "/k"\nnsec_env = "K"\n'
     with pytest.raises(ConfigError, match=r"nsec_file, identity\.nsec_env, not several"):
         load_config(write(tmp_path, text), {})
+
+
+def test_refused_at_load_naming_the_key_self_approval_and_freshness(tmp_path):
+    path = write(
+        tmp_path,
+        f"""
+[[controllers]]
+pubkey = "{npub_encode(PK)}"
+approver = "{PK}"
+""",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_config(path, {})
+    assert "controllers[0]" in str(err.value) and "approver" in str(err.value)
+    assert "own key" in str(err.value)
+    env = {"NOSTR_BROWSERD_NOSTR_FRESHNESS": "7200", "NOSTR_BROWSERD_STATE_SEEN_RETENTION": "3600"}
+    with pytest.raises(ConfigError) as err:
+        load_config(None, env)
+    assert "nostr.freshness" in str(err.value) and "state.seen_retention" in str(err.value)
+    assert load_config(None, {**env, "NOSTR_BROWSERD_NOSTR_FRESHNESS": "3600"})

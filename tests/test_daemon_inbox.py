@@ -1,10 +1,11 @@
 """The inbox's checks with real crypto and a real SQLite store (no relay needed)."""
 
+import asyncio
 import time
 
 import pytest
 
-from nostr_browserd.daemon.inbox import Inbox
+from nostr_browserd.daemon.inbox import Inbox, StrangerBudget
 from nostr_browserd.daemon.store import Store
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
@@ -141,3 +142,90 @@ async def test_strangers_are_logged_but_not_without_limit(parties, caplog):
         assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
     unknown = [r for r in caplog.records if "unknown key" in r.getMessage()]
     assert len(unknown) == 5
+
+
+class CountingSigner(KeySigner):
+    """A local key that records every decryption it is asked for: (method, peer pubkey)."""
+
+    def __init__(self, secret: bytes) -> None:
+        super().__init__(secret)
+        self.calls: list[tuple[str, str]] = []
+
+    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
+        self.calls.append(("nip44_decrypt", pubkey))
+        return await super().nip44_decrypt(pubkey, ciphertext)
+
+    async def nip04_decrypt(self, pubkey: str, ciphertext: str) -> str:
+        self.calls.append(("nip04_decrypt", pubkey))
+        return await super().nip04_decrypt(pubkey, ciphertext)
+
+
+def counting_inbox(tmp_path, daemon, controller, **kw):
+    store = Store(tmp_path / "state.sqlite3")
+    inbox = Inbox(
+        daemon,
+        daemon.pubkey,
+        store,
+        is_known=lambda pk: pk == controller.pubkey,
+        schemes=["nip17", "nip04"],
+        freshness=600,
+        **kw,
+    )
+    return inbox, store
+
+
+async def test_a_strangers_wrap_costs_one_decryption_once_even_across_restarts(tmp_path):
+    daemon = CountingSigner(KeySigner.generate().secret)
+    controller, stranger = KeySigner.generate(), KeySigner.generate()
+    inbox, store = counting_inbox(tmp_path, daemon, controller)
+    wraps = [await dm(stranger, daemon.pubkey, f"get url {i}") for i in range(5)]
+    for event in wraps:
+        assert await inbox.open(event) is None
+    assert len(daemon.calls) == 5, "the wrap only: a stranger's seal is never decrypted"
+    assert stranger.pubkey not in {peer for _, peer in daemon.calls}
+    assert await inbox.open(kind4(stranger, daemon.pubkey, "get url")) is None
+    assert len(daemon.calls) == 5, "a stranger's kind 4 is not decrypted at all"
+    store.close()
+    inbox, store = counting_inbox(tmp_path, daemon, controller)  # a restart: relays re-deliver
+    for event in wraps:
+        inbox.take(event)
+        assert await inbox.open(event) is None
+    assert len(daemon.calls) == 5 and not inbox._wraps, "remembered as rejected: no decryption"
+    assert store.counts()["rejected_ids"] == 5
+    store.close()
+
+
+async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budget(tmp_path):
+    daemon = CountingSigner(KeySigner.generate().secret)
+    controller, stranger = KeySigner.generate(), KeySigner.generate()
+    inbox, store = counting_inbox(tmp_path, daemon, controller)
+    inbox.budget = StrangerBudget(per_minute=600, burst=5)
+    flood = [await dm(stranger, daemon.pubkey, f"x{i}") for i in range(60)]
+    first = await dm(controller, daemon.pubkey, "get url")
+    for event in [first, *flood]:
+        inbox.take(event)
+    command = await dm(controller, daemon.pubkey, "get title")
+    inbox.take(command)
+    submitted: list = []
+    done = asyncio.Event()
+
+    def submit(incoming):
+        submitted.append(incoming.content)
+        if len(submitted) == 2:
+            done.set()
+
+    started = time.monotonic()
+    serving = asyncio.create_task(inbox.serve(submit))
+    try:
+        async with asyncio.timeout(30):
+            await done.wait()
+    finally:
+        serving.cancel()
+    elapsed = time.monotonic() - started
+    assert submitted == ["get url", "get title"], "the newest command did not wait for the flood"
+    strangers = inbox.budget.spent
+    # the burst, plus what the budget refilled (10 a second) while the test ran
+    assert strangers <= 5 + elapsed * 10 + 1
+    assert strangers < len(flood) and len(inbox._wraps) == len(flood) - strangers
+    assert len(daemon.calls) == strangers + 4, "one per stranger's wrap, two per command"
+    store.close()

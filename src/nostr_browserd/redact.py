@@ -1,42 +1,90 @@
-"""What a log, the audit store or an approval prompt may show of a command's params.
+"""What a log, the audit store, the status page or an approval prompt may show of a command.
 
-A typed value can be a password even when nobody said so: whether a field is a password is
-only known once the tool has looked at the page, after the command was logged.  So the text
-a command would put into the page (``value``, ``text``) is never shown, only its length; keys
-named like secrets are hidden whole, and so are strings that look like keys or bunker URLs.
+One walk over every nested command: a batch's ``commands`` (a list, or the one JSON string the
+text grammar carries), ``set_headers``' headers (a dict, or JSON in text), a find's action
+value.  What it hides:
+
+- keys named like secrets (``password``, ``token``, ``nsec``…) and strings that look like keys
+  or bunker URLs, everywhere;
+- the values of credential headers (``Authorization: Bearer …``, ``Cookie``, ``X-Api-Key``…);
+- typed text (``value``, ``text``): whether a field is a password is only known once the tool
+  has looked at the page, after the command was logged, so logs, the audit store and status
+  show only its length.  An approval prompt is different: the approver must see what will be
+  typed into an IBAN or an address field before saying yes, so there only a command marked
+  ``secret`` keeps it hidden (a password field refuses typed text without that mark).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 REDACTED = "[redacted]"
 TYPED_KEYS = ("value", "text")
+JSON_KEYS = ("commands", "headers")  # params the text grammar carries as one JSON string
 _SECRET_KEY = re.compile(
     r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential|api.?key",
     re.I,
 )
+_CREDENTIAL_HEADER = re.compile(r"auth|cookie|token|secret|api.?key|session|password", re.I)
 # Also the model providers' API keys: sk-ant-…, sk-or-…, sk-proj-…, sk-….
 _SECRET_VALUE = re.compile(
     r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}|\bsk-[A-Za-z0-9_-]{16,}"
 )
 
 
-def redact(params: Any) -> Any:
-    """A copy of ``params`` fit for a log; nested commands (batch) are redacted too."""
-    if isinstance(params, dict):
-        out = {}
-        for key, value in params.items():
-            if _SECRET_KEY.search(str(key)) and not isinstance(value, bool):
-                out[key] = REDACTED
-            elif key in TYPED_KEYS and isinstance(value, str):
-                out[key] = f"[{len(value)} chars]"
-            else:
-                out[key] = redact(value)
-        return out
-    if isinstance(params, list):
-        return [redact(v) for v in params]
-    if isinstance(params, str):
-        return _SECRET_VALUE.sub(REDACTED, params)
-    return params
+def redact(params: Any, *, show_typed: bool = False) -> Any:
+    """A copy of ``params`` fit to be shown; nested commands are redacted the same way.
+
+    ``show_typed`` is for approval prompts only: typed text then shows unless its command
+    says ``secret``.
+    """
+    return _walk(params, show_typed, hidden=False)
+
+
+def _walk(value: Any, show_typed: bool, hidden: bool) -> Any:
+    if isinstance(value, dict):
+        return _walk_dict(value, show_typed, hidden)
+    if isinstance(value, list):
+        return [_walk(v, show_typed, hidden) for v in value]
+    if isinstance(value, str):
+        return _SECRET_VALUE.sub(REDACTED, value)
+    return value
+
+
+def _walk_dict(params: dict[Any, Any], show_typed: bool, hidden: bool) -> dict[Any, Any]:
+    # A command's own ``secret`` flag hides its typed text; so does an enclosing one.
+    hidden = hidden or params.get("secret") is True
+    out: dict[Any, Any] = {}
+    for key, value in params.items():
+        name = str(key)
+        if name in JSON_KEYS and isinstance(value, str):
+            value = _parsed(value)
+        if _SECRET_KEY.search(name) and not isinstance(value, bool):
+            out[key] = REDACTED
+        elif name in TYPED_KEYS and isinstance(value, str):
+            shown = show_typed and not hidden
+            out[key] = _SECRET_VALUE.sub(REDACTED, value) if shown else f"[{len(value)} chars]"
+        elif name == "headers" and isinstance(value, dict):
+            out[key] = {
+                header: REDACTED
+                if _CREDENTIAL_HEADER.search(str(header))
+                else _walk(v, False, True)
+                for header, v in value.items()
+            }
+        else:
+            out[key] = _walk(value, show_typed, hidden)
+    return out
+
+
+def _parsed(text: str) -> Any:
+    """A batch's commands or headers sent as JSON text, as the structure they are.
+
+    Text that is not JSON will not run either, but may still hold a secret: only its size
+    is shown.
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return f"[{len(text)} chars, not JSON]"

@@ -139,7 +139,7 @@ class Daemon:
                 token=self.config.local.token(),
             )
             await self.local.start()
-        self._tasks.append(asyncio.create_task(self._prune_seen_ids()))
+        self._tasks.append(asyncio.create_task(self._prune_store()))
         interval = watchdog_interval()
         if interval:
             self._tasks.append(asyncio.create_task(self._watchdog(interval)))
@@ -223,13 +223,20 @@ class Daemon:
             self._follow = asyncio.create_task(self._follow_controller_inboxes())
             self._nostr_tasks.append(self._follow)
 
-    async def _prune_seen_ids(self) -> None:
-        """Forget seen ids older than the retention (far beyond any relay's re-delivery)."""
+    async def _prune_store(self) -> None:
+        """Hourly: forget seen and rejected ids older than the retention (far beyond any
+        relay's re-delivery), and keep the rejected ids and the audit log within their bounds."""
         assert self.store is not None
+        state = self.config.state
         while True:
-            pruned = self.store.prune(self.config.state.seen_retention)
+            pruned = self.store.prune(state.seen_retention)
+            pruned += self.store.trim(
+                max_rejected=state.rejected_max_ids,
+                audit_age=state.audit_retention,
+                max_audit=state.audit_max_rows,
+            )
             if pruned:
-                log.info("pruned %d old seen ids", pruned)
+                log.info("pruned %d old rows from the state store", pruned)
             await asyncio.sleep(3600)
 
     async def _watchdog(self, interval: float) -> None:
@@ -266,6 +273,7 @@ class Daemon:
             is_known=self.dispatcher.is_known,
             schemes=self.config.nostr.dm,
             freshness=self.config.nostr.freshness,
+            stranger_budget=self.config.nostr.stranger_budget,
         )
         filters = subscription_filters(
             pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
@@ -303,15 +311,18 @@ class Daemon:
         self.pool = self.discovery = None
 
     async def _read_inbox(self, inbox: Inbox, sub: Subscription) -> None:
+        """Drain the subscription into the inbox's backlog; a second task opens what waits."""
         assert self.dispatcher is not None
-        async for event in sub:
-            try:
-                incoming = await inbox.open(event)
-            except Exception:  # one bad event must never stop the inbox
-                log.exception("could not process event %s", event.get("id", "?")[:12])
-                continue
-            if incoming is not None:
-                self.dispatcher.submit(incoming)
+        opening = asyncio.create_task(inbox.serve(self.dispatcher.submit))
+        try:
+            async for event in sub:
+                try:
+                    inbox.take(event)
+                except Exception:  # one bad event must never stop the inbox
+                    log.exception("could not sort event %s", str(event.get("id", "?"))[:12])
+        finally:
+            opening.cancel()
+            await asyncio.gather(opening, return_exceptions=True)
 
     async def _announce(self, signer: Signer) -> None:
         """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).

@@ -139,6 +139,15 @@ class ControllerConfig(Section):
             raise ValueError('an explicit tool list must name at least one tool (or use "read")')
         return role
 
+    @model_validator(mode="after")
+    def _not_its_own_approver(self) -> ControllerConfig:
+        if self.approver == self.pubkey:
+            raise ValueError(
+                "approver is the controller's own key: it would approve its own commands;"
+                " name another key, or remove approver"
+            )
+        return self
+
 
 class NostrConfig(Section):
     """Relays, the plain allow-list, and what the daemon says about itself."""
@@ -153,6 +162,7 @@ class NostrConfig(Section):
     name: str = "nostr-browserd"
     about: str = "A headless browser driven over encrypted direct messages."
     publish_timeout: float = Field(default=10.0, gt=0)
+    stranger_budget: int = Field(default=120, ge=1)
 
     _pubkeys = field_validator("controllers", mode="before")(
         lambda v: [_pubkey(x) for x in v] if isinstance(v, list) else v
@@ -200,6 +210,9 @@ class StateConfig(Section):
 
     dir: Path = Field(default_factory=default_state_dir)
     seen_retention: float = Field(default=3 * 86400.0, gt=0)
+    rejected_max_ids: int = Field(default=100_000, ge=1)
+    audit_retention: float = Field(default=90 * 86400.0, gt=0)
+    audit_max_rows: int = Field(default=100_000, ge=1)
 
     _path = field_validator("dir", mode="before")(_expand_path)
 
@@ -234,6 +247,18 @@ class Config(Section):
         for key, subdir in BROWSER_DIRS.items():
             if getattr(self.browser, key) is None:
                 setattr(self.browser, key, self.state.dir / subdir)
+        return self
+
+    @model_validator(mode="after")
+    def _replays_stay_refused(self) -> Config:
+        """A command stays refused as stale for as long as it would no longer be seen."""
+        if self.nostr.freshness > self.state.seen_retention:
+            raise ValueError(
+                f"nostr.freshness ({self.nostr.freshness:g} s) is longer than"
+                f" state.seen_retention ({self.state.seen_retention:g} s): a command replayed"
+                " after its id was forgotten would run again; shorten the first or lengthen"
+                " the second"
+            )
         return self
 
     @model_validator(mode="after")

@@ -44,6 +44,9 @@ KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
 LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
+# An approval prompt is sent whole: in parts a phone shows in full, or not at all.
+APPROVAL_PART_CHARS = 3_500
+APPROVAL_MAX_PARTS = 16
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
@@ -120,6 +123,7 @@ class Dispatcher:
         self._approvals: dict[str, Approval] = {}
         self._running: dict[str, str] = {}
         self._schemes: dict[str, Scheme] = {}
+        self._guesses: dict[str, int] = {}  # approve/deny codes sent by a non-approver
         self._closing = False
 
     # --- intake ------------------------------------------------------------------------
@@ -137,10 +141,15 @@ class Dispatcher:
         return pubkey in self.controllers or pubkey in self.approvers()
 
     def submit(self, incoming: Incoming) -> None:
-        """Take an authenticated message; never blocks the inbox."""
-        self._schemes[incoming.sender] = incoming.scheme
+        """Take an authenticated message; never blocks the inbox.
+
+        The key's DM scheme is recorded only for what is acted on: a stale kind 4 that is
+        refused must not switch a NIP-17 controller's replies to NIP-04.
+        """
         match = APPROVAL.match(incoming.content)
-        if incoming.refusal is None and match and incoming.sender in self.approvers():
+        if incoming.refusal is None and match:
+            if incoming.sender in self.approvers():
+                self._schemes[incoming.sender] = incoming.scheme
             self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
             return
         if incoming.refusal is not None or incoming.sender not in self.controllers:
@@ -163,6 +172,7 @@ class Dispatcher:
             )
             self._spawn(self._answer_without_running(incoming, error))
             return
+        self._schemes[incoming.sender] = incoming.scheme
         queue.put_nowait(incoming)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
@@ -322,17 +332,14 @@ class Dispatcher:
         self._approvals[code] = approval
         who = controller.name or npub_encode(owner)[:20] + "…"
         what = await describe_action(self.registry, session, request)
-        message = (
-            f"{who} asks to run {what}.\n"
-            f'Reply "approve {code}" to run it, or "deny {code}" '
-            f"(expires in {controller.approval_timeout:g} s)."
-        )
         scheme = self.scheme_of(controller.approver)
         try:
-            if not await self._send(controller.approver, message, scheme):
-                raise BrowserdError(
-                    ErrorCode.DENIED, "The approval request could not be delivered to the approver."
-                )
+            for message in approval_messages(who, what, code, controller.approval_timeout):
+                if not await self._send(controller.approver, message, scheme):
+                    raise BrowserdError(
+                        ErrorCode.DENIED,
+                        "The approval request could not be delivered to the approver.",
+                    )
             async with asyncio.timeout(controller.approval_timeout):
                 approved = await approval.decided
         except TimeoutError:
@@ -346,14 +353,36 @@ class Dispatcher:
             raise BrowserdError(ErrorCode.DENIED, "The approver denied this command.")
 
     async def _decide(self, incoming: Incoming, approve: bool, code: str) -> None:
+        """An ``approve``/``deny`` from a known key: only the held command's approver decides.
+
+        Anything else is a guess: it decides nothing, and the guesser's approver (a
+        controller trying to approve its own command) is told, at the 1st, 10th, 100th… try.
+        """
         approval = self._approvals.get(code)
         if approval is None or approval.approver != incoming.sender or approval.decided.done():
-            answer = f"No command is waiting for code {code}."
+            answer = f"No command is waiting for your decision on code {code}."
+            await self._tell_approver_of_guess(incoming.sender)
         else:
             approval.decided.set_result(approve)
             answer = f"{'Approved' if approve else 'Denied'}: {code}."
         log.info("approval %s from %s: %s", code, incoming.sender[:12], answer)
         await self._deliver(incoming, answer, None)
+
+    async def _tell_approver_of_guess(self, sender: str) -> None:
+        controller = self.controllers.get(sender)
+        if controller is None or controller.approver is None:
+            return
+        count = self._guesses[sender] = self._guesses.get(sender, 0) + 1
+        if str(count).strip("0") != "1":  # 1, 10, 100…: the approver is told, not flooded
+            return
+        who = controller.name or npub_encode(sender)[:20] + "…"
+        notice = (
+            f"{who} sent an approve/deny code {count} time(s) so far; only you decide its"
+            " commands, and nothing was approved by it. If you did not expect this, remove the"
+            " key from the allow-list."
+        )
+        with contextlib.suppress(Exception):
+            await self._send(controller.approver, notice, self.scheme_of(controller.approver))
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -384,20 +413,50 @@ def _stopping() -> BrowserdError:
 
 
 async def describe_action(registry: Registry, session: Session, request: Request) -> str:
-    """``click button "Submit" on http://…``: what an approver needs to decide."""
+    """``click button "Submit" on http://…``: what an approver needs to decide, all of it.
+
+    Every param is shown, typed text included (an IBAN, an address); only what the command
+    marks ``secret`` and what looks like a key or a credential stays hidden.
+    """
     params = request.params
     parts = [request.tool]
     if registry.get(request.tool).delegates_only:
         parts = [f"a {request.tool} of {', '.join(registry.tools_run_by(request.tool, params))}"]
     if params.get("ref") or params.get("selector"):
         parts.append(await _describe_target(session, params.get("ref"), params.get("selector")))
-    shown = {k: v for k, v in redact(params).items() if k not in ("ref", "selector")}
+    shown = redact(params, show_typed=True)
+    shown = {k: v for k, v in shown.items() if k not in ("ref", "selector")}
     if shown:
-        parts.append(json.dumps(shown, ensure_ascii=False)[:300])
+        parts.append(json.dumps(shown, ensure_ascii=False))
     page = session.page_or_none
     if page is not None:
         parts.append(f"on {page.url}")
     return " ".join(parts)
+
+
+def approval_messages(who: str, what: str, code: str, timeout: float) -> list[str]:
+    """The approval prompt, whole, as one message or as numbered parts a phone shows in full.
+
+    Raises ``DENIED`` when the command is too long to be shown: an approver is never asked
+    about a command it cannot read to the end.
+    """
+    ask = f'Reply "approve {code}" to run it, or "deny {code}" (expires in {timeout:g} s).'
+    whole = f"{who} asks to run {what}.\n{ask}"
+    if len(whole) <= APPROVAL_PART_CHARS:
+        return [whole]
+    body = f"{who} asks to run {what}."
+    pieces = [body[i : i + APPROVAL_PART_CHARS] for i in range(0, len(body), APPROVAL_PART_CHARS)]
+    if len(pieces) > APPROVAL_MAX_PARTS:
+        raise BrowserdError(
+            ErrorCode.DENIED,
+            f"This command is too long to show the approver in full ({len(body)} characters;"
+            f" at most {APPROVAL_PART_CHARS * APPROVAL_MAX_PARTS}): it was not run. Send a"
+            " shorter one.",
+        )
+    n = len(pieces)
+    messages = [f"[approval {code}, part {i} of {n}]\n{p}" for i, p in enumerate(pieces, 1)]
+    messages[-1] += f"\n[end of the command: read all {n} parts]\n{ask}"
+    return messages
 
 
 ROLE_LOCATOR = re.compile(r'^get_by_role\("([\w-]+)"(?:, name="(.*?)")?')

@@ -4,12 +4,16 @@ The order of the checks is the point of this module:
 
 1. the scheme is one the config accepts (kind 1059 for NIP-17, kind 4 for NIP-04) and the event
    is addressed to us;
-2. an outer id already processed is skipped before any decryption (three relays, one command);
+2. an outer id already processed, or already rejected, is skipped before any decryption (three
+   relays, one command; a restart's re-delivery of two days of strangers' wraps);
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
    never trusted on its own;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
-   never answered, so a stranger cannot even learn that the daemon reads its messages;
+   never answered, so a stranger cannot even learn that the daemon reads its messages.  A
+   kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
+   which names the seal's signer, so a stranger's seal is never decrypted, its wrap id is
+   remembered as rejected, and :class:`StrangerBudget` bounds these decryptions per minute;
 5. the replay guard claims the wrap id and the rumor id (or the kind 4 id) in SQLite, so a
    command runs at most once, across relays and restarts;
 6. a command older than the freshness window, dated in the future, or expired (NIP-40) is
@@ -18,8 +22,11 @@ The order of the checks is the point of this module:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -27,7 +34,7 @@ from typing import Literal
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
-from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError
+from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
 from ..nostr.signer import Signer
 from .store import Store
 
@@ -38,6 +45,9 @@ DM_KIND = 4
 KIND_OF: dict[str, int] = {"nip17": GIFT_WRAP_KIND, "nip04": DM_KIND}
 # Gift wraps are back-dated up to two days (NIP-59): the subscription must reach that far.
 WRAP_LOOKBACK = 2 * 24 * 3600
+BACKLOG_SIZE = 10_000
+"""Gift wraps waiting for their first decryption; beyond it the oldest-received is dropped
+(not remembered: a restart fetches it again)."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,39 @@ class RateLimitedLog:
         self._windows[reason] = (start, shown, hidden)
 
 
+class StrangerBudget:
+    """How many decryptions gift wraps not from an allowed key may cost per minute.
+
+    A wrap's sender is unknown until its first decryption, and with a bunker or an n_signer
+    each one is a remote round trip (or a prompt on the owner's phone).  Wraps that turn out
+    to be a stranger's, forged or unreadable spend one unit; the budget refills evenly over
+    the minute, and while it is empty no wrap is opened (a controller's included: nothing
+    tells its wrap apart before the decryption).
+    """
+
+    def __init__(self, per_minute: int, burst: int | None = None) -> None:
+        self.per_minute = per_minute
+        self.burst = per_minute if burst is None else burst
+        self._units, self._at = float(self.burst), time.monotonic()
+        self.spent = 0
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._units = min(self.burst, self._units + (now - self._at) * self.per_minute / 60)
+        self._at = now
+
+    def wait_time(self) -> float:
+        """Seconds until one unit is there (0 when it is there now)."""
+        self._refill()
+        return max(0.0, (1 - self._units) * 60 / self.per_minute)
+
+    def spend(self) -> None:
+        """One decryption went to a wrap that was not an allowed key's."""
+        self._refill()
+        self._units -= 1
+        self.spent += 1
+
+
 def subscription_filters(
     pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float
 ) -> list[dict]:
@@ -109,21 +152,88 @@ class Inbox:
         is_known: Callable[[str], bool],
         schemes: Iterable[Scheme],
         freshness: float,
+        stranger_budget: int = 120,
+        backlog_size: int = BACKLOG_SIZE,
     ) -> None:
         self.signer, self.pubkey, self.store = signer, pubkey, store
         self.is_known = is_known
         self.kinds = {KIND_OF[s] for s in schemes}
         self.freshness = freshness
         self.dropped = RateLimitedLog(log)
+        self.budget = StrangerBudget(stranger_budget)
+        self.backlog_size = backlog_size
+        self._known: deque[Event] = deque()  # kind 4 from allowed keys: no budget needed
+        self._wraps: deque[Event] = deque()  # gift wraps, sender unknown until decrypted
+        self._flooded = False  # the budget ran out: newest wraps first until the backlog empties
+        self._arrived = asyncio.Event()
+
+    def _addressed(self, event: Event) -> bool:
+        """Our scheme, to us, and neither processed nor rejected before: worth a look."""
+        if event.get("kind") not in self.kinds or self.pubkey not in tag_values(event, "p"):
+            return False
+        event_id = event.get("id", "")
+        return not (self.store.was_seen(event_id) or self.store.was_rejected(event_id))
+
+    def take(self, event: Event) -> None:
+        """Sort a relay event without decrypting it: queue what may be a command, drop the rest.
+
+        The relay subscription is drained as fast as events come, so a flood waits here,
+        where a controller's kind 4 goes ahead of every gift wrap, and not in the
+        subscription's queue.
+        """
+        if not self._addressed(event):
+            return
+        if event["kind"] == DM_KIND:
+            if self._allowed(event["pubkey"], "nip04"):
+                self._known.append(event)
+                self._arrived.set()
+            return
+        if len(self._wraps) >= self.backlog_size:
+            self._wraps.popleft()
+            self.dropped.warning(
+                "backlog", "%d gift wraps wait: dropped the oldest", self.backlog_size
+            )
+        self._wraps.append(event)
+        self._arrived.set()
+
+    async def serve(self, submit: Callable[[Incoming], None]) -> None:
+        """Open queued events one at a time and hand each command to ``submit``; runs forever.
+
+        Gift wraps are opened oldest first while the stranger budget lasts; once strangers
+        have spent it, newest first (a controller's command is usually the newest, a flood
+        and a restart's re-delivery are old) until the backlog is empty again.
+        """
+        while True:
+            if self._known:
+                event = self._known.popleft()
+            elif self._wraps:
+                wait = self.budget.wait_time()
+                if wait > 0:
+                    self._flooded = True
+                    self._arrived.clear()
+                    # a controller's kind 4 arriving meanwhile is not held up
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._arrived.wait(), wait)
+                    continue
+                event = self._wraps.pop() if self._flooded else self._wraps.popleft()
+            else:
+                self._flooded = False
+                self._arrived.clear()
+                await self._arrived.wait()
+                continue
+            try:
+                incoming = await self.open(event)
+            except Exception:  # one bad event must never stop the inbox
+                log.exception("could not process event %s", str(event.get("id", "?"))[:12])
+                continue
+            if incoming is not None:
+                submit(incoming)
 
     async def open(self, event: Event) -> Incoming | None:
         """The command ``event`` carries, or None when it must be ignored."""
-        kind = event.get("kind")
-        if kind not in self.kinds or self.pubkey not in tag_values(event, "p"):
+        if not self._addressed(event):
             return None
-        if self.store.was_seen(event.get("id", "")):
-            return None
-        if kind == DM_KIND:
+        if event["kind"] == DM_KIND:
             incoming = await self._open_nip04(event)
         else:
             incoming = await self._open_nip17(event)
@@ -162,13 +272,18 @@ class Inbox:
 
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
-            opened = await nip17.open_dm(event, self.signer)
+            seal = await unwrap_seal(event, self.signer)
+            if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
+                self._reject(event)
+                return None
+            opened = await open_seal(event, seal, self.signer)
         except (UnwrapError, BrowserdError) as exc:
             self.dropped.warning("unwrap", "dropped a gift wrap: %s", _reason(exc))
+            # A signer that did not answer says nothing of the wrap: a restart may retry it.
+            answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
+            self._reject(event, remember=answered)
             return None
         sender, rumor = opened.sender, opened.rumor
-        if sender == self.pubkey or not self._allowed(sender, "nip17"):
-            return None
         expirations = [t for t in map(nip40.expiration, (event, rumor)) if t is not None]
         incoming = Incoming(
             sender,
@@ -194,6 +309,12 @@ class Inbox:
                 f"{len(others)} other member(s). Send it to the daemon alone.",
             )
         return incoming
+
+    def _reject(self, event: Event, remember: bool = True) -> None:
+        """A wrap that cost a decryption and carried no command: never decrypt it again."""
+        self.budget.spend()
+        if remember:
+            self.store.reject(event["id"])
 
     def _allowed(self, sender: str, scheme: str) -> bool:
         if self.is_known(sender):

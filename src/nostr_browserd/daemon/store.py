@@ -1,9 +1,11 @@
-"""The state store: one SQLite file holding the replay guard and the audit log.
+"""The state store: one SQLite file holding the replay guard, rejected wraps and the audit log.
 
 Seen ids must survive a restart: a relay re-delivers everything since our subscription's
-``since`` (two days back for gift wraps), and a command seen again must not run again.  WAL
-mode with ``synchronous=NORMAL`` keeps a claim plus an audit row at tens of microseconds, so
-the store adds nothing noticeable to a command's round trip.
+``since`` (two days back for gift wraps), and a command seen again must not run again.  The
+ids of gift wraps that carried no command (a stranger's, forged, unreadable) are kept too, so
+that re-delivery costs no decryption.  WAL mode with ``synchronous=NORMAL`` keeps a claim plus
+an audit row at tens of microseconds, so the store adds nothing noticeable to a command's round
+trip.  Every table is bounded: :meth:`Store.prune` drops rows by age and by count.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from ..redact import redact
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS seen (id TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS seen_at ON seen (at);
+CREATE TABLE IF NOT EXISTS rejected (id TEXT PRIMARY KEY, at REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rejected_at ON rejected (at);
 CREATE TABLE IF NOT EXISTS audit (
     n INTEGER PRIMARY KEY,
     at REAL NOT NULL,
@@ -89,11 +93,46 @@ class Store:
         row = self._db.execute("SELECT 1 FROM seen WHERE id = ?", (event_id,)).fetchone()
         return row is not None
 
+    def reject(self, event_id: str, now: float | None = None) -> None:
+        """Remember a gift wrap that carried no command, so it is never decrypted again."""
+        at = time.time() if now is None else now
+        self._db.execute("INSERT OR IGNORE INTO rejected (id, at) VALUES (?, ?)", (event_id, at))
+
+    def was_rejected(self, event_id: str) -> bool:
+        """Whether ``event_id`` was rejected already (checked before any decryption)."""
+        row = self._db.execute("SELECT 1 FROM rejected WHERE id = ?", (event_id,)).fetchone()
+        return row is not None
+
     def prune(self, older_than: float, now: float | None = None) -> int:
-        """Forget ids claimed more than ``older_than`` seconds ago; returns how many."""
+        """Forget seen and rejected ids older than ``older_than`` seconds; returns how many."""
         cutoff = (time.time() if now is None else now) - older_than
         with self._db:
-            return self._db.execute("DELETE FROM seen WHERE at < ?", (cutoff,)).rowcount
+            seen = self._db.execute("DELETE FROM seen WHERE at < ?", (cutoff,)).rowcount
+            rejected = self._db.execute("DELETE FROM rejected WHERE at < ?", (cutoff,)).rowcount
+        return seen + rejected
+
+    def trim(
+        self, *, max_rejected: int, audit_age: float, max_audit: int, now: float | None = None
+    ) -> int:
+        """Keep the newest ``max_rejected`` rejected ids, and audit rows younger than
+        ``audit_age`` seconds, at most ``max_audit`` of them; returns how many rows went.
+
+        Seen ids are never cut by count: forgetting one early would let its command run again.
+        """
+        cutoff = (time.time() if now is None else now) - audit_age
+        with self._db:
+            gone = self._db.execute(
+                "DELETE FROM rejected WHERE id IN"
+                " (SELECT id FROM rejected ORDER BY at DESC LIMIT -1 OFFSET ?)",
+                (max_rejected,),
+            ).rowcount
+            gone += self._db.execute("DELETE FROM audit WHERE at < ?", (cutoff,)).rowcount
+            gone += self._db.execute(
+                "DELETE FROM audit WHERE n IN"
+                " (SELECT n FROM audit ORDER BY n DESC LIMIT -1 OFFSET ?)",
+                (max_audit,),
+            ).rowcount
+        return gone
 
     def audit(
         self,
@@ -145,5 +184,6 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Sizes for the status page."""
         seen = self._db.execute("SELECT count(*) FROM seen").fetchone()[0]
+        rejected = self._db.execute("SELECT count(*) FROM rejected").fetchone()[0]
         audit = self._db.execute("SELECT count(*) FROM audit").fetchone()[0]
-        return {"seen_ids": seen, "commands": audit}
+        return {"seen_ids": seen, "rejected_ids": rejected, "commands": audit}

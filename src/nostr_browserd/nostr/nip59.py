@@ -26,9 +26,11 @@ __all__ = [
     "Unwrapped",
     "gift_wrap",
     "make_rumor",
+    "open_seal",
     "random_past",
     "seal",
     "unwrap",
+    "unwrap_seal",
     "wrap",
 ]
 
@@ -168,15 +170,20 @@ async def _open(event: Event, kind: int, layer: str, signer: Signer) -> str:
         raise UnwrapError(f"{layer}: cannot decrypt ({exc})") from None
 
 
-async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
-    """Open a gift wrap addressed to ``signer`` and authenticate the sender.
+async def unwrap_seal(wrap_event: Event, signer: Signer) -> Event:
+    """The seal inside a gift wrap: one decryption, the seal's signature not yet checked.
 
-    Checks, in order: the wrap's shape, id and signature, kind 1059; decryption; the
-    seal's shape, id, signature and kind 13; decryption; the rumor's shape and id; and
-    that the seal's pubkey equals the rumor's pubkey. Any failure is an
-    :class:`UnwrapError` naming the step.
+    Its ``pubkey`` names the claimed sender, enough to drop a stranger's message before
+    paying for the second decryption; trust it only once :func:`open_seal` returned.
     """
     seal_event = _parse(await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer), "seal")
+    if not is_valid_pubkey(seal_event.get("pubkey")):
+        raise UnwrapError("seal: pubkey is not a valid public key")
+    return seal_event
+
+
+async def open_seal(wrap_event: Event, seal_event: Event, signer: Signer) -> Unwrapped:
+    """Verify and decrypt the seal from :func:`unwrap_seal`; authenticate the rumor's author."""
     rumor_json = await _open(seal_event, SEAL_KIND, "seal", signer)
     rumor = _parse(rumor_json, "rumor")
     try:
@@ -192,3 +199,14 @@ async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
     if rumor["pubkey"] != seal_event["pubkey"]:
         raise UnwrapError("forged sender: the rumor's pubkey differs from the seal's signer")
     return Unwrapped(wrap=wrap_event, seal=seal_event, rumor=rumor, sender=seal_event["pubkey"])
+
+
+async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
+    """Open a gift wrap addressed to ``signer`` and authenticate the sender.
+
+    Checks, in order: the wrap's shape, id and signature, kind 1059; decryption; the
+    seal's shape, id, signature and kind 13; decryption; the rumor's shape and id; and
+    that the seal's pubkey equals the rumor's pubkey. Any failure is an
+    :class:`UnwrapError` naming the step.
+    """
+    return await open_seal(wrap_event, await unwrap_seal(wrap_event, signer), signer)

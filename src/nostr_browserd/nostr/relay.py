@@ -218,8 +218,9 @@ class Subscription:
     """Events matching ``filters`` from every relay of the pool: verified, de-duplicated.
 
     Iterate with ``async for``; iteration ends when the subscription or the pool is closed.
-    If the consumer falls ``queue_size`` events behind, newer events are dropped and counted
-    in ``dropped`` (the pool must not grow without bound or stall other subscriptions).
+    If the consumer falls ``queue_size`` events behind, the oldest waiting event is dropped
+    for each new one and counted in ``dropped`` (the pool must not grow without bound or stall
+    other subscriptions; what just arrived, a command behind a flood, is what matters most).
     """
 
     def __init__(
@@ -312,10 +313,11 @@ class Subscription:
     def _deliver(self, url: str, event: Event) -> None:
         self._note(url, event["created_at"])
         if len(self._items) >= self._queue_size:
+            oldest = self._items.popleft()
+            self._seen.pop(oldest["id"], None)  # a later copy from another relay may get through
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("subscription %s: consumer too slow, %d dropped", self.id, self.dropped)
-            return  # not marked seen: a later copy from another relay may still get through
         self._seen[event["id"]] = event["created_at"]
         if len(self._seen) > self._dedup_size:
             self._seen.popitem(last=False)
