@@ -103,6 +103,7 @@ async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
 async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     import asyncio
 
+    from nostr_browserd.commands.catalog import REGISTRY
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.daemon.dispatch import Dispatcher
     from nostr_browserd.daemon.inbox import Incoming
@@ -118,7 +119,7 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
 
     store = Store(tmp_path / "s.sqlite3")
     dispatcher = Dispatcher(
-        registry=None,
+        registry=REGISTRY,
         browser=None,
         store=store,
         reply=reply,
