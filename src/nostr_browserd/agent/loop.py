@@ -146,6 +146,19 @@ def outcome_line(response: dict[str, Any]) -> str:
     return f"{error.get('code')}: {str(error.get('message', ''))[:160]}"
 
 
+def trim(transcript: list[Entry], limit: int) -> list[Entry]:
+    """The transcript without its oldest exchanges, to fit ``limit`` characters of JSON.
+
+    It is cut only before a user's task, so every tool call keeps its result.
+    """
+    while len(json.dumps(transcript, ensure_ascii=False)) > limit:
+        later = [i for i, e in enumerate(transcript) if i > 0 and e["role"] == "user"]
+        if not later:
+            break
+        transcript = transcript[later[0] :]
+    return transcript
+
+
 async def until_stopped(coro: Coroutine[Any, Any, T], stop: asyncio.Event) -> T:
     """Await ``coro`` unless ``stop`` is set first; then cancel it and raise ``Stopped``."""
     task = asyncio.ensure_future(coro)

@@ -86,6 +86,10 @@ class Provider(Protocol):
         """One streamed response to the transcript; text deltas go to ``on_text``."""
         ...
 
+    async def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        ...
+
 
 def make_provider(settings: ProviderSettings) -> Provider:
     """The adapter for ``settings.name``."""
@@ -162,6 +166,10 @@ class AnthropicProvider:
             timeout=settings.timeout,
             max_retries=settings.max_retries,
         )
+
+    async def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        await self.client.close()
 
     async def complete(
         self, system: str, transcript: list[Entry], tools: list[ToolSpec], on_text: OnText
@@ -241,6 +249,10 @@ class OpenAIProvider:
             timeout=settings.timeout,
             max_retries=settings.max_retries,
         )
+
+    async def close(self) -> None:
+        """Close the SDK's HTTP connections."""
+        await self.client.close()
 
     async def complete(
         self, system: str, transcript: list[Entry], tools: list[ToolSpec], on_text: OnText

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..agent import command as agent
 from ..tools import (
     annotate,
     batch,
@@ -76,6 +77,7 @@ FAMILIES = (
     diff,
     windows,
     events,
+    agent,
 )
 
 REGISTRY = Registry()

@@ -29,6 +29,7 @@ from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Signer
+from .ask import AskRunner, check_ask_config
 from .config import BROWSER_DIRS, Config, ConfigError, IdentityConfig, load_config
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
@@ -109,6 +110,7 @@ class Daemon:
 
     async def start(self) -> None:
         """Bring everything up; raises with a clear message when something cannot start."""
+        check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._make_browser_dirs()
         self.store = Store(self.state_dir / "state.sqlite3")
@@ -128,6 +130,14 @@ class Daemon:
             command_timeout=self.config.browser.command_timeout,
             queue_size=self.config.browser.queue_size,
             local_tools=self._local_tool,
+        )
+        self.dispatcher.asker = AskRunner(
+            self.dispatcher,
+            self.store,
+            self.config.ask,
+            self.key_store,
+            REGISTRY,
+            self.config.browser.result_cap,
         )
         await self._connect_nostr()
         self.identity.add_listener(self._identity_changed)

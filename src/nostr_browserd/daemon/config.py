@@ -2,8 +2,8 @@
 
 Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
 schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
-``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``
-and ``[local]`` (the loopback control channel).
+``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``,
+``[local]`` (the loopback control channel) and ``[ask]`` (the model loop).
 
 Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
 ``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
@@ -119,6 +119,12 @@ def _pubkey(value: Any) -> str:
     return parse_pubkey(value)
 
 
+class ControllerAsk(Section):
+    """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
+
+    auto_approve: list[str] = Field(default_factory=list)
+
+
 class ControllerConfig(Section):
     """One allow-listed key: what it may run, and whose approval its gated commands need."""
 
@@ -127,6 +133,7 @@ class ControllerConfig(Section):
     role: Role = "full"
     approver: str | None = None
     approval_timeout: float = Field(default=120.0, gt=0)
+    ask: ControllerAsk = Field(default_factory=ControllerAsk)
 
     _keys = field_validator("pubkey", "approver", mode="before")(
         lambda v: None if v is None else _pubkey(v)
@@ -231,6 +238,35 @@ class LocalConfig(Section):
         return self.token_file.read_text().strip() if self.token_file else None
 
 
+class ProviderConfig(Section):
+    """``[ask.<provider>]``: where the provider is and which model (defaults: the SDK's URL)."""
+
+    base_url: str | None = None
+    model: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with https:// (or http:// on loopback)")
+        return url
+
+
+class AskConfig(Section):
+    """``[ask]``: the model loop of ``ask`` (the keys are in the key store, never here)."""
+
+    provider: Literal["anthropic", "openai", "openrouter"] = "anthropic"
+    max_tool_calls: int = Field(default=12, ge=1, le=100)
+    tools: list[str] | None = None
+    progress_interval: float = Field(default=3.0, ge=0)
+    timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_tokens: int = Field(default=4096, ge=64)
+    anthropic: ProviderConfig = Field(default_factory=ProviderConfig)
+    openai: ProviderConfig = Field(default_factory=ProviderConfig)
+    openrouter: ProviderConfig = Field(default_factory=ProviderConfig)
+
+
 class Config(Section):
     """The whole file."""
 
@@ -240,6 +276,7 @@ class Config(Section):
     browser: BrowserSection = Field(default_factory=BrowserSection)
     state: StateConfig = Field(default_factory=StateConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
+    ask: AskConfig = Field(default_factory=AskConfig)
 
     @model_validator(mode="after")
     def _browser_dirs_under_state(self) -> Config:
@@ -324,7 +361,7 @@ def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
         section = next((s for s in Config.model_fields if words.startswith(s + "_")), None)
         if section == "controllers" or section is None:
             raise ConfigError(
-                f"{var}: no such setting (sections: identity, nostr, browser, state, local; "
+                f"{var}: no such setting (sections: identity, nostr, browser, state, local, ask; "
                 "[[controllers]] entries can only be set in the file)"
             )
         model = _nested_model(Config, section)

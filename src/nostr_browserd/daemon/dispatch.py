@@ -25,8 +25,9 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
 from ..commands.protocol import Request, parse_request, render_text, run
 from ..commands.registry import Registry
@@ -52,6 +53,22 @@ Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
 LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Response = dict[str, Any]
+
+
+class Asker(Protocol):
+    """Runs ``ask`` turns (daemon/ask.py); the dispatcher routes ask and ask --stop to it."""
+
+    async def run(self, owner: str, request: Request, controller: ControllerConfig) -> Response:
+        """One turn for ``owner``; the response carries status, answer and steps."""
+        ...
+
+    def stop(self, owner: str) -> bool:
+        """End ``owner``'s running turn; False when none runs."""
+        ...
+
+    def stop_all(self) -> None:
+        """End every running turn (the daemon is stopping)."""
+        ...
 
 
 def error_response(request_id: Any, error: BrowserdError) -> Response:
@@ -125,6 +142,7 @@ class Dispatcher:
         self._schemes: dict[str, Scheme] = {}
         self._guesses: dict[str, int] = {}  # approve/deny codes sent by a non-approver
         self._closing = False
+        self.asker: Asker | None = None
 
     # --- intake ------------------------------------------------------------------------
 
@@ -151,6 +169,11 @@ class Dispatcher:
             if incoming.sender in self.approvers():
                 self._schemes[incoming.sender] = incoming.scheme
             self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
+            return
+        asking = incoming.refusal is None and incoming.sender in self.controllers
+        stop = ask_stop(self.registry, incoming.content) if asking and self.asker else None
+        if stop is not None:
+            self._spawn(self._stop_ask(incoming, stop))
             return
         if incoming.refusal is not None or incoming.sender not in self.controllers:
             error = incoming.refusal or BrowserdError(
@@ -199,7 +222,10 @@ class Dispatcher:
             if controller is None:  # removed by a reload while queued
                 raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
             self._running[incoming.sender] = request.tool
-            response = await self.execute(incoming.sender, request, controller)
+            if request.tool == "ask":
+                response = await self._ask(incoming.sender, request, controller)
+            else:
+                response = await self.execute(incoming.sender, request, controller)
         except BrowserdError as exc:
             response = error_response(request.id if request else None, exc)
         except Exception:
@@ -301,16 +327,22 @@ class Dispatcher:
                 ErrorCode.FORBIDDEN,
                 f"{request.tool} works only on the local control channel, never over messages.",
             )
+        if request.tool == "ask":
+            raise BrowserdError(
+                ErrorCode.FORBIDDEN,
+                "ask works over direct messages only: its steps are approved by DM.",
+            )
         self.registry.get(request.tool)  # UNKNOWN_TOOL before anything else
         session = await self.browser.session(owner)
         if controller is not None:
-            if not permits(self.registry, controller.role, request.tool, request.params):
-                raise BrowserdError(
-                    ErrorCode.FORBIDDEN,
-                    f"{request.tool} is not allowed for this key (role {controller.role!r}).",
-                )
+            check_role(self.registry, controller, request)
             if controller.approver and self.registry.is_gated(request.tool, request.params):
-                await self._await_approval(owner, controller, request, session)
+                who = controller.name or npub_encode(owner)[:20] + "…"
+                what = await describe_action(self.registry, session, request)
+                await self.consent(controller, controller.approver, who, what)
+        return await self._run(session, request)
+
+    async def _run(self, session: Session, request: Request) -> Response:
         try:
             return await asyncio.wait_for(
                 run(self.registry, session, request), self.command_timeout
@@ -321,21 +353,81 @@ class Dispatcher:
                 f"{request.tool} did not finish within {self.command_timeout:g} s and was stopped.",
             ) from None
 
+    # --- ask: a model loop whose steps come back here -----------------------------------
+
+    async def _ask(self, owner: str, request: Request, controller: ControllerConfig) -> Response:
+        check_role(self.registry, controller, request)
+        if self.asker is None:
+            raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
+        return await self.asker.run(owner, request, controller)
+
+    async def agent_step(
+        self, owner: str, controller: ControllerConfig, request: Request, reason: str
+    ) -> tuple[Response, str]:
+        """One tool call of ``owner``'s ask turn, under the controller's role and consent.
+
+        Returns the response and the target as the person would name it.  A gated call
+        waits for the controller (or its approver) unless auto_approve names the tool, and a
+        target that reads like a commit always waits; a refusal raises ``DENIED``.
+        """
+        started = time.perf_counter()
+        response: Response | None = None
+        try:
+            if request.tool in LOCAL_ONLY or request.tool == "ask":
+                raise BrowserdError(ErrorCode.FORBIDDEN, f"{request.tool} is not for ask.")
+            self.registry.get(request.tool)
+            session = await self.browser.session(owner)
+            check_role(self.registry, controller, request)
+            target = await describe_target(session, request.params)
+            gated = self.registry.is_gated(request.tool, request.params)
+            what = await describe_action(self.registry, session, request) if gated else ""
+            through = self.registry.get(request.tool).delegates is not None
+            auto = controller.ask.auto_approve
+            if needs_consent(request.tool, gated, through, what, auto):
+                who = f"ask (a model, for {controller.name or npub_encode(owner)[:20] + '…'})"
+                why = f". Why: {reason}" if reason else ""
+                await self.consent(controller, controller.approver or owner, who, what + why)
+            response = await self._run(session, request)
+            return response, target
+        except BrowserdError as exc:
+            response = error_response(None, exc)
+            raise
+        finally:
+            if response is not None:
+                self._audit(owner, "ask", request, response, started)
+
+    async def _stop_ask(self, incoming: Incoming, request: Request) -> None:
+        assert self.asker is not None
+        stopped = self.asker.stop(incoming.sender)
+        note = "Stopping the running ask turn." if stopped else "No ask turn is running."
+        response = {"id": request.id, "success": True, "data": {"stopped": stopped, "note": note}}
+        await self._deliver(incoming, render(response, is_text(incoming.content)), request.id)
+        self._audit(incoming.sender, incoming.scheme, request, response, time.perf_counter())
+
+    async def notify(self, recipient: str, text: str) -> bool:
+        """A message to a controller outside any reply (ask's progress), in its scheme."""
+        try:
+            return await self._send(recipient, text, self.scheme_of(recipient))
+        except Exception:
+            log.exception("could not send a message to %s", recipient[:12])
+            return False
+
     # --- consent -----------------------------------------------------------------------
 
-    async def _await_approval(
-        self, owner: str, controller: ControllerConfig, request: Request, session: Session
+    async def consent(
+        self, controller: ControllerConfig, approver: str, who: str, what: str
     ) -> None:
-        assert controller.approver is not None
+        """Ask ``approver`` by DM whether ``who`` may run ``what``, with a fresh code.
+
+        Returns on ``approve``; raises ``DENIED`` on deny, the timeout or a failed delivery.
+        """
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
-        approval = Approval(code, controller.approver, owner)
+        approval = Approval(code, approver, controller.pubkey)
         self._approvals[code] = approval
-        who = controller.name or npub_encode(owner)[:20] + "…"
-        what = await describe_action(self.registry, session, request)
-        scheme = self.scheme_of(controller.approver)
+        scheme = self.scheme_of(approver)
         try:
             for message in approval_messages(who, what, code, controller.approval_timeout):
-                if not await self._send(controller.approver, message, scheme):
+                if not await self._send(approver, message, scheme):
                     raise BrowserdError(
                         ErrorCode.DENIED,
                         "The approval request could not be delivered to the approver.",
@@ -351,6 +443,10 @@ class Dispatcher:
             self._approvals.pop(code, None)
         if not approved:
             raise BrowserdError(ErrorCode.DENIED, "The approver denied this command.")
+
+    def pending_codes(self, approver: str) -> list[str]:
+        """The codes waiting for ``approver``'s answer (tests and status)."""
+        return [a.code for a in self._approvals.values() if a.approver == approver]
 
     async def _decide(self, incoming: Incoming, approve: bool, code: str) -> None:
         """An ``approve``/``deny`` from a known key: only the held command's approver decides.
@@ -389,6 +485,8 @@ class Dispatcher:
     async def close(self) -> None:
         """Finish each running command and reply; refuse what is queued; deny held ones."""
         self._closing = True
+        if self.asker is not None:
+            self.asker.stop_all()
         for approval in list(self._approvals.values()):
             if not approval.decided.done():
                 approval.decided.set_result(False)
@@ -412,6 +510,33 @@ def _stopping() -> BrowserdError:
     return BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; send this again later.")
 
 
+def check_role(registry: Registry, controller: ControllerConfig, request: Request) -> None:
+    """``FORBIDDEN`` unless the controller's role permits the request."""
+    if not permits(registry, controller.role, request.tool, request.params):
+        raise BrowserdError(
+            ErrorCode.FORBIDDEN,
+            f"{request.tool} is not allowed for this key (role {controller.role!r}).",
+        )
+
+
+def ask_stop(registry: Registry, content: str) -> Request | None:
+    """The request when ``content`` is ``ask --stop`` (text or JSON), else None."""
+    if "stop" not in content:
+        return None
+    try:
+        request = parse_request(content, registry)
+    except BrowserdError:
+        return None
+    return request if request.tool == "ask" and request.params.get("stop") is True else None
+
+
+async def describe_target(session: Session, params: dict[str, Any]) -> str:
+    """``button "Send" (@e4)`` for a call with a ref or selector, else ``""``."""
+    if not (params.get("ref") or params.get("selector")):
+        return ""
+    return await _describe_target(session, params.get("ref"), params.get("selector"))
+
+
 async def describe_action(registry: Registry, session: Session, request: Request) -> str:
     """``click button "Submit" on http://…``: what an approver needs to decide, all of it.
 
@@ -423,7 +548,7 @@ async def describe_action(registry: Registry, session: Session, request: Request
     if registry.get(request.tool).delegates_only:
         parts = [f"a {request.tool} of {', '.join(registry.tools_run_by(request.tool, params))}"]
     if params.get("ref") or params.get("selector"):
-        parts.append(await _describe_target(session, params.get("ref"), params.get("selector")))
+        parts.append(await describe_target(session, params))
     shown = redact(params, show_typed=True)
     shown = {k: v for k, v in shown.items() if k not in ("ref", "selector")}
     if shown:

@@ -1,4 +1,5 @@
-"""The state store: one SQLite file holding the replay guard, rejected wraps and the audit log.
+"""The state store: one SQLite file: the replay guard, rejected wraps, the audit log, and
+the conversations of ``ask``.
 
 Seen ids must survive a restart: a relay re-delivers everything since our subscription's
 ``since`` (two days back for gift wraps), and a command seen again must not run again.  The
@@ -36,6 +37,11 @@ CREATE TABLE IF NOT EXISTS audit (
     outcome TEXT NOT NULL,
     duration_ms REAL
 );
+CREATE TABLE IF NOT EXISTS conversation (
+    controller TEXT PRIMARY KEY,
+    transcript TEXT NOT NULL,
+    at REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 
@@ -180,6 +186,28 @@ class Store:
             (limit,),
         ).fetchall()
         return [AuditEntry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
+
+    def conversation(self, controller: str) -> list[dict[str, Any]]:
+        """``controller``'s ``ask`` conversation (empty when none, or unreadable)."""
+        row = self._db.execute(
+            "SELECT transcript FROM conversation WHERE controller = ?", (controller,)
+        ).fetchone()
+        try:
+            transcript = json.loads(row[0]) if row else []
+        except ValueError:
+            return []
+        return transcript if isinstance(transcript, list) else []
+
+    def save_conversation(self, controller: str, transcript: list[dict[str, Any]]) -> None:
+        """Keep ``controller``'s conversation across turns and restarts."""
+        self._db.execute(
+            "INSERT OR REPLACE INTO conversation (controller, transcript, at) VALUES (?, ?, ?)",
+            (controller, json.dumps(transcript, ensure_ascii=False), time.time()),
+        )
+
+    def forget_conversation(self, controller: str) -> None:
+        """``ask --new``: the next turn starts with nothing behind it."""
+        self._db.execute("DELETE FROM conversation WHERE controller = ?", (controller,))
 
     def counts(self) -> dict[str, int]:
         """Sizes for the status page."""

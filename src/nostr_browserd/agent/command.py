@@ -1,0 +1,40 @@
+"""The ``ask`` command as the registry declares it: its params, its text form, its help.
+
+The dispatcher runs it (a turn of the model loop needs the controller, the key store and the
+person's consent, which a tool handler does not have); the handler here only refuses to run
+anywhere else, such as inside a batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from ..commands.registry import Params, Registry
+from ..errors import BrowserdError, ErrorCode
+
+TOOLS = Registry()
+
+
+class AskParams(Params):
+    """A task in words; or --new (a new conversation) or --stop (end the running turn)."""
+
+    task: str | None = Field(None, max_length=4000, description="what to do, in words")
+    provider: Literal["anthropic", "openai", "openrouter"] | None = Field(
+        None, description="the model provider (default: the config's)"
+    )
+    model: str | None = Field(None, max_length=200, description="the model (default: config's)")
+    max_tool_calls: int | None = Field(None, ge=1, le=100, description="the cap (default 12)")
+    new: bool = Field(False, description="start a new conversation")
+    stop: bool = Field(False, description="end the running turn")
+
+
+@TOOLS.tool("ask", family="agent", gated=False, params=AskParams, args=("*task",))
+async def ask(session: Any, params: AskParams) -> dict[str, Any]:
+    """Have a model do a task on your tabs; you approve each step that changes something.
+
+    Runs one turn of the model loop in your own browser session.  The next ask continues the
+    conversation; --new starts a new one; --stop ends a running turn.
+    """
+    raise BrowserdError(ErrorCode.INVALID_PARAMS, "ask runs only as a message of its own.")

@@ -1,0 +1,176 @@
+"""``ask`` in the daemon: a controller's turn of the model loop, joined to the dispatcher.
+
+The turn runs in the controller's own browser session and queue; each tool call goes back
+through ``Dispatcher.agent_step`` (role, consent, timeout, audit), exactly like a command
+the controller sent.  The conversation is kept per controller in the state store, so the
+next ``ask`` continues it after a restart too; ``ask --new`` forgets it.  Progress reaches
+the controller as a few coalesced DMs; the final reply has the status, the answer and the
+steps, in the request's scheme.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..agent.command import AskParams
+from ..agent.keys import KeyStore
+from ..agent.loop import Denied, Outcome, Turn, TurnResult, trim
+from ..agent.progress import Progress
+from ..agent.providers import ProviderSettings, ToolCall, make_provider
+from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tools
+from ..commands.protocol import Request
+from ..commands.registry import Registry
+from ..errors import BrowserdError, ErrorCode
+from .config import AskConfig, Config, ConfigError, ControllerConfig
+from .dispatch import Dispatcher, error_response, permits
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+MAX_TRANSCRIPT_CHARS = 400_000
+
+
+def check_ask_config(config: Config, registry: Registry) -> None:
+    """Refuse at start a tool list or an auto_approve naming what ask cannot offer."""
+    unknown = unknown_tools(registry, config.ask.tools or ())
+    if unknown:
+        raise ConfigError(f"ask.tools: not tools ask may offer: {', '.join(unknown)}")
+    for controller in config.controllers:
+        unknown = unknown_tools(registry, controller.ask.auto_approve)
+        if unknown:
+            raise ConfigError(
+                f"controllers ({controller.name or controller.pubkey[:12]}).ask.auto_approve: "
+                f"unknown tools: {', '.join(unknown)}"
+            )
+
+
+class AskRunner:
+    """Runs ``ask`` turns for the dispatcher, one per controller at a time."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        store: Store,
+        config: AskConfig,
+        keys: Callable[[], KeyStore],
+        registry: Registry,
+        result_cap: int,
+    ) -> None:
+        self.dispatcher, self.store, self.config = dispatcher, store, config
+        self.keys, self.registry, self.result_cap = keys, registry, result_cap
+        self._stops: dict[str, asyncio.Event] = {}
+
+    def stop(self, owner: str) -> bool:
+        """End ``owner``'s running turn; False when none runs."""
+        event = self._stops.get(owner)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+    def stop_all(self) -> None:
+        """End every running turn (the daemon is stopping)."""
+        for event in self._stops.values():
+            event.set()
+
+    async def run(
+        self, owner: str, request: Request, controller: ControllerConfig
+    ) -> dict[str, Any]:
+        """One turn (or ``--new`` alone); the reply's data: status, answer, reason, steps."""
+        _, model = self.registry.validate("ask", request.params)
+        assert isinstance(model, AskParams)
+        if model.stop:  # ask --stop reaches the queue only when no turn was running
+            return {"id": request.id, "success": True, "data": {"stopped": False}}
+        if model.new:
+            self.store.forget_conversation(owner)
+        if not model.task:
+            if model.new:
+                note = "A new conversation starts with your next ask."
+                return {"id": request.id, "success": True, "data": {"note": note}}
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "ask needs a task: ask <what to do>.")
+        result = await self._turn(owner, controller, model)
+        log.info(
+            "ask from %s: %s after %d step(s)%s",
+            owner[:12],
+            result.status,
+            len(result.steps),
+            f" ({result.reason})" if result.reason else "",
+        )
+        return {"id": request.id, "success": True, "data": result.to_dict()}
+
+    async def _turn(self, owner: str, controller: ControllerConfig, ask: AskParams) -> TurnResult:
+        name = ask.provider or self.config.provider
+        key = await self.keys().get(name)
+        if key is None:
+            return TurnResult(
+                "error",
+                "",
+                reason=f"no usable API key for {name}: on the daemon's machine run "
+                f"'nostr-browserd keys set {name}' (key on stdin)",
+            )
+        overrides = getattr(self.config, name)
+        provider = make_provider(
+            ProviderSettings(
+                name,
+                key,
+                model=ask.model or overrides.model,
+                base_url=overrides.base_url,
+                timeout=self.config.timeout,
+                max_retries=self.config.max_retries,
+                max_tokens=self.config.max_tokens,
+            )
+        )
+        names = self.config.tools or DEFAULT_TOOLS
+        specs = tool_specs(
+            self.registry, [n for n in names if permits(self.registry, controller.role, n, {})]
+        )
+        offered = {spec.name for spec in specs}
+        cap = ask.max_tool_calls or self.config.max_tool_calls
+        progress = Progress(
+            lambda text: self.dispatcher.notify(owner, text), self.config.progress_interval
+        )
+        calls = 0
+
+        async def act(call: ToolCall, reason: str) -> Outcome:
+            nonlocal calls
+            if call.name not in offered:
+                error = BrowserdError(
+                    ErrorCode.UNKNOWN_TOOL, f"{call.name} is not one of the tools offered."
+                )
+                return Outcome(error_response(None, error))
+            calls += 1
+            step = progress_line(call.name, "", call.args)
+            progress.note(f"{step} ({calls} of {cap} steps)")
+            request = Request(tool=call.name, params=call.args)
+            try:
+                response, target = await self.dispatcher.agent_step(
+                    owner, controller, request, reason
+                )
+            except BrowserdError as exc:
+                if exc.code == ErrorCode.DENIED:
+                    raise Denied(exc.message) from None
+                return Outcome(error_response(None, exc))
+            return Outcome(response, target)
+
+        transcript = self.store.conversation(owner)
+        stop = self._stops[owner] = asyncio.Event()
+        turn = Turn(
+            provider,
+            transcript,
+            specs,
+            act,
+            max_tool_calls=cap,
+            result_cap=self.result_cap,
+            on_text=progress.text,
+            stop=stop,
+        )
+        try:
+            return await turn.run(ask.task or "")
+        finally:
+            del self._stops[owner]
+            await progress.close()
+            await provider.close()
+            self.store.save_conversation(owner, trim(transcript, MAX_TRANSCRIPT_CHARS))

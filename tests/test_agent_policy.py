@@ -1,0 +1,76 @@
+"""ask's pure pieces: the consent rule, the offered tools, progress coalescing, trimming."""
+
+from __future__ import annotations
+
+import asyncio
+
+from nostr_browserd.agent.loop import trim
+from nostr_browserd.agent.progress import Progress
+from nostr_browserd.agent.tools import DEFAULT_TOOLS, needs_consent, tool_specs, unknown_tools
+from nostr_browserd.commands.catalog import REGISTRY
+
+
+def test_free_tools_never_ask_and_gated_ones_ask_unless_auto_approved():
+    assert not needs_consent("snapshot", False, False, "", [])
+    assert needs_consent("click", True, False, 'click button "More" on http://x/', [])
+    assert not needs_consent("click", True, False, 'click button "More" on http://x/', ["click"])
+
+
+def test_a_commit_always_asks_whatever_auto_approve_says():
+    for name in ("Submit", "Pay now", "Place order", "Checkout", "Send", "Confirm", "Delete"):
+        what = f'click button "{name}" (@e4) on http://shop.example/cart'
+        assert needs_consent("click", True, False, what, ["click"]), name
+    # A batch or a find that acts runs other tools: auto_approve never covers it.
+    assert needs_consent("find_text", True, True, "find_text", ["find_text", "click"])
+
+
+def test_the_default_set_is_about_twenty_registered_tools_without_ask():
+    assert 15 <= len(DEFAULT_TOOLS) <= 25 and unknown_tools(REGISTRY, DEFAULT_TOOLS) == []
+    specs = tool_specs(REGISTRY, [*DEFAULT_TOOLS, "ask"])
+    assert [s.name for s in specs] == list(DEFAULT_TOOLS)
+    assert unknown_tools(REGISTRY, ["ask", "login", "nope", "click"]) == ["ask", "login", "nope"]
+    click = next(s for s in specs if s.name == "click")
+    assert click.schema["type"] == "object" and "ref" in click.schema["properties"]
+
+
+async def test_progress_sends_the_first_at_once_then_coalesces():
+    sent: list[str] = []
+
+    async def send(text: str) -> None:
+        sent.append(text)
+
+    progress = Progress(send, interval=3600)
+    progress.note("reading the page")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert sent == ["… reading the page"]
+    for i in range(100):
+        progress.note(f"step {i}")
+        progress.text("delta ")
+    await asyncio.sleep(0)
+    assert len(sent) == 1  # the rest waits for the interval, then goes as one message
+    await progress.close()
+    assert len(sent) == 1  # what was pending at the end is dropped: the reply carries it
+
+    quick = Progress(send, interval=0)
+    sent.clear()
+    quick.note("a")
+    quick.text("b")
+    quick.text("c")
+    for _ in range(5):
+        await asyncio.sleep(0)
+    await quick.close()
+    assert sent == ["… a\nbc"]
+
+
+def test_trim_cuts_only_before_a_task():
+    exchange = [
+        {"role": "user", "text": "x" * 100},
+        {"role": "assistant", "text": "", "calls": [{"id": "1", "name": "snapshot", "args": {}}]},
+        {"role": "tool", "id": "1", "name": "snapshot", "content": "y" * 100},
+        {"role": "assistant", "text": "done", "calls": []},
+    ]
+    transcript = exchange * 5
+    kept = trim(transcript, 1000)
+    assert kept[0]["role"] == "user" and len(kept) % 4 == 0 and len(kept) < len(transcript)
+    assert trim(exchange, 10) == exchange  # one exchange is never cut inside

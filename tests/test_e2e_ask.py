@@ -1,0 +1,255 @@
+"""End to end: ``ask`` from a phone (nostr-sdk) through a real relay, a real Chromium on the
+local test site, and the real provider SDKs pointed at a scripted provider on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+
+import pytest
+
+from tests.fixtures.daemon import (
+    SdkController,
+    daemon_pubkey,
+    start_daemon_fixture,  # noqa: F401
+)
+from tests.fixtures.fake_provider import (
+    Scripted,
+    call,
+    fake_provider_fixture,  # noqa: F401
+    say,
+)
+
+KEY = "sk-test-e2e-0123456789abcdef"
+CODE = re.compile(r'"approve ([A-Z0-9]+)"')
+
+
+async def start(start_daemon, relay, phone, fake, provider="openai", controller=None, **kw):
+    """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``."""
+    ask = {
+        "provider": provider,
+        provider: {"base_url": fake.base_url(provider)},
+        "max_retries": 0,
+        "progress_interval": 3600,
+    }
+    entry = {"pubkey": phone.npub, **(controller or {})}
+    daemon = await start_daemon([relay], controllers=[entry], ask=ask, **kw)
+    await daemon.key_store().set(provider, KEY)
+    return daemon, await daemon_pubkey(daemon)
+
+
+async def ask(phone, me, params):
+    """Send ask as JSON; the final reply (by id), skipping progress and approval DMs."""
+    request_id = secrets.token_hex(4)
+    await phone.send(me, json.dumps({"id": request_id, "tool": "ask", "params": params}))
+    return (await final_reply(phone, me, request_id)).json
+
+
+async def message(phone, predicate, timeout=30.0):
+    """The first message matching ``predicate``, among those already polled too (a poll may
+    bring several at once, such as "Stopping…" and the turn's final reply)."""
+    for seen in phone.received:
+        if predicate(seen):
+            return seen
+    return await phone.wait_reply(predicate, timeout)
+
+
+async def approval(phone, me):
+    """The approval request the daemon sent."""
+    return await message(phone, lambda r: r.sender == me and CODE.search(r.content) is not None)
+
+
+async def final_reply(phone, me, request_id):
+    """The reply to the request ``request_id`` (a turn's final one)."""
+    return await message(phone, lambda r: r.sender == me and f'"{request_id}"' in r.content, 60)
+
+
+async def read(phone, me, selector):
+    got = await phone.command(me, {"tool": "get_text", "params": {"selector": selector}})
+    return got["data"]["text"]
+
+
+async def test_ask_over_text_ends_done_with_the_page_read(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        controller = {"ask": {"auto_approve": ["open"]}}
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+        )
+        fake_provider.script = [
+            call("open", "open the form", url=f"{site_url}/form.html"),
+            call("get_text", "read the heading", selector="h1"),
+            say("The form's heading is Signup."),
+        ]
+        await phone.send(me, "ask what is the heading of the form page?", nip04=True)
+        final = await message(phone, lambda r: r.sender == me and "status: done" in r.content, 60)
+        assert final.scheme == "nip04"
+        assert "The form's heading is Signup." in final.content
+        assert "open" in final.content and "get_text" in final.content
+        # The model was sent the page's real text, marked as untrusted data.
+        results = fake_provider.tool_results(2)
+        assert len(results) == 2 and '"Signup"' in results[1]
+        assert all(r.startswith("<untrusted_data") for r in results)
+        assert set(fake_provider.keys) == {KEY}
+        # A phone gets a few messages, not one per delta: here the first progress line only.
+        progress = [r for r in phone.received if r.content.startswith("… ")]
+        assert 1 <= len(progress) <= 2
+        assert not any(CODE.search(r.content) for r in phone.received)  # open: auto-approved
+
+
+async def test_a_gated_click_waits_for_approve_by_dm(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        controller = {"ask": {"auto_approve": ["open", "fill", "click"]}}
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+        )
+        fake_provider.script = [
+            call("open", url=f"{site_url}/form.html"),
+            call("fill", "your name", selector="#name", value="Ada"),
+            call("click", "send the form as asked", selector="#submit"),
+            say("Sent the form for Ada."),
+        ]
+        request_id = secrets.token_hex(4)
+        await phone.send(
+            me, json.dumps({"id": request_id, "tool": "ask", "params": {"task": "sign up as Ada"}})
+        )
+        # open and fill ran unasked (auto_approve); the click on "Send" reads like a commit.
+        asked = await message(
+            phone, lambda r: r.sender == me and CODE.search(r.content) is not None
+        )
+        assert 'button "Send"' in asked.content and "form.html" in asked.content
+        assert "send the form as asked" in asked.content
+        await phone.send(me, f"approve {CODE.search(asked.content)[1]}")
+        final = await message(
+            phone, lambda r: r.sender == me and f'"{request_id}"' in r.content, 60
+        )
+        data = final.json["data"]
+        assert data["status"] == "done" and data["answer"] == "Sent the form for Ada."
+        assert [s["tool"] for s in data["steps"]] == ["open", "fill", "click"]
+        assert data["steps"][2]["target"].startswith('button "Send"')
+        assert await read(phone, me, "#out") == "sent Ada"
+
+
+async def test_a_denial_ends_denied_with_the_page_unchanged(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(start_daemon, nostr_relay_url, phone, fake_provider)
+        opened = await phone.command(
+            me, {"tool": "open", "params": {"url": f"{site_url}/buttons.html"}}
+        )
+        assert opened["success"]
+        fake_provider.script = [call("click", "count once", selector="#count"), say("never")]
+        request_id = secrets.token_hex(4)
+        await phone.send(
+            me, json.dumps({"id": request_id, "tool": "ask", "params": {"task": "click count"}})
+        )
+        asked = await message(
+            phone, lambda r: r.sender == me and CODE.search(r.content) is not None
+        )
+        assert 'button "Count"' in asked.content
+        await phone.send(me, f"deny {CODE.search(asked.content)[1]}")
+        final = await message(
+            phone, lambda r: r.sender == me and f'"{request_id}"' in r.content, 60
+        )
+        data = final.json["data"]
+        assert data["status"] == "denied" and data["steps"][0]["outcome"].startswith("DENIED")
+        assert await read(phone, me, "#count") == "Count"  # never clicked
+        # The conversation is still valid: the next ask continues it, on the other wire format.
+        fake_provider.script = [say("Understood, nothing was clicked.")]
+        again = await ask(phone, me, {"task": "ok, what happened?", "provider": "openai"})
+        assert again["data"]["status"] == "done"
+        assert "Not run: denied" in json.dumps(fake_provider.requests[-1])
+
+
+async def test_the_13th_call_ends_capped(nostr_relay_url, site_url, fake_provider, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, provider="anthropic"
+        )
+        fake_provider.script = [call("get_url", f"look {i}") for i in range(13)]
+        data = (await ask(phone, me, {"task": "look around forever"}))["data"]
+        assert data["status"] == "capped" and len(data["steps"]) == 12
+        assert len(fake_provider.requests) == 13  # the 13th call was asked for, and not run
+
+
+async def test_a_provider_500_ends_error_with_the_reason(
+    nostr_relay_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(start_daemon, nostr_relay_url, phone, fake_provider)
+        fake_provider.script = [Scripted(status=500)]
+        data = (await ask(phone, me, {"task": "anything"}))["data"]
+        assert data["status"] == "error" and "HTTP 500" in data["reason"]
+        assert KEY not in json.dumps(data)
+        # The daemon keeps running: a plain command still works.
+        assert (await phone.command(me, {"tool": "get_url"}))["success"]
+
+
+async def test_ask_stop_ends_a_turn_waiting_for_consent(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(start_daemon, nostr_relay_url, phone, fake_provider)
+        await phone.command(me, {"tool": "open", "params": {"url": f"{site_url}/buttons.html"}})
+        fake_provider.script = [call("click", selector="#count")]
+        request_id = secrets.token_hex(4)
+        await phone.send(
+            me, json.dumps({"id": request_id, "tool": "ask", "params": {"task": "click"}})
+        )
+        await approval(phone, me)
+        await phone.send(me, "ask --stop")
+        stopping = await message(phone, lambda r: r.sender == me and "Stopping" in r.content)
+        assert stopping.scheme == "nip17"
+        final = await message(
+            phone, lambda r: r.sender == me and f'"{request_id}"' in r.content, 60
+        )
+        assert final.json["data"]["status"] == "denied"
+        assert "stopped" in final.json["data"]["reason"]
+        assert await read(phone, me, "#count") == "Count"
+        nothing = await phone.command(me, {"tool": "ask", "params": {"stop": True}})
+        assert nothing["data"]["stopped"] is False
+
+
+async def test_a_restart_keeps_the_conversation_and_new_forgets_it(
+    nostr_relay_url, fake_provider, start_daemon, tmp_path
+):
+    state = tmp_path / "kept"
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, state_dir=state
+        )
+        fake_provider.script = [say("The secret word is heron.")]
+        assert (await ask(phone, me, {"task": "remember a word"}))["data"]["status"] == "done"
+        await daemon.stop()
+        daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, state_dir=state
+        )
+        fake_provider.script = [say("It was heron.")]
+        assert (await ask(phone, me, {"task": "which word?"}))["data"]["answer"] == "It was heron."
+        sent = json.dumps(fake_provider.requests[-1]["messages"])
+        assert "remember a word" in sent and "The secret word is heron." in sent
+        fake_provider.script = [say("fresh")]
+        await ask(phone, me, {"task": "start over", "new": True})
+        sent = json.dumps(fake_provider.requests[-1]["messages"])
+        assert "heron" not in sent and "start over" in sent
+
+
+@pytest.mark.parametrize("tool", ["keys_status", "keys_set"])
+async def test_key_tools_never_run_over_messages(
+    nostr_relay_url, fake_provider, start_daemon, tool
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon, me = await start(start_daemon, nostr_relay_url, phone, fake_provider)
+        params = (
+            {"provider": "openai", "api_key": "sk-evil-0123456789abcdefgh"}
+            if tool == "keys_set"
+            else {}
+        )
+        refused = await phone.command(me, {"tool": tool, "params": params})
+        assert refused["error"]["code"] == "FORBIDDEN"
+        assert await daemon.key_store().get("openai") == KEY
