@@ -32,6 +32,7 @@ from pydantic import (
 
 from ..browser.session import BrowserConfig
 from ..nostr.nip19 import parse_pubkey
+from .inbox import STRANGER_BUDGET
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
 DEFAULT_LOCAL_PORT = 17777
@@ -169,7 +170,7 @@ class NostrConfig(Section):
     name: str = "nostr-browserd"
     about: str = "A headless browser driven over encrypted direct messages."
     publish_timeout: float = Field(default=10.0, gt=0)
-    stranger_budget: int = Field(default=120, ge=1)
+    stranger_budget: int = Field(default=STRANGER_BUDGET, ge=1)
 
     _pubkeys = field_validator("controllers", mode="before")(
         lambda v: [_pubkey(x) for x in v] if isinstance(v, list) else v
