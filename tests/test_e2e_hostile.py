@@ -103,6 +103,8 @@ async def test_a_replayed_command_runs_once(nostr_relay_url, local_relay_factory
         sync = await phone.command(me, {"tool": "get_title"})
         assert sync["success"]
         assert daemon.store.was_seen(rewrapped["id"]), "the new wrap reached the replay guard"
+        # The original wrap did come again, through the relay that had never seen it.
+        await wait_until(lambda: daemon.pool.status()[second.url].counts["events"] >= 1)
         assert commands_run(daemon) == ["get_title", "get_url"]
         assert [r.json.get("id") for r in phone.received] == ["r1", sync["id"]]
 

@@ -2,15 +2,21 @@
 
 import asyncio
 import json
+import logging
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from nostr_browserd.errors import ErrorCode
+from nostr_browserd.nostr.keys import generate_secret
+from nostr_browserd.nostr.nip19 import nsec_encode
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
+    wait_until,
 )
 
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
@@ -43,10 +49,17 @@ async def test_login_tools_never_run_over_messages(nostr_relay_url, start_daemon
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         me = await daemon_pubkey(daemon)
-        for tool in ("login_status", "logout"):
-            answer = await phone.command(me, {"tool": tool})
-            assert answer["error"]["code"] == ErrorCode.FORBIDDEN
-        assert daemon.identity.logged_in
+        other = nsec_encode(generate_secret())
+        for tool, params in [
+            ("login_status", {}),
+            ("logout", {}),
+            ("login", {"method": "local", "nsec": other}),
+            ("switch_identity", {"method": "local", "nsec": other}),
+        ]:
+            answer = await phone.command(me, {"tool": tool, "params": params})
+            assert answer["error"]["code"] == ErrorCode.FORBIDDEN, (tool, answer)
+            assert other not in json.dumps(answer)
+        assert daemon.identity.logged_in and await daemon_pubkey(daemon) == me
 
 
 async def test_a_batch_is_judged_by_every_command_in_it(nostr_relay_url, site_url, start_daemon):
@@ -121,10 +134,9 @@ async def test_gated_commands_wait_for_the_approver(nostr_relay_url, site_url, s
         await approve(phone, me, "deny")
         denied = await typing
         assert denied["error"]["code"] == ErrorCode.DENIED
-        value = await agent.command(
-            me, {"tool": "get_attr", "params": {"selector": "#name", "name": "value"}}
-        )
-        assert not json.dumps(value).count('"x"')
+        # The field's live value (fill never changes the HTML attribute): still empty.
+        value = await agent.command(me, {"tool": "get_value", "params": {"selector": "#name"}})
+        assert value["success"] and value["data"]["value"] == "", value
     finally:
         await agent.__aexit__(None, None, None)
         await phone.__aexit__(None, None, None)
@@ -157,27 +169,36 @@ async def test_a_command_over_its_time_is_stopped(nostr_relay_url, start_daemon)
         assert (await phone.command(me, {"tool": "get_url"}))["success"], "and the next one runs"
 
 
-async def test_a_flood_is_refused_not_queued_forever(nostr_relay_url, start_daemon):
+async def test_a_flood_is_refused_not_queued_forever(nostr_relay_url, start_daemon, gate):
+    handler, base = gate
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon(
             [nostr_relay_url], controllers=[phone.npub], browser={"queue_size": 1}
         )
         me = await daemon_pubkey(daemon)
-        for i in range(3):
-            await phone.send(me, json.dumps({"id": i, "tool": "wait", "params": {"ms": 1500}}))
+        assert (await phone.command(me, {"tool": "open", "params": {"url": f"{base}/page"}}))[
+            "success"
+        ]
+        # The first command runs until the test releases the gate (an event, not a duration).
+        until = {"text": "released", "timeout_ms": 20000}
+        first = await phone.send(
+            me, json.dumps({"id": 0, "tool": "wait_for_text", "params": until})
+        )
+        queue = daemon.dispatcher._queues
+        await wait_until(lambda: daemon.store.was_seen(first) and queue[phone.pubkey].empty())
+        # While it runs, one more fits in the queue (size 1), and the next one does not.
+        later = [await phone.send(me, json.dumps({"id": i, "tool": "get_url"})) for i in (1, 2)]
+        await wait_until(lambda: all(daemon.store.was_seen(x) for x in later))
+        assert not handler.released.is_set()
+        handler.released.set()
         replies = {}
         async with asyncio.timeout(30):
             while len(replies) < 3:
                 for reply in await phone.poll():
                     replies[reply.json["id"]] = reply.json
                 await asyncio.sleep(0.05)
-        # The first runs; whether the second waits or is refused depends on whether the first
-        # had started when it came; the third never fits behind both.
-        assert replies[0]["success"]
-        outcomes = [r["success"] or r["error"]["code"] for r in replies.values()]
-        assert ErrorCode.UNAVAILABLE in outcomes
-        assert set(outcomes) <= {True, ErrorCode.UNAVAILABLE}
-        assert replies[2]["error"]["code"] == ErrorCode.UNAVAILABLE
+        assert replies[0]["success"] and replies[1]["success"], replies
+        assert replies[2]["error"]["code"] == ErrorCode.UNAVAILABLE, replies[2]
 
 
 class GateHandler(BaseHTTPRequestHandler):
@@ -207,48 +228,133 @@ class GateHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-async def test_one_controllers_commands_in_order_controllers_concurrently(
-    nostr_relay_url, start_daemon
-):
+@pytest.fixture
+def gate():
+    """A GateHandler of its own on a free port: ``(handler, base URL)``."""
     handler = type("Gate", (GateHandler,), {"released": threading.Event()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_port}"
+    try:
+        yield handler, f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_one_controllers_commands_in_order_controllers_concurrently(
+    nostr_relay_url, start_daemon, gate
+):
+    handler, base = gate
+    async with (
+        SdkController([nostr_relay_url]) as alice,
+        SdkController([nostr_relay_url]) as bob,
+    ):
+        daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub, bob.npub])
+        me = await daemon_pubkey(daemon)
+        opened = await alice.command(me, {"tool": "open", "params": {"url": f"{base}/page"}})
+        assert opened["success"], opened
+        # Alice's first command waits for what only Bob's command can bring about; her
+        # second is queued behind it.
+        until = {"text": "released", "timeout_ms": 10000}
+        waiting = {"id": "a1", "tool": "wait_for_text", "params": until}
+        reading = {"id": "a2", "tool": "get_text", "params": {"selector": "#s"}}
+        await alice.send(me, json.dumps(waiting))
+        second = await alice.send(me, json.dumps(reading))
+        async with asyncio.timeout(20):
+            while not daemon.store.was_seen(second):
+                await asyncio.sleep(0.02)
+        assert not handler.released.is_set()
+        # Bob is not held up behind Alice (or her first command would time out first).
+        released = await bob.command(me, {"tool": "open", "params": {"url": f"{base}/release"}})
+        assert released["success"] and released["data"]["title"] == "Released", released
+        replies = {}
+        async with asyncio.timeout(30):
+            while len(replies) < 2:
+                for reply in await alice.poll():
+                    replies[reply.json["id"]] = reply.json
+                await asyncio.sleep(0.05)
+        assert replies["a1"]["success"], replies["a1"]
+        # a2 arrived before the release; it ran after a1 had finished, so it reads it.
+        assert replies["a2"]["data"]["text"] == "released", replies["a2"]
+        sessions = {s.owner: s for s in daemon.browser.sessions()}
+        assert sessions[alice.pubkey].context is not sessions[bob.pubkey].context
+        assert (await bob.command(me, {"tool": "get_url"}))["data"]["url"] == f"{base}/release"
+
+
+class CountingHandler(BaseHTTPRequestHandler):
+    """Counts the requests it serves (what a held command would cost the site)."""
+
+    hits: list[str]
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        body = b"<title>Counted</title><p>counted</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+async def test_only_the_approver_can_approve(nostr_relay_url, start_daemon, caplog):
+    caplog.set_level(logging.INFO)
+    handler = type("Counting", (CountingHandler,), {"hits": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/counted"
     try:
         async with (
-            SdkController([nostr_relay_url]) as alice,
-            SdkController([nostr_relay_url]) as bob,
+            SdkController([nostr_relay_url]) as agent,
+            SdkController([nostr_relay_url]) as phone,
+            SdkController([nostr_relay_url]) as other,
+            SdkController([nostr_relay_url]) as stranger,
         ):
-            daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub, bob.npub])
+            daemon = await start_daemon(
+                [nostr_relay_url],
+                controllers=[
+                    {"pubkey": agent.npub, "name": "agent", "approver": phone.npub},
+                    {"pubkey": other.npub, "name": "other"},
+                ],
+            )
             me = await daemon_pubkey(daemon)
-            opened = await alice.command(me, {"tool": "open", "params": {"url": f"{base}/page"}})
-            assert opened["success"], opened
-            # Alice's first command waits for what only Bob's command can bring about; her
-            # second is queued behind it.
-            until = {"text": "released", "timeout_ms": 10000}
-            waiting = {"id": "a1", "tool": "wait_for_text", "params": until}
-            reading = {"id": "a2", "tool": "get_text", "params": {"selector": "#s"}}
-            await alice.send(me, json.dumps(waiting))
-            second = await alice.send(me, json.dumps(reading))
-            async with asyncio.timeout(20):
-                while not daemon.store.was_seen(second):
-                    await asyncio.sleep(0.02)
-            assert not handler.released.is_set()
-            # Bob is not held up behind Alice (or her first command would time out first).
-            released = await bob.command(me, {"tool": "open", "params": {"url": f"{base}/release"}})
-            assert released["success"] and released["data"]["title"] == "Released", released
-            replies = {}
-            async with asyncio.timeout(30):
-                while len(replies) < 2:
-                    for reply in await alice.poll():
-                        replies[reply.json["id"]] = reply.json
-                    await asyncio.sleep(0.05)
-            assert replies["a1"]["success"], replies["a1"]
-            # a2 arrived before the release; it ran after a1 had finished, so it reads it.
-            assert replies["a2"]["data"]["text"] == "released", replies["a2"]
-            sessions = {s.owner: s for s in daemon.browser.sessions()}
-            assert sessions[alice.pubkey].context is not sessions[bob.pubkey].context
-            assert (await bob.command(me, {"tool": "get_url"}))["data"]["url"] == f"{base}/release"
+            opening = asyncio.create_task(
+                agent.command(me, {"tool": "open", "params": {"url": url}}, timeout=60)
+            )
+            ask = await phone.wait_reply(lambda r: r.sender == me and "approve" in r.content)
+            code = CODE.search(ask.content)[1]
+            # The agent approves itself: its message waits in its own queue, behind the
+            # command it would approve (it reached the daemon: its id is claimed).
+            own = await agent.send(me, f"approve {code}")
+            await wait_until(lambda: daemon.store.was_seen(own))
+            # A stranger: dropped at the door.
+            await stranger.send(me, f"approve {code}")
+            await wait_until(lambda: f"unknown key {stranger.pubkey}" in caplog.text)
+            # Another controller: "approve" is no command of theirs, and says so.
+            await other.send(me, f"approve {code}")
+            answer = await other.wait_reply(lambda r: r.sender == me)
+            assert answer.content.startswith("✗ UNKNOWN_TOOL"), answer
+            assert not opening.done(), "still held"
+            assert handler.hits == [], "the site saw nothing"
+            session = next(s for s in daemon.browser.sessions() if s.owner == agent.pubkey)
+            assert session.page.url == "about:blank"
+            assert [r for r in phone.received if r.sender == me] == [ask], "nor was phone told"
+            # Only then the approver.
+            await phone.send(me, f"approve {code}")
+            opened = await opening
+            assert opened["success"] and opened["data"]["title"] == "Counted", opened
+            assert handler.hits == ["/counted"]
+
+            # The agent's own "approve" ran after it, as the unknown command it is to it.
+            # (its reply may have come while the agent waited for the other one: look there too)
+            def is_late(r):
+                return r.sender == me and "approve" in r.content
+
+            late = next(filter(is_late, agent.received), None) or await agent.wait_reply(is_late)
+            assert late.content.startswith("✗ UNKNOWN_TOOL") and handler.hits == ["/counted"], late
+            assert await stranger.poll() == []
     finally:
         server.shutdown()
         server.server_close()
