@@ -4,6 +4,7 @@ local test site, and the real provider SDKs pointed at a scripted provider on 12
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 
@@ -253,3 +254,37 @@ async def test_key_tools_never_run_over_messages(
         refused = await phone.command(me, {"tool": tool, "params": params})
         assert refused["error"]["code"] == "FORBIDDEN"
         assert await daemon.key_store().get("openai") == KEY
+
+
+async def test_keys_on_the_local_channel_never_leak(
+    nostr_relay_url, start_daemon, caplog, tmp_path
+):
+    from websockets.asyncio.client import connect
+
+    secret = "sk-local-channel-0123456789abcdef"
+    daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
+    caplog.set_level(logging.DEBUG)
+    async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
+        set_key = {
+            "id": 1,
+            "tool": "keys_set",
+            "params": {"provider": "openrouter", "api_key": secret},
+        }
+        await ws.send(json.dumps(set_key))
+        answers = [json.loads(await ws.recv())]
+        await ws.send(json.dumps({"id": 2, "tool": "keys_status"}))
+        answers.append(json.loads(await ws.recv()))
+    assert answers[0]["success"] and answers[1]["data"]["keys"]["openrouter"].startswith("set")
+    assert await daemon.key_store().get("openrouter") == secret
+    everything = [
+        json.dumps(answers),
+        json.dumps(daemon.status(), default=str),
+        json.dumps([e.to_dict() for e in daemon.store.recent(10)], default=str),
+        caplog.text,
+    ]
+    assert not any(secret in text for text in everything)
+    assert [
+        p
+        for p in (tmp_path / "state").rglob("*")
+        if p.is_file() and secret.encode() in p.read_bytes()
+    ] == []
