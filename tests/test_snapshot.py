@@ -1,8 +1,14 @@
 """Snapshots: smaller than Playwright's ai snapshot, and every ref in them still works."""
 
+import html
 import re
 
-from nostr_browserd.browser.snapshot import Options, render
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nostr_browserd.browser.snapshot import ACTIONABLE, SHOWS_VALUE, Options, render, take
+from nostr_browserd.errors import BrowserdError, ErrorCode
 
 RAW = """\
 - generic [active] [ref=e1]:
@@ -76,9 +82,135 @@ def test_depth_and_scope():
 def test_cut_says_how_to_narrow():
     rendered = render(RAW, Options(max_chars=210))
     assert rendered.truncated
-    assert len(rendered.text) <= 210 + 250
-    assert rendered.text.splitlines()[-1].startswith("[snapshot cut: showing")
+    assert rendered.text.splitlines()[-1].startswith("[snapshot cut: lines 1–")
     assert "scope=" in rendered.text and "interactive=true" in rendered.text
+
+
+# Lines as Playwright 1.65 prints them: a key with ": ", " #", braces or backticks in the
+# name is single-quoted whole ('' for a quote inside), a value with ": " double-quoted.
+QUOTED_RAW = """\
+- generic [ref=e1]:
+  - banner [ref=e2]:
+    - 'button "Toggle theme (current theme: auto)" [ref=e3]'
+    - 'link "Read: the manual" [ref=e4] [cursor=pointer]':
+      - /url: "#colon"
+  - main [ref=e6]:
+    - 'heading "Names: quoted" [level=1] [ref=e7]'
+    - 'button "it''s \\"quoted\\": yes" [ref=e8]'
+    - link "- starts with a dash" [ref=e10] [cursor=pointer]:
+      - /url: "#dash"
+    - 'button "issue #42" [ref=e12]'
+    - 'button "{braces}" [ref=e14]'
+    - 'button "back\\\\slash: here" [ref=e17]'
+    - 'button "Ünïcödé: café ✓ 中文" [ref=e18]'
+    - 'searchbox "Search: anything" [ref=e29]': "key: value"
+    - 'textbox "Password: 8 or more" [active] [ref=e31]': "hunter2: secret"
+    - 'combobox "Colour: pick" [ref=e37]':
+      - 'option "red: warm" [selected]'
+      - 'option "blue: cold"'
+    - generic [ref=e39] [cursor=pointer]: "click me: div"
+"""
+
+
+def test_quoted_lines_keep_their_refs():
+    actionable = ["e3", "e4", "e8", "e10", "e12", "e14", "e17", "e18", "e29", "e31", "e37", "e39"]
+    interactive = render(QUOTED_RAW, Options(interactive=True)).text
+    assert REFS.findall(interactive) == actionable
+    assert interactive.splitlines()[:2] == [
+        '- button "Toggle theme (current theme: auto)" [ref=e3]',
+        '- link "Read: the manual" [ref=e4]',
+    ]
+    assert '- button "it\'s \\"quoted\\": yes" [ref=e8]' in interactive
+    assert '- combobox "Colour: pick" [ref=e37]: red: warm' in interactive
+    tree = render(QUOTED_RAW, Options()).text
+    assert set(REFS.findall(tree)) == {"e2", "e6", "e7", *actionable}
+    assert '  - heading "Names: quoted" [level=1] [ref=e7]' in tree
+
+
+def test_quoted_password_value_is_masked():
+    text = render(QUOTED_RAW, Options(), secrets={"hunter2: secret"}).text
+    assert "hunter2" not in text
+    assert 'textbox "Password: 8 or more" [ref=e31]: ••••••••' in text
+
+
+def test_a_password_in_a_quoted_line_is_looked_up():
+    assert SHOWS_VALUE.search(QUOTED_RAW.replace('"key: value"', ""))
+
+
+def big_raw(tables: int = 5, rows: int = 40) -> str:
+    """A page of tables of rows, each row a cell with text and a button, and a footer."""
+    lines = ["- generic [ref=e1]:", '  - navigation "Site" [ref=e2]:']
+    n = 3
+    for i in range(20):
+        lines += [f'    - link "Nav {i}" [ref=e{n}] [cursor=pointer]:', f"      - /url: /n{i}"]
+        n += 1
+    lines.append(f"  - main [ref=e{n}]:")
+    n += 1
+    for t in range(tables):
+        lines.append(f'    - table "T{t}" [ref=e{n}]:')
+        n += 1
+        for r in range(rows):
+            lines += [
+                f'      - row "r{r}" [ref=e{n}]:',
+                f"        - cell [ref=e{n + 1}]:",
+                f"          - text: Some words {r}",
+                f"          - 'button \"Go: {t}.{r}\" [ref=e{n + 2}]'",
+            ]
+            n += 3
+    lines += [f"  - contentinfo [ref=e{n}]:", f'    - link "Foot" [ref=e{n + 1}] [cursor=pointer]']
+    return "\n".join(lines)
+
+
+def read_in_pages(raw: str, options: Options) -> tuple[list[str], int]:
+    """Every page's lines (notes dropped), following ``next`` until the end."""
+    lines, start, pages = [], None, 0
+    while True:
+        options.start = start
+        rendered = render(raw, options)
+        page = rendered.text.splitlines()
+        assert len(rendered.text) <= options.max_chars
+        assert rendered.refs == len(REFS.findall(rendered.text))
+        lines += page[:-1] if page[-1].startswith("[snapshot") else page
+        pages += 1
+        if rendered.next is None:
+            return lines, pages
+        start = rendered.next
+
+
+@pytest.mark.parametrize(
+    "view", [{}, {"interactive": True}, {"compact": False, "urls": True}, {"depth": 4}]
+)
+def test_a_big_snapshot_reads_in_pages_without_gaps_or_repeats(view):
+    raw = big_raw()
+    whole = render(raw, Options(max_chars=10**9, **view)).text.splitlines()
+    lines, pages = read_in_pages(raw, Options(max_chars=1500, **view))
+    assert pages > 3
+    assert lines == whole
+
+
+def test_a_cut_names_the_subtrees_it_left_out():
+    raw = big_raw()
+    rendered = render(raw, Options(max_chars=2000))
+    note = rendered.text.splitlines()[-1]
+    left = dict(re.findall(r"@(e\d+) [a-z]+(?: \"[^\"]*\")? \(([\d,]+) lines\)", note))
+    assert {"e145", "e266", "e387", "e508"} <= set(left), note  # the tables after the cut
+    assert f"start={rendered.next}" in note
+    for ref, count in left.items():
+        scoped = render(raw, Options(max_chars=10**9), scopes=[ref]).text.splitlines()
+        assert len(scoped) == int(count.replace(",", "")), ref
+    first = render(raw, Options(max_chars=10**9), scopes=[rendered.next.lstrip("@")]).text
+    assert first.splitlines()[0] not in rendered.text.splitlines()
+
+
+def test_start_errors():
+    raw = big_raw()
+    with pytest.raises(BrowserdError) as stale:
+        render(raw, Options(start="e9999"))
+    assert stale.value.code == ErrorCode.STALE_REF
+    with pytest.raises(BrowserdError) as far:
+        render(raw, Options(start="100000"))
+    assert far.value.code == ErrorCode.INVALID_PARAMS
+    assert render(raw, Options(start="3", max_chars=10**9)).text.startswith('  - link "Nav 1"')
 
 
 # --- in the browser -------------------------------------------------------------------
@@ -173,3 +305,94 @@ async def test_big_page_is_cut_with_a_marker(call, site_url):
     assert data["truncated"] is True
     assert len(data["snapshot"]) < 2300
     assert "Narrow it" in data["snapshot"].splitlines()[-1]
+
+
+# Playwright's own text, read without our parser: the role after "- " (and a YAML quote),
+# the last [ref=…] on the line, and whether it is [cursor=pointer].
+PLAYWRIGHT_LINE = re.compile(r"^ *- '?([a-z]+)\b.*\[ref=([a-z0-9]+)\](.*)$")
+
+
+def actionable_refs(raw: str) -> set[str]:
+    """Refs Playwright gave to elements one can act on, straight from its text."""
+    refs = set()
+    for line in raw.splitlines():
+        match = PLAYWRIGHT_LINE.match(line)
+        if match and (match[1] in ACTIONABLE or "[cursor=pointer]" in match[3]):
+            refs.add(match[2])
+    return refs
+
+
+async def test_quoted_names_keep_their_refs_in_the_browser(call, session, site_url):
+    await call(f"open {site_url}/quoting.html")
+    raw = await session.page.aria_snapshot(mode="ai")
+    assert raw.count("\n    - '") >= 10, raw  # the page does make Playwright quote lines
+    wanted = actionable_refs(raw)
+    assert len(wanted) >= 30
+    for command in ("snapshot -i", "snapshot"):
+        shown = set(REFS.findall((await snapshot(call, command))["snapshot"]))
+        assert wanted <= shown, (command, wanted - shown)
+
+
+async def test_a_password_under_a_quoted_label_is_masked(call, session, site_url):
+    await call(f"open {site_url}/quoting.html")
+    filled = await call('fill #pw "hunter2: secret" --secret')
+    assert filled["success"], filled
+    raw = await session.page.aria_snapshot(mode="ai")
+    assert "hunter2: secret" in raw  # Playwright shows it, on a quoted line
+    for command in ("snapshot -i", "snapshot"):
+        text = (await snapshot(call, command))["snapshot"]
+        assert "hunter2" not in text and "••••••••" in text
+
+
+NAME_CHARS = st.sampled_from([*"ab Z09:'\"-#{}`[]\\&*!|>%@,?~éß中✓🙂", ": ", " #"])
+NAMES = st.lists(NAME_CHARS, min_size=1, max_size=12).map("".join).filter(str.strip)
+ELEMENTS = {
+    "button": "<button>{}</button>",
+    "link": '<a href="#x">{}</a>',
+    "textbox": '<input aria-label="{}">',
+    "checkbox": '<label><input type="checkbox">{}</label>',
+    "select": '<select aria-label="{0}"><option>{0}</option></select>',
+    "tab": '<div role="tab" tabindex="0">{}</div>',
+    "pointer": '<div style="cursor:pointer" onclick="1">{}</div>',
+    "heading": "<h2>{}</h2>",
+}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(sorted(ELEMENTS)), NAMES), min_size=1, max_size=8))
+async def test_every_playwright_ref_is_in_ours(session, elements):
+    body = "".join(ELEMENTS[kind].format(html.escape(name)) for kind, name in elements)
+    await session.page.set_content(f"<main>{body}</main>")
+    raw = await session.page.aria_snapshot(mode="ai")
+    wanted = actionable_refs(raw)
+    for options in (Options(interactive=True), Options()):
+        ours = set(REFS.findall((await take(session.page, options)).text))
+        assert wanted <= ours, (raw, wanted - ours)
+
+
+async def test_a_big_page_reads_in_pages(call, session, site_url):
+    await call(f"open {site_url}/sections.html")
+    whole = render(await session.page.aria_snapshot(mode="ai"), Options(max_chars=10**9))
+    lines, start, pages = [], None, 0
+    while True:
+        command = "snapshot --max-chars 1000" + (f" --start {start}" if start else "")
+        data = await snapshot(call, command)
+        page = data["snapshot"].splitlines()
+        assert len(data["snapshot"]) <= 1000
+        lines += page[:-1] if page[-1].startswith("[snapshot") else page
+        pages, start = pages + 1, data["next"]
+        if start is None:
+            break
+    assert pages >= 5 and lines == whole.text.splitlines()
+
+
+async def test_a_left_out_subtree_can_be_scoped_to(call, site_url):
+    await call(f"open {site_url}/sections.html")
+    data = await snapshot(call, "snapshot --max-chars 3000")
+    note = data["snapshot"].splitlines()[-1]
+    left = re.findall(r'@(e\d+) region "([^"]+)" \(([\d,]+) lines\)', note)
+    assert len(left) >= 2, note
+    for ref, name, count in left:
+        scoped = (await snapshot(call, f"snapshot @{ref}"))["snapshot"].splitlines()
+        assert scoped[0].startswith(f'- region "{name}" [ref={ref}]')
+        assert len(scoped) == int(count.replace(",", ""))

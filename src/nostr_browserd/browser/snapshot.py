@@ -62,19 +62,36 @@ PROSE = frozenset(
     ["text", "code", "strong", "emphasis", "mark", "subscript", "superscript", "time"]
 )
 LINE = re.compile(
-    r'^(?P<indent> *)- (?:(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?'
+    r'^(?P<indent> *)- (?:(?P<role>[^\s"\[:\']+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?'
     r"(?P<attrs>(?: \[[^\]]*\])*)(?::(?P<inline>.*))?|(?P<raw>.*))$"
+)
+# A key Playwright had to YAML-quote (a name with ": ", " #", braces…): the whole key in
+# single quotes, quotes inside doubled.  - 'button "Theme: auto" [ref=e5]': value
+QUOTED = re.compile(r"^(?P<indent> *)- '(?P<key>(?:[^']|'')*)'(?::(?P<inline>.*))?$")
+KEY = re.compile(
+    r'^(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)$'
 )
 ATTR = re.compile(r" \[([^\]=]+)(?:=([^\]]*))?\]")
 MASK = "••••••••"
 # A text field printed with its value: only then can a password be on show.
-SHOWS_VALUE = re.compile(r"^ *- (?:textbox|searchbox)\b.*\]: ", re.MULTILINE)
+SHOWS_VALUE = re.compile(r"^ *- '?(?:textbox|searchbox)\b.*\]'?: ", re.MULTILINE)
 
 
 class Node:
     """One line of the ai snapshot and the lines nested under it."""
 
-    __slots__ = ("actionable", "attrs", "children", "inline", "name", "raw", "ref", "role")
+    __slots__ = (
+        "actionable",
+        "attrs",
+        "children",
+        "inline",
+        "name",
+        "parent",
+        "raw",
+        "ref",
+        "role",
+        "span",
+    )
 
     def __init__(
         self,
@@ -90,6 +107,9 @@ class Node:
         self.inline = inline
         self.raw = raw  # a line we could not parse, printed as it was
         self.children: list[Node] = []
+        self.parent: Node | None = None
+        # The printed lines [start, end) that came from this node and its subtree.
+        self.span: tuple[int, int] | None = None
         self.ref = self.attrs.get("ref")
         # Something one can act on.  A named generic is usually an editable region or a
         # custom control (contenteditable, summary): the ai snapshot cannot tell them apart.
@@ -122,6 +142,7 @@ class Options:
     text_limit: int = 80
     viewport: bool = False
     max_chars: int = 20_000
+    start: str | None = None
 
 
 @dataclass
@@ -129,9 +150,10 @@ class Rendered:
     """The printed snapshot and what it holds."""
 
     text: str
-    refs: int
-    chars: int
+    refs: int  # refs shown
+    chars: int  # characters of the whole snapshot (from ``start``), shown or not
     truncated: bool
+    next: str | None = None  # where the next page starts, when cut
 
 
 def parse(raw: str) -> list[Node]:
@@ -146,6 +168,8 @@ def parse(raw: str) -> list[Node]:
                 node.inline = f"{node.inline or ''} {line.strip()}".strip()
             continue
         indent, role, name, attrs, inline, body = match.groups()
+        if role is None and body.startswith("'"):
+            indent, role, name, attrs, inline, body = quoted_key(line) or match.groups()
         if role is None:
             node = Node(role="", raw=body)
         else:
@@ -154,9 +178,22 @@ def parse(raw: str) -> list[Node]:
         depth = len(indent)
         while stack and stack[-1][0] >= depth:
             stack.pop()
-        (stack[-1][1].children if stack else roots).append(node)
+        if stack:
+            node.parent = stack[-1][1]
+            node.parent.children.append(node)
+        else:
+            roots.append(node)
         stack.append((depth, node))
     return roots
+
+
+def quoted_key(line: str) -> tuple[str, str, str | None, str, str | None, None] | None:
+    """The parts of a line whose key Playwright single-quoted, or None if it is not one."""
+    match = QUOTED.match(line)
+    key = match and KEY.match(match["key"].replace("''", "'"))
+    if not match or not key:
+        return None
+    return match["indent"], key["role"], key["name"], key["attrs"], match["inline"], None
 
 
 def find(nodes: list[Node], ref: str) -> Node | None:
@@ -223,7 +260,8 @@ class Printer:
         self.options = options
         self.view = view
         self.lines: list[str] = []
-        self.refs = 0
+        self.owners: list[Node] = []  # the node each line was printed for
+        self.with_ref: list[bool] = []  # whether that line shows a ref
 
     def head(self, node: Node, *, inline: str | None) -> str:
         if node.raw is not None:
@@ -235,9 +273,12 @@ class Printer:
             if key in ("cursor", "box", "active") or (key == "ref" and not self.keeps_ref(node)):
                 continue
             out += f" [{key}]" if value is None else f" [{key}={value}]"
-        if node.ref is not None and self.keeps_ref(node):
-            self.refs += 1
         return f"{out}: {inline}" if inline else out
+
+    def emit(self, node: Node, line: str) -> None:
+        self.lines.append(line)
+        self.owners.append(node)
+        self.with_ref.append(node.raw is None and node.ref is not None and self.keeps_ref(node))
 
     def keeps_ref(self, node: Node) -> bool:
         return node.actionable or (not self.options.interactive and node.role in SCOPES)
@@ -256,29 +297,35 @@ class Printer:
         for node in nodes:
             if node.role == "/url" and not self.options.urls:
                 continue
-            inner = inner_offset(node, offset)
-            compact = self.options.compact
-            hoist = compact and node.role in WRAPPERS and not (node.name or node.inline)
-            if not self.visible(node, offset) or (hoist and not node.actionable):
-                self.tree(self.tidy(node.children), level, inner)
-                continue
-            inline, children = node.inline, self.tidy(node.children)
-            if not inline and len(children) == 1 and self.is_prose(children[0]):
-                inline, children = children[0].inline, []
-            if node.actionable and node.name is None and not inline and children:
-                inline, children = text_of(node) or None, [c for c in children if c.is_prop]
-            if inline and not node.actionable:
-                inline = self.shorten(inline)
-            if self.options.depth is not None and level + 1 >= self.options.depth:
-                children = []
-            if not self.options.urls:
-                children = [c for c in children if c.role != "/url"]
-            empty = not (node.name or inline or children or self.keeps_ref(node))
-            if compact and empty and node.raw is None:
-                continue
-            line = "  " * level + "- " + self.head(node, inline=inline)
-            self.lines.append(line + (":" if children else ""))
-            self.tree(children, level + 1, inner)
+            start = len(self.lines)
+            self.tree_node(node, level, offset)
+            node.span = (start, len(self.lines))
+
+    def tree_node(self, node: Node, level: int, offset: tuple[float, float]) -> None:
+        """One node of the tree view and what it holds."""
+        inner = inner_offset(node, offset)
+        compact = self.options.compact
+        hoist = compact and node.role in WRAPPERS and not (node.name or node.inline)
+        if not self.visible(node, offset) or (hoist and not node.actionable):
+            self.tree(self.tidy(node.children), level, inner)
+            return
+        inline, children = node.inline, self.tidy(node.children)
+        if not inline and len(children) == 1 and self.is_prose(children[0]):
+            inline, children = children[0].inline, []
+        if node.actionable and node.name is None and not inline and children:
+            inline, children = text_of(node) or None, [c for c in children if c.is_prop]
+        if inline and not node.actionable:
+            inline = self.shorten(inline)
+        if self.options.depth is not None and level + 1 >= self.options.depth:
+            children = []
+        if not self.options.urls:
+            children = [c for c in children if c.role != "/url"]
+        empty = not (node.name or inline or children or self.keeps_ref(node))
+        if compact and empty and node.raw is None:
+            return
+        line = "  " * level + "- " + self.head(node, inline=inline)
+        self.emit(node, line + (":" if children else ""))
+        self.tree(children, level + 1, inner)
 
     def is_prose(self, node: Node) -> bool:
         """A run of text with nothing to act on inside."""
@@ -299,8 +346,10 @@ class Printer:
             if prose and merged and merged[-1].role == "text" and not merged[-1].children:
                 text = f"{unquote(merged[-1].inline or '')} {unquote(node.inline or '')}"
                 merged[-1] = Node(role="text", inline=text)
+                merged[-1].parent = node.parent
             elif prose and node.role != "text":
                 merged.append(Node(role="text", inline=unquote(node.inline or "")))
+                merged[-1].parent = node.parent
             else:
                 merged.append(node)
         names = [n.name for n in merged]
@@ -327,14 +376,16 @@ class Printer:
     def flat(self, nodes: list[Node], offset: tuple[float, float]) -> None:
         """The interactive view: one line per element an agent can act on."""
         for node in nodes:
+            start = len(self.lines)
             if node.actionable and self.visible(node, offset):
                 inline = node.inline
                 if node.role == "combobox":
                     inline = next((c.name for c in node.children if "selected" in c.attrs), inline)
                 elif node.name is None and not inline:
                     inline = text_of(node) or None
-                self.lines.append("- " + self.head(node, inline=inline))
+                self.emit(node, "- " + self.head(node, inline=inline))
             self.flat(node.children, inner_offset(node, offset))
+            node.span = (start, len(self.lines))
 
 
 def inner_offset(node: Node, offset: tuple[float, float]) -> tuple[float, float]:
@@ -360,11 +411,7 @@ def render(
     if scopes is not None:
         roots = [find(nodes, ref) for ref in scopes]
         if None in roots:
-            raise BrowserdError(
-                ErrorCode.STALE_REF,
-                f"Ref @{scopes[roots.index(None)]} is not on the page any more: "
-                "take a new snapshot.",
-            )
+            raise stale(scopes[roots.index(None)])
         nodes = [root for root in roots if root is not None]
     if secrets:
         redact(nodes, secrets)
@@ -373,28 +420,150 @@ def render(
         printer.flat(nodes, (0, 0))
     else:
         printer.tree(printer.tidy(nodes), 0, (0, 0))
-    return cut(printer.lines, printer.refs, options.max_chars)
+    return cut(printer, first_line_of(printer, nodes, options.start), options.max_chars)
 
 
-def cut(lines: list[str], refs: int, max_chars: int) -> Rendered:
-    """Join lines up to ``max_chars`` and say how to narrow the view when cut."""
-    total = sum(len(line) + 1 for line in lines)
-    if total <= max_chars:
-        return Rendered("\n".join(lines), refs, total, truncated=False)
-    kept: list[str] = []
-    used = 0
-    budget = max_chars - 200
-    for line in lines:
-        if used + len(line) + 1 > budget:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    marker = (
-        f"[snapshot cut: showing {len(kept)} of {len(lines)} lines ({used:,} of {total:,} "
-        "characters). Narrow it: interactive=true (-i), scope=<ref or selector> (-s), "
-        "depth=N (-d), viewport=true (-v).]"
+def stale(ref: str) -> BrowserdError:
+    return BrowserdError(
+        ErrorCode.STALE_REF, f"Ref @{ref} is not on the page any more: take a new snapshot."
     )
-    return Rendered("\n".join([*kept, marker]), refs, total, truncated=True)
+
+
+def first_line_of(printer: Printer, nodes: list[Node], start: str | None) -> int:
+    """Where a page of the snapshot starts: at a ref's first line or a 1-based line number."""
+    if start is None:
+        return 0
+    if start.isdigit():
+        line = int(start) - 1
+        if not 0 <= line < max(len(printer.lines), 1):
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS,
+                f"Line {start} is not in this snapshot: it has {len(printer.lines):,} lines.",
+            )
+        return line
+    ref = parse_ref(start)
+    node = find(nodes, ref)
+    if node is None:
+        raise stale(ref)
+    if node.span is None:
+        raise BrowserdError(
+            ErrorCode.INVALID_PARAMS, f"@{ref} is not part of this view: start at another ref."
+        )
+    return node.span[0]
+
+
+LISTED = 12  # left-out subtrees named at most
+
+
+def cut(printer: Printer, first: int, max_chars: int) -> Rendered:
+    """The lines from ``first`` up to ``max_chars``; when cut, say what is left and where.
+
+    A cut ends where a ref starts a line when one is near, so the next page starts at that
+    ref (``start=@e530``) and nothing is missed or repeated; else at a line number.
+    """
+    lines, total = printer.lines, len(printer.lines)
+    size = sum(len(line) + 1 for line in lines[first:])
+    if size <= max_chars:
+        shown = lines[first:]
+        if first:
+            shown = [*shown, f"[snapshot lines {first + 1:,}–{total:,} of {total:,}: the end]"]
+        refs = sum(printer.with_ref[first:])
+        return Rendered("\n".join(shown), refs, size, truncated=False)
+
+    def note(end: int, start: str, parts: str) -> str:
+        return (
+            f"[snapshot cut: lines {first + 1:,}–{end:,} of {total:,} shown, of {size:,} "
+            f"characters. Next page: start={start} (--start {start}), same options. {parts} "
+            "Narrow it: interactive=true (-i), depth=N (-d), viewport=true (-v), "
+            "scope=<ref or selector> (-s).]"
+        )
+
+    room = min(900, max_chars // 4)  # for the list of what was left out
+    budget = max_chars - room - len(note(total, f"@f{total}e{total}", ""))
+    end, used = first, 0
+    while end < total and used + len(lines[end]) + 1 <= budget:
+        used += len(lines[end]) + 1
+        end += 1
+    shown = lines[first:end]
+    if end == first:  # one line longer than the whole budget: shown shortened, never skipped
+        shown, end = [lines[first][: max(budget, 80)] + "…"], first + 1
+    end, start = page_end(printer, first, end)
+    text = "\n".join([*shown[: end - first], note(end, start, left_out(printer, end, room))])
+    refs = sum(printer.with_ref[first:end])
+    return Rendered(text, refs, size, truncated=True, next=start)
+
+
+def page_end(printer: Printer, first: int, end: int) -> tuple[int, str]:
+    """Move the cut back (a little) to a line a ref starts; the next page's ``start``.
+
+    Among the last lines, the least indented such line wins, so a page ends between whole
+    subtrees rather than inside one.
+    """
+    lines = printer.lines
+    window = max(first, end - min(50, max(1, (end - first) // 4)))
+    best: tuple[int, int, str] | None = None
+    for k in range(end, window, -1):
+        ref = anchor(printer, k)
+        indent = len(lines[k]) - len(lines[k].lstrip(" ")) if k < len(lines) else 0
+        if ref is not None and (best is None or indent < best[0]):
+            best = (indent, k, ref)
+    return (best[1], f"@{best[2]}") if best else (end, str(end + 1))
+
+
+def anchor(printer: Printer, line: int) -> str | None:
+    """The ref of the outermost node whose lines begin at ``line``, if any."""
+    if line >= len(printer.lines):
+        return None
+    node: Node | None = printer.owners[line]
+    found = None
+    while node is not None and node.span is not None and node.span[0] == line:
+        found = node.ref or found
+        node = node.parent
+    return found
+
+
+def depth(node: Node) -> int:
+    """How many ancestors a node has."""
+    count = 0
+    while node.parent is not None:
+        node, count = node.parent, count + 1
+    return count
+
+
+def left_out(printer: Printer, end: int, room: int) -> str:
+    """The whole subtrees after the cut, outermost first, by ref, role and lines, in ``room``."""
+    parts: list[tuple[int, Node]] = []
+    line = end
+    while line < len(printer.lines):
+        node = printer.owners[line]
+        while (
+            node.parent is not None and node.parent.span is not None and node.parent.span[0] >= end
+        ):
+            node = node.parent
+        span = node.span or (line, line + 1)
+        parts.append((span[1] - span[0], node))
+        line = max(span[1], line + 1)
+    named = sorted((p for p in parts if p[1].ref), key=lambda p: (depth(p[1]), -p[0]))
+    for count in range(min(LISTED, len(named)), -1, -1):
+        text = describe(parts, named[:count])
+        if len(text) <= room:
+            return text
+    return ""
+
+
+def describe(parts: list[tuple[int, Node]], listed: list[tuple[int, Node]]) -> str:
+    """``Left out (…): @e145 table "T1" (161 lines); …; and 27 more parts (108 lines).``"""
+    rest = len(parts) - len(listed)
+    rest_lines = sum(p[0] for p in parts) - sum(p[0] for p in listed)
+    if not listed:
+        return f"Left out: {len(parts):,} parts ({rest_lines:,} lines)."
+    entries = []
+    for lines, node in sorted(listed, key=lambda p: p[1].span or (0, 0)):
+        name = node.name or ""
+        name = f' "{name[:30]}…"' if len(name) > 30 else f' "{name}"' if name else ""
+        entries.append(f"@{node.ref} {node.role}{name} ({lines:,} lines)")
+    text = "Left out (scope to one: snapshot @REF): " + "; ".join(entries)
+    return text + (f"; and {rest:,} more parts ({rest_lines:,} lines)." if rest else ".")
 
 
 PASSWORDS_JS = (

@@ -26,6 +26,11 @@ class SnapshotParams(OptionalTarget):
     urls: bool = Field(False, description="print link targets (/url: lines)")
     text_limit: int = Field(80, ge=0, description="characters of prose per line, 0 for all")
     max_chars: int | None = Field(None, ge=500, description="cut the snapshot at this size")
+    start: str | None = Field(
+        None,
+        pattern=r"^(@?(f\d+)?e\d+|[1-9]\d*)$",
+        description="begin at this ref's line or line number: the next page of a cut snapshot",
+    )
 
 
 FLAGS = {
@@ -51,7 +56,12 @@ async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
     Refs stay valid until the element changes role or name or the page navigates.
     """
     rendered = await remembered_snapshot(session, params)
-    return {"snapshot": rendered.text, "refs": rendered.refs, "truncated": rendered.truncated}
+    return {
+        "snapshot": rendered.text,
+        "refs": rendered.refs,
+        "truncated": rendered.truncated,
+        "next": rendered.next,
+    }
 
 
 async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rendered:
@@ -65,6 +75,7 @@ async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rende
         text_limit=params.text_limit,
         viewport=params.viewport,
         max_chars=min(params.max_chars or cap, cap),
+        start=params.start,
     )
     page, frame = session.page, session.active_frame
     rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
