@@ -291,12 +291,12 @@ async def test_scope_errors(call, site_url):
 
 
 async def test_viewport_only(call, site_url):
-    await call(f"open {site_url}/big.html")
+    await call(f"open {site_url}/sections.html")
     top = (await snapshot(call, "snapshot -i -v"))["snapshot"]
-    assert 'link "Item 0"' in top and 'link "Item 200"' not in top
+    assert 'link "Link 0.0"' in top and 'link "Link 7.24"' not in top
     await call("scroll down 100000")
     bottom = (await snapshot(call, "snapshot -i -v"))["snapshot"]
-    assert 'link "Item 4999"' in bottom and 'link "Item 0"' not in bottom
+    assert 'link "Link 7.24"' in bottom and 'link "Link 0.0"' not in bottom
 
 
 async def test_big_page_is_cut_with_a_marker(call, site_url):
