@@ -16,10 +16,13 @@ from nostr_browserd.errors import BrowserdError, ErrorCode
 from nostr_browserd.login.readonly import ReadOnlySigner
 from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import nsec_encode
+from tests.fixtures.leaks import LEAKS
 
 KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnopqrstuvwxyz0123456789"
+LEAKS.secret(KEY, "a model provider's API key")
 CLI = [str(Path(sys.executable).with_name("nostr-browserd"))]
 OTHER = "sk-or-v1-another-key-0123456789abcdef"
+LEAKS.secret(OTHER, "a model provider's API key")
 
 
 def plaintext_anywhere(directory: Path, secret: str) -> list[Path]:
@@ -171,3 +174,31 @@ def test_cli_reads_the_key_from_stdin_and_never_prints_it(tmp_path):
     )
     refused = run_cli(["set", "openai"], KEY, readonly)
     assert refused.returncode == 1 and "read-only" in refused.stderr
+
+
+async def test_through_a_bunker_the_key_is_read_only_while_the_signer_agrees(
+    local_relay_factory, tmp_path
+):
+    from nostr_browserd.login.bunker import BunkerSigner
+    from nostr_browserd.login.bunker_server import BunkerServer
+
+    relay = await local_relay_factory()
+    decision = {"now": "once"}
+
+    async def operator(approval):
+        return decision["now"]
+
+    server = BunkerServer(KeySigner.generate(), [relay.url], perms=(), approver=operator)
+    await server.start()
+    signer = await BunkerSigner.connect(server.bunker_url, timeout=5.0)
+    try:
+        store = KeyStore(tmp_path, signer)
+        await store.set("anthropic", KEY)
+        assert await store.get("anthropic") == KEY
+        decision["now"] = "deny"
+        assert await store.get("anthropic") is None
+        assert "did not decrypt" in (await store.status())["anthropic"]
+        assert plaintext_anywhere(tmp_path, KEY) == []
+    finally:
+        await signer.aclose()
+        await server.aclose()

@@ -24,9 +24,11 @@ from tests.fixtures.fake_provider import (
     fake_provider_fixture,  # noqa: F401
     say,
 )
+from tests.fixtures.leaks import LEAKS
 
 PROVIDERS = ["anthropic", "openai", "openrouter"]
 KEY = "sk-test-0123456789abcdefghij"
+LEAKS.secret(KEY, "a model provider's API key")
 TOOLS = [
     ToolSpec("snapshot", "The page as a tree with refs.", {"type": "object", "properties": {}}),
     ToolSpec(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from nostr_browserd.agent.loop import trim
 from nostr_browserd.agent.progress import Progress
 from nostr_browserd.agent.tools import DEFAULT_TOOLS, needs_consent, tool_specs, unknown_tools
@@ -74,3 +76,20 @@ def test_trim_cuts_only_before_a_task():
     kept = trim(transcript, 1000)
     assert kept[0]["role"] == "user" and len(kept) % 4 == 0 and len(kept) < len(transcript)
     assert trim(exchange, 10) == exchange  # one exchange is never cut inside
+
+
+def test_the_daemon_refuses_to_start_with_tools_ask_cannot_offer(tmp_path):
+    from nostr_browserd.daemon.ask import check_ask_config
+    from nostr_browserd.daemon.config import Config, ConfigError
+
+    state = {"state": {"dir": str(tmp_path)}}
+    check_ask_config(Config.model_validate({**state, "ask": {"tools": ["click"]}}), REGISTRY)
+    for bad in (
+        {"ask": {"tools": ["snapshot", "login"]}},
+        {"ask": {"tools": ["ask"]}},
+        {"controllers": [{"pubkey": "a" * 63 + "1", "ask": {"auto_approve": ["clik"]}}]},
+    ):
+        with pytest.raises(ConfigError):
+            check_ask_config(
+                Config.model_validate({"state": {"dir": str(tmp_path)}, **bad}), REGISTRY
+            )

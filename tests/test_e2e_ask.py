@@ -21,8 +21,10 @@ from tests.fixtures.fake_provider import (
     fake_provider_fixture,  # noqa: F401
     say,
 )
+from tests.fixtures.leaks import LEAKS
 
 KEY = "sk-test-e2e-0123456789abcdef"
+LEAKS.secret(KEY, "a model provider's API key")
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
 
@@ -262,6 +264,7 @@ async def test_keys_on_the_local_channel_never_leak(
     from websockets.asyncio.client import connect
 
     secret = "sk-local-channel-0123456789abcdef"
+    LEAKS.secret(secret, "an API key sent on the local channel")
     daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
     caplog.set_level(logging.DEBUG)
     async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
