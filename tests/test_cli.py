@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from nostr_browserd.daemon.cli import main
+from nostr_browserd.daemon.store import Store
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.nip19 import npub_encode
 
@@ -25,8 +26,26 @@ def test_keygen_writes_an_owner_only_key_and_prints_its_npub(tmp_path, capsys):
 def test_status_without_a_daemon_says_so_and_shows_the_audit(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NOSTR_BROWSERD_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("NOSTR_BROWSERD_LOCAL_PORT", "1")
+    store = Store(tmp_path / "state.sqlite3")
+    for tool, outcome in [("open", "ok"), ("click", "ELEMENT_NOT_FOUND")]:
+        store.audit(
+            controller="ab" * 32,
+            transport="nip17",
+            request_id="r",
+            tool=tool,
+            params={},
+            outcome=outcome,
+            duration_ms=12.0,
+        )
+    store.close()
     assert main(["status"]) == 3
-    assert "not running" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "not running" in out and "recent commands:" in out
+    lines = [line.split()[2:] for line in out.splitlines() if line.startswith("  ")]
+    assert lines == [
+        ["abababababab", "nip17", "click", "->", "ELEMENT_NOT_FOUND", "12", "ms"],
+        ["abababababab", "nip17", "open", "->", "ok", "12", "ms"],
+    ], out
 
 
 def test_config_errors_exit_with_usage_and_name_the_key(tmp_path, capsys):
