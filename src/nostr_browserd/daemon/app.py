@@ -30,7 +30,7 @@ from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Signer
 from .ask import AskRunner, check_ask_config
-from .config import BROWSER_DIRS, Config, ConfigError, IdentityConfig, load_config
+from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .inbox import Inbox, Scheme, subscription_filters
@@ -112,7 +112,7 @@ class Daemon:
         """Bring everything up; raises with a clear message when something cannot start."""
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._make_browser_dirs()
+        make_browser_dirs(self.config.browser)
         self.store = Store(self.state_dir / "state.sqlite3")
         await self.identity.login(login_params(self.config.identity, self.state_dir))
         if self.config.nostr.uses_embedded_relay:
@@ -155,19 +155,6 @@ class Daemon:
             self._tasks.append(asyncio.create_task(self._watchdog(interval)))
         notify("READY=1")
         notify(f"STATUS=serving as {self.npub}")
-
-    def _make_browser_dirs(self) -> None:
-        """Create the saved-login, downloads and uploads directories (0700) before any command.
-
-        A directory the daemon cannot create (outside its ``StateDirectory`` under systemd's
-        ``ProtectSystem=strict``) stops the start with the key to fix, not a failing command.
-        """
-        for key in BROWSER_DIRS:
-            path = getattr(self.config.browser, key)
-            try:
-                path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            except OSError as exc:
-                raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""

@@ -6,6 +6,7 @@ nostr-browserd send --to NPUB --key FILE [--relay URL …] [--nip04] [--json] CO
 nostr-browserd keygen FILE
 nostr-browserd keys [--config PATH] set PROVIDER | status | clear PROVIDER   (key from stdin)
 nostr-browserd bunker …            (a NIP-46 remote signer: see ``bunker --help``)
+nostr-browserd mcp …               (an MCP server for agent hosts: see ``mcp --help``)
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     keys.add_argument("provider", nargs="?", help="anthropic, openai or openrouter")
 
     sub.add_parser("bunker", help="run a NIP-46 remote signer (bunker) for a key", add_help=False)
+    sub.add_parser("mcp", help="serve every tool to an MCP host (see mcp --help)", add_help=False)
     return parser
 
 
@@ -79,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from ..login.bunker_server import main as bunker_main
 
         return bunker_main(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from ..mcp.cli import main as mcp_main
+
+        return mcp_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":

@@ -205,6 +205,20 @@ class BrowserSection(BrowserConfig):
     _paths = field_validator(*BROWSER_DIRS, mode="before")(_expand_path)
 
 
+def make_browser_dirs(browser: BrowserSection) -> None:
+    """Create the saved-login, downloads and uploads directories (0700) before any command.
+
+    A directory that cannot be created (outside its ``StateDirectory`` under systemd's
+    ``ProtectSystem=strict``) stops the start with the key to fix, not a failing command.
+    """
+    for key in BROWSER_DIRS:
+        path = getattr(browser, key)
+        try:
+            path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
+
+
 def default_state_dir() -> Path:
     """``$STATE_DIRECTORY`` (systemd), else ``$XDG_STATE_HOME/nostr-browserd``, else ~/.local."""
     if os.environ.get("STATE_DIRECTORY"):

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
+from ..commands.catalog import describe
 from ..commands.protocol import Request, parse_request, render_text, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
@@ -36,6 +37,7 @@ from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .config import ControllerConfig, Role
 from .inbox import Incoming, Scheme
+from .pending import notice
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ APPROVAL_MAX_PARTS = 16
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
 LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+Waiting = Callable[[float], Awaitable[None]]
 Response = dict[str, Any]
 
 
@@ -87,6 +90,30 @@ def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -
     if role == "read":
         return not registry.is_gated(tool, params)
     return all(name in role for name in registry.tools_run_by(tool, params))
+
+
+def may_list(registry: Registry, role: Role, tool: str) -> bool:
+    """Whether ``role`` may run ``tool`` with some params: what its catalog shows.
+
+    A batch is judged by what is in it, so a role lists it when it could run one at all.
+    """
+    try:
+        return permits(registry, role, tool, {})
+    except BrowserdError:
+        return role in ("full", "read") or tool in role
+
+
+def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, Any]:
+    """``help`` for a controller: its role, whether it has an approver, and its tools only.
+
+    Every role may ask: an agent (``mcp --to``) learns from it which tools to offer.
+    """
+    catalog = describe(registry, None)
+    return {
+        "role": controller.role,
+        "approver": controller.approver is not None,
+        "tools": [t for t in catalog["tools"] if may_list(registry, controller.role, t["name"])],
+    }
 
 
 def is_text(raw: str) -> bool:
@@ -225,7 +252,13 @@ class Dispatcher:
             if request.tool == "ask":
                 response = await self._ask(incoming.sender, request, controller)
             else:
-                response = await self.execute(incoming.sender, request, controller)
+                held = request  # bound for the notice below
+
+                async def waiting(seconds: float) -> None:
+                    text = notice(held.id, held.tool, seconds, is_text(incoming.content))
+                    await self._deliver(incoming, text, held.id)
+
+                response = await self.execute(incoming.sender, request, controller, waiting)
         except BrowserdError as exc:
             response = error_response(request.id if request else None, exc)
         except Exception:
@@ -296,32 +329,48 @@ class Dispatcher:
 
     async def handle_local(self, owner: str, raw: str) -> str:
         """One request from the loopback WebSocket: full role, no approval, login tools too."""
-        started = time.perf_counter()
-        request: Request | None = None
         try:
             request = parse_request(raw, self.registry)
+        except BrowserdError as exc:
+            response = error_response(None, exc)
+            self._audit(owner, "local", None, response, time.perf_counter())
+        else:
+            response = await self.run_local(owner, request)
+        return render(response, is_text(raw))
+
+    async def run_local(self, owner: str, request: Request, transport: str = "local") -> Response:
+        """Run a parsed request from this machine (the WebSocket, MCP ``--local``); audited."""
+        started = time.perf_counter()
+        try:
             if request.tool in LOCAL_ONLY and self._local_tools is not None:
                 data = await self._local_tools(request.tool, request.params or {})
                 response = {"id": request.id, "success": True, "data": data}
             else:
                 response = await self.execute(owner, request, None)
         except BrowserdError as exc:
-            response = error_response(request.id if request else None, exc)
+            response = error_response(request.id, exc)
         except Exception:
             log.exception("local command failed unexpectedly")
             response = error_response(
-                request.id if request else None,
+                request.id,
                 BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
             )
-        self._audit(owner, "local", request, response, started)
-        return render(response, is_text(raw))
+        self._audit(owner, transport, request, response, started)
+        return response
 
     # --- running -----------------------------------------------------------------------
 
     async def execute(
-        self, owner: str, request: Request, controller: ControllerConfig | None
+        self,
+        owner: str,
+        request: Request,
+        controller: ControllerConfig | None,
+        waiting: Waiting | None = None,
     ) -> Response:
-        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel)."""
+        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel).
+
+        ``waiting(seconds)`` is told when the command is held for its approver.
+        """
         if request.tool in LOCAL_ONLY and controller is not None:
             raise BrowserdError(
                 ErrorCode.FORBIDDEN,
@@ -333,13 +382,20 @@ class Dispatcher:
                 "ask works over direct messages only: its steps are approved by DM.",
             )
         self.registry.get(request.tool)  # UNKNOWN_TOOL before anything else
+        if controller is not None and request.tool == "help":  # every role may ask
+            _, asked = self.registry.validate("help", request.params)
+            name = getattr(asked, "tool", None)
+            data = (
+                describe(self.registry, name) if name else role_catalog(self.registry, controller)
+            )
+            return {"id": request.id, "success": True, "data": data}
         session = await self.browser.session(owner)
         if controller is not None:
             check_role(self.registry, controller, request)
             if controller.approver and self.registry.is_gated(request.tool, request.params):
                 who = controller.name or npub_encode(owner)[:20] + "…"
                 what = await describe_action(self.registry, session, request)
-                await self.consent(controller, controller.approver, who, what)
+                await self.consent(controller, controller.approver, who, what, waiting)
         return await self._run(session, request)
 
     async def _run(self, session: Session, request: Request) -> Response:
@@ -415,11 +471,17 @@ class Dispatcher:
     # --- consent -----------------------------------------------------------------------
 
     async def consent(
-        self, controller: ControllerConfig, approver: str, who: str, what: str
+        self,
+        controller: ControllerConfig,
+        approver: str,
+        who: str,
+        what: str,
+        waiting: Waiting | None = None,
     ) -> None:
         """Ask ``approver`` by DM whether ``who`` may run ``what``, with a fresh code.
 
         Returns on ``approve``; raises ``DENIED`` on deny, the timeout or a failed delivery.
+        ``waiting(seconds)`` hears once the approver has been asked (the requester's notice).
         """
         code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
         approval = Approval(code, approver, controller.pubkey)
@@ -432,6 +494,8 @@ class Dispatcher:
                         ErrorCode.DENIED,
                         "The approval request could not be delivered to the approver.",
                     )
+            if waiting is not None:
+                await waiting(controller.approval_timeout)
             async with asyncio.timeout(controller.approval_timeout):
                 approved = await approval.decided
         except TimeoutError:

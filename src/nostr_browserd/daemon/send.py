@@ -18,6 +18,7 @@ import json
 import secrets
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from ..nostr.relay import RelayPool
 from .chunks import ReassemblyError, as_part, reassemble
 from .config import DEFAULT_EMBEDDED_RELAY_PORT
 from .inbox import DM_KIND
+from .pending import as_pending
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 4
 
@@ -69,29 +71,43 @@ class Conversation:
         self.request_event_id = rumor["id"]
         return await wrap(rumor, self.signer, self.daemon)
 
-    async def accept(self, event: Event) -> str | None:
-        """The whole reply once ``event`` completes it; None for unrelated events."""
+    async def open(self, event: Event) -> DaemonMessage | None:
+        """``event`` opened, when it is authenticated as the daemon's message to us."""
         if self.nip04:
-            if event["pubkey"] != self.daemon or self.request_event_id not in tag_values(
-                event, "e"
-            ):
+            if event["pubkey"] != self.daemon:
                 return None
             text = await self.signer.nip04_decrypt(self.daemon, event["content"])
-        else:
-            try:
-                opened = await nip17.open_dm(event, self.signer, kinds={nip17.CHAT_KIND})
-            except UnwrapError:
-                return None
-            if opened.sender != self.daemon:
-                return None
-            if self.request_event_id not in tag_values(opened.rumor, "e"):
-                return None
-            text = opened.rumor["content"]
+            return DaemonMessage(text, tuple(tag_values(event, "e")))
+        try:
+            opened = await nip17.open_dm(event, self.signer, kinds={nip17.CHAT_KIND})
+        except UnwrapError:
+            return None
+        if opened.sender != self.daemon:
+            return None
+        return DaemonMessage(opened.rumor["content"], tuple(tag_values(opened.rumor, "e")))
+
+    def collect(self, text: str) -> str | None:
+        """The whole reply once ``text`` (a whole reply, or one part of it) completes it."""
         part = as_part(text)
         if part is None:
             return text
         self._parts.append(part)
         return reassemble(self._parts)
+
+    async def accept(self, event: Event) -> str | None:
+        """The whole reply once ``event`` completes it; None for unrelated events."""
+        message = await self.open(event)
+        if message is None or self.request_event_id not in message.cites:
+            return None
+        return self.collect(message.text)
+
+
+@dataclass(frozen=True)
+class DaemonMessage:
+    """A message authenticated as the daemon's: its text and the events it cites (``e``)."""
+
+    text: str
+    cites: tuple[str, ...]
 
 
 def _build_request(words: list[str]) -> tuple[dict[str, Any], bool]:
@@ -144,7 +160,10 @@ async def send_command(args: argparse.Namespace) -> int:
             async with asyncio.timeout(args.timeout):
                 async for reply in sub:
                     whole = await talk.accept(reply)
-                    if whole is not None:
+                    if whole is not None and (held := as_pending(whole)) is not None:
+                        print(f"nostr-browserd send: {held['message']}", file=sys.stderr)
+                        whole = None
+                    elif whole is not None:
                         break
         except TimeoutError:
             print(f"nostr-browserd send: no reply within {args.timeout:g} s", file=sys.stderr)

@@ -1,0 +1,119 @@
+"""``nostr-browserd mcp``: an MCP server for agent hosts, local or in front of a remote daemon.
+
+nostr-browserd mcp --local [--config FILE]
+nostr-browserd mcp --to NPUB --key FILE [--relay URL …]
+    … [--caps FAMILY,…] [--tools NAME,…] [--http 127.0.0.1:PORT]
+nostr-browserd mcp --print-config HOST [the options the host should start it with]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from ..daemon.config import ConfigError, load_config
+from .backend import Backend
+from .listing import Selection
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``mcp`` subcommand's options (also what ``--print-config`` repeats to a host)."""
+    p = argparse.ArgumentParser(
+        prog="nostr-browserd mcp",
+        description="Serve every browser tool to an MCP host (Claude, Cursor, VS Code, Roo Code).",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--local", action="store_true", help="run the browser in this process")
+    mode.add_argument("--to", metavar="NPUB", help="drive the daemon with this npub over Nostr")
+    p.add_argument("--config", type=Path, help="--local: the daemon's TOML config (browser keys)")
+    p.add_argument("--key", type=Path, help="--to: the agent's key file (nsec, mode 0600)")
+    p.add_argument(
+        "--relay",
+        action="append",
+        default=[],
+        help="--to: relay URL, repeatable "
+        "(default: the daemon's kind 10050/10002 relays, looked up on --discovery)",
+    )
+    p.add_argument(
+        "--discovery",
+        action="append",
+        default=[],
+        help="--to: where to look the daemon's "
+        "relays up, repeatable (default: a few public indexers)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="--to: seconds to wait for a reply beyond any approval wait (default 60)",
+    )
+    p.add_argument("--caps", action="append", default=[], help="list only these tool families")
+    p.add_argument("--tools", action="append", default=[], help="list only these tools")
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP on this loopback address instead of stdio",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        help="--http: the bearer token (created, 0600, when missing; default: in the state dir)",
+    )
+    p.add_argument("--print-config", metavar="HOST", help="print a host's configuration and exit")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging (to stderr)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``nostr-browserd mcp``; returns the exit code."""
+    p = parser()
+    args = p.parse_args(argv)
+    if args.print_config:
+        from .hosts import print_config
+
+        return print_config(args, p)
+    if not args.local and not args.to:
+        p.error("give --local (browser in this process) or --to NPUB --key FILE (a remote daemon)")
+    if args.to and not args.key:
+        p.error("--to needs --key: the agent's own key file (nostr-browserd keygen agent.nsec)")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        selection = Selection.parse(args.caps, args.tools)
+        backend = _backend(args)
+        from .server import BrowserMcp
+
+        server = BrowserMcp(backend, selection)
+        if args.http:
+            from .http import serve_http
+
+            return asyncio.run(serve_http(server, args.http, args.token_file, _state_dir(args)))
+        asyncio.run(server.run_stdio())
+        return EXIT_OK
+    except (ConfigError, ValueError) as exc:
+        print(f"nostr-browserd mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+def _backend(args: argparse.Namespace) -> Backend:
+    if args.local:
+        from .local import LocalBackend
+
+        return LocalBackend(load_config(args.config))
+    from .remote import RemoteBackend
+
+    return RemoteBackend.from_args(args)
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    return load_config(args.config).state.dir

@@ -1,0 +1,103 @@
+"""A protocol response as MCP content: text as text, pictures as images, files as resources.
+
+- a failure is ``isError`` with ``CODE: message`` (the message says what to do next);
+- a screenshot (``{mime: image/…, base64}``) is ``image`` content, its page state as text;
+- a PDF or a download is an embedded resource, or, over ``EMBED_LIMIT``, a resource link
+  whose bytes ``resources/read`` serves from a small in-memory shelf;
+- everything else is the same readable text a person gets on a phone (``render_text``).
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import secrets
+from collections import OrderedDict
+from typing import Any
+
+import mcp.types as types
+
+from ..commands.render import render_text
+
+EMBED_LIMIT = 1_000_000  # bytes of base64 above which a file becomes a resource link
+SHELF_SIZE = 8  # files kept for resources/read; the oldest goes first
+URI_PREFIX = "nostr-browserd://files/"
+
+
+class Shelf:
+    """The last few large files, for ``resources/read`` of the links handed out."""
+
+    def __init__(self, size: int = SHELF_SIZE) -> None:
+        self.size = size
+        self._files: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def put(self, name: str, mime: str, blob: str) -> str:
+        """Keep ``blob`` (base64) and return the URI it is read by."""
+        uri = f"{URI_PREFIX}{secrets.token_hex(6)}/{name}"
+        self._files[uri] = (mime, blob)
+        while len(self._files) > self.size:
+            self._files.popitem(last=False)
+        return uri
+
+    def read(self, uri: str) -> types.BlobResourceContents | None:
+        """The file a link points at, or None when it is unknown or already dropped."""
+        found = self._files.get(uri)
+        if found is None:
+            return None
+        return types.BlobResourceContents(uri=uri, mime_type=found[0], blob=found[1])
+
+    def listing(self) -> list[types.Resource]:
+        """What ``resources/list`` shows: the files still kept."""
+        return [
+            types.Resource(uri=uri, name=uri.rsplit("/", 1)[-1], mime_type=mime)
+            for uri, (mime, _) in self._files.items()
+        ]
+
+
+def to_result(
+    response: dict[str, Any], shelf: Shelf, limit: int | None = None
+) -> types.CallToolResult:
+    """The MCP result of one protocol response."""
+    if not response.get("success"):
+        error = response.get("error") or {}
+        text = f"{error.get('code', 'INTERNAL')}: {error.get('message', 'The command failed.')}"
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    data = response.get("data")
+    if not isinstance(data, dict) or "base64" not in data:
+        return types.CallToolResult(content=[text_of(response, limit)])
+    rest = {k: v for k, v in data.items() if k != "base64"}
+    blob = data["base64"]
+    mime = str(data.get("mime") or guess_mime(str(data.get("name", ""))))
+    if mime.startswith("image/"):
+        binary: types.ContentBlock = types.ImageContent(data=blob, mime_type=mime)
+    else:
+        binary = file_content(str(data.get("name") or default_name(mime)), mime, blob, shelf)
+    return types.CallToolResult(content=[binary, text_of({**response, "data": rest}, limit)])
+
+
+def file_content(name: str, mime: str, blob: str, shelf: Shelf) -> types.ContentBlock:
+    """A file embedded in the result, or a link to it when it is large."""
+    if len(blob) <= EMBED_LIMIT:
+        uri = f"{URI_PREFIX}inline/{name}"
+        return types.EmbeddedResource(
+            resource=types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
+        )
+    size = len(base64.b64decode(blob, validate=False))
+    return types.ResourceLink(uri=shelf.put(name, mime, blob), name=name, mime_type=mime, size=size)
+
+
+def text_of(response: dict[str, Any], limit: int | None) -> types.TextContent:
+    """The readable text of a response (the answer, then the tab's address and title)."""
+    rendered = render_text(response) if limit is None else render_text(response, limit)
+    return types.TextContent(text=rendered)
+
+
+def guess_mime(name: str) -> str:
+    """A download's type from its name."""
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def default_name(mime: str) -> str:
+    """``page.pdf`` for a PDF, ``file.bin`` when the type says nothing."""
+    extension = mimetypes.guess_extension(mime) or ".bin"
+    return ("page" if mime == "application/pdf" else "file") + extension
