@@ -19,6 +19,7 @@ from nostr_browserd.login.manager import IdentityManager
 from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from nostr_browserd.nostr.relay import RelayPool
 from tests.fixtures.leaks import LEAKS
 
 LEAKS.secret("one-time-secret", "a bunker's pairing secret")
@@ -237,6 +238,24 @@ async def test_request_timeout_when_the_bunker_goes_away(relay_url) -> None:
         assert err.value.code is ErrorCode.TIMEOUT and relay_url in err.value.message
     finally:
         await signer.aclose()
+
+
+async def test_one_deeply_nested_message_silences_neither_end(relay_url) -> None:
+    """Issue 9 §1.1: NIP-44 of ``"[" * 60000`` made json.loads raise RecursionError, which
+    ended the reader of whichever end it was p-tagged to, for good.  (20,000 is as deadly
+    and fits the test relay's 64 KiB event limit.)"""
+    user, app, stranger = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
+    async with (
+        running(BunkerServer(user, [relay_url])) as server,
+        client(server.bunker_url, app_key=app) as signer,
+        RelayPool([relay_url]) as pool,
+    ):
+        for target in (server.pubkey, app.pubkey):  # the bunker's key is in its URL
+            poison = await stranger.nip44_encrypt(target, "[" * 20000)
+            event = await stranger.sign_event(nip46.event_template(target, poison))
+            assert (await pool.publish(event)).ok
+        # The relay delivers in order: both readers met the poison before this request.
+        verify_event(await signer.sign_event({"kind": 1, "content": "still served"}))
 
 
 async def test_both_ends_survive_a_relay_restart(local_relay_factory) -> None:

@@ -8,13 +8,22 @@ import json
 
 import pytest
 
+from nostr_browserd.nostr.errors import NostrError
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import (
+    Auth,
+    Closed,
+    Eose,
+    EventFrame,
     InvalidEvent,
+    Notice,
+    Ok,
+    RelayMessageError,
     check_shape,
     event_id,
     finalize_event,
     is_valid,
+    parse_relay_message,
     req_message,
     serialize,
     verify_event,
@@ -151,3 +160,39 @@ def test_verify_does_not_mutate() -> None:
 
 def test_req_message() -> None:
     assert json.loads(req_message("s", {"kinds": [1]})) == ["REQ", "s", {"kinds": [1]}]
+
+
+# -- relay → client frames, without a socket ------------------------------------------
+
+
+def test_relay_messages_are_typed() -> None:
+    event = {"id": "x"}
+    assert parse_relay_message(json.dumps(["EVENT", "s", event])) == EventFrame("s", event)
+    assert parse_relay_message('["EOSE", "s"]') == Eose("s")
+    assert parse_relay_message('["CLOSED", "s", "auth-required: x"]') == Closed(
+        "s", "auth-required: x"
+    )
+    assert parse_relay_message(b'["OK", "e", true, ""]') == Ok("e", True, "")
+    assert parse_relay_message('["NOTICE", "hi"]') == Notice("hi")
+    assert parse_relay_message('["AUTH", "c"]') == Auth("c")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "[" * 60000,  # RecursionError in json.loads
+        '["EVENT", "s", ' + '{"a":' * 40 + "1" + "}" * 40 + "]",
+        "not json",
+        b"\xff\xfe",
+        "[]",
+        '["OK", "e", "true", ""]',
+        '["AUTH", "' + "c" * 301 + '"]',
+        '["EVENT", "s", "not an event"]',
+        '["COUNT", "s", {"count": 1}]',
+    ],
+    ids=["deep", "deep-event", "junk", "bytes", "empty", "ok-str", "long-auth", "event", "count"],
+)
+def test_hostile_frames_raise_relay_message_error_only(raw: str | bytes) -> None:
+    with pytest.raises(RelayMessageError) as caught:
+        parse_relay_message(raw)
+    assert isinstance(caught.value, NostrError) and isinstance(caught.value, ValueError)

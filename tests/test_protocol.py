@@ -85,6 +85,9 @@ def test_json_request():
     [
         ("{not json", "Not valid JSON"),
         ('{"id": 1}', "tool is missing"),
+        ('{"tool": ""}', "tool is missing"),
+        ('{"tool": "open", "params": {"url": ' + "[" * 60000 + "}}", "nested deeper"),
+        ('{"tool": "open", "params": {"x": ' + "[" * 40 + "]" * 40 + "}}", "nested deeper"),
         ('{"tool": "click", "params": []}', "params must be an object"),
         ('{"tool": "click", "id": [1]}', "id must be"),
         ('fill @e1 "unclosed', "quote is not closed"),

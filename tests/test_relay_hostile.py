@@ -17,14 +17,13 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
 from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
-from nostr_browserd.nostr.nip01 import finalize_event
+from nostr_browserd.nostr.nip01 import finalize_event, matches
 from nostr_browserd.nostr.relay import (
     MAX_AUTH_ATTEMPTS,
     OUTBOX_SIZE,
     SINCE_MARGIN,
     RelayPool,
     backoff_delay,
-    matches,
 )
 from tests.test_relay import next_event, note, wait_until
 
@@ -362,6 +361,7 @@ def test_any_relay_message_is_handled_without_error(messages: list[Any]) -> None
     for message in messages:
         reader._handle(json.dumps(message))
     reader._handle(b"\xff\xfe not even UTF-8")
+    reader._handle("[" * 60000)  # RecursionError in json.loads: must be one bad message
     counts = pool.status()["ws://127.0.0.1:9"].counts
     assert counts["events"] == 0  # nothing unsigned gets through
     assert counts["bad_messages"] >= 1

@@ -19,6 +19,8 @@ from pydantic import BaseModel, Field
 
 from ..browser.refs import first_line
 from ..errors import BrowserdError, ErrorCode
+from ..untrusted_json import BadJSON
+from ..untrusted_json import loads as loads_json
 from .grammar import parse_text
 from .registry import Registry, Tool
 from .render import BINARY_KEYS, render_text
@@ -36,14 +38,18 @@ class Request(BaseModel):
 
 
 def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
-    """A JSON object (or its text), or a line of the text grammar, as a ``Request``."""
+    """A JSON object (or its text), or a line of the text grammar, as a ``Request``.
+
+    Any malformed input, JSON or text, raises ``BrowserdError(INVALID_PARAMS)`` and
+    nothing else: the command is answered, never lost.
+    """
     if isinstance(raw, str) and raw.lstrip().startswith("{"):
         try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Not valid JSON: {exc.msg}.") from None
+            raw = loads_json(raw)
+        except BadJSON as exc:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{exc}.") from None
     if isinstance(raw, dict):
-        if not isinstance(raw.get("tool"), str):
+        if not isinstance(raw.get("tool"), str) or not raw["tool"]:
             raise BrowserdError(
                 ErrorCode.INVALID_PARAMS, 'A request is {"id", "tool", "params"}: tool is missing.'
             )

@@ -29,6 +29,7 @@ from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Signer
+from ..supervise import stopped_readers, supervise
 from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
@@ -37,7 +38,7 @@ from .inbox import Inbox, Scheme, subscription_filters
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .keys_cli import KEY_TOOLS, run_key_tool
 from .local_ws import OWNER, LocalServer
-from .notify import notify, watchdog_interval
+from .notify import notify, watchdog, watchdog_interval
 from .outbox import Outbox
 from .push import EventForwarder
 from .store import Store
@@ -152,7 +153,7 @@ class Daemon:
         self._tasks.append(asyncio.create_task(self._prune_store()))
         interval = watchdog_interval()
         if interval:
-            self._tasks.append(asyncio.create_task(self._watchdog(interval)))
+            self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
         notify("READY=1")
         notify(f"STATUS=serving as {self.npub}")
 
@@ -236,11 +237,6 @@ class Daemon:
                 log.info("pruned %d old rows from the state store", pruned)
             await asyncio.sleep(3600)
 
-    async def _watchdog(self, interval: float) -> None:
-        while True:
-            notify("WATCHDOG=1")
-            await asyncio.sleep(interval)
-
     # --- the Nostr side (rebuilt when the identity changes) ----------------------------
 
     @property
@@ -275,8 +271,9 @@ class Daemon:
         filters = subscription_filters(
             pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
         )
-        self._inbox_sub = self.pool.subscribe(filters, advance_since=False)
-        self._nostr_tasks.append(asyncio.create_task(self._read_inbox(inbox, self._inbox_sub)))
+        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
+        read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
+        self._nostr_tasks.append(read)
         if self.config.nostr.discovery_relays:
             self.discovery = RelayPool(self.config.nostr.discovery_relays)
             await self.discovery.start()

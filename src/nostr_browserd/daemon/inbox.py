@@ -36,6 +36,7 @@ from ..nostr import nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
 from ..nostr.signer import Signer
+from ..ratelog import RateLimitedLog
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -70,29 +71,6 @@ class Incoming:
     expiration: int | None = None
     refusal: BrowserdError | None = None
     received: float = field(default_factory=time.monotonic)
-
-
-class RateLimitedLog:
-    """At most ``burst`` warnings per ``window`` seconds per reason; the rest are counted."""
-
-    def __init__(self, logger: logging.Logger, burst: int = 5, window: float = 60.0) -> None:
-        self._log, self._burst, self._window = logger, burst, window
-        self._windows: dict[str, tuple[float, int, int]] = {}
-
-    def warning(self, reason: str, message: str, *args: object) -> None:
-        """Log ``message`` unless ``reason`` already used its burst in this window."""
-        now = time.monotonic()
-        start, shown, hidden = self._windows.get(reason, (now, 0, 0))
-        if now - start > self._window:
-            if hidden:
-                self._log.warning("%d more %r messages were not logged", hidden, reason)
-            start, shown, hidden = now, 0, 0
-        if shown < self._burst:
-            self._log.warning(message, *args)
-            shown += 1
-        else:
-            hidden += 1
-        self._windows[reason] = (start, shown, hidden)
 
 
 class StrangerBudget:

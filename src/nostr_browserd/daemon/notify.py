@@ -1,14 +1,16 @@
 """systemd's notify protocol (``Type=notify``): one datagram per state change, no dependency.
 
 ``READY=1`` once the daemon listens, ``WATCHDOG=1`` at half the ``WatchdogSec`` interval while
-the event loop is healthy, ``STOPPING=1`` on shutdown.  Outside systemd (no ``$NOTIFY_SOCKET``)
-every call is a no-op.
+the event loop runs and every reader is alive, ``STOPPING=1`` on shutdown.  Outside systemd
+(no ``$NOTIFY_SOCKET``) every call is a no-op.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+from collections.abc import Callable
 
 
 def notify(state: str, environ: dict[str, str] | None = None) -> bool:
@@ -37,3 +39,15 @@ def watchdog_interval(environ: dict[str, str] | None = None) -> float | None:
         return int(usec) / 2e6
     except ValueError:
         return None
+
+
+async def watchdog(interval: float, problem: Callable[[], str | None]) -> None:
+    """Send ``WATCHDOG=1`` every ``interval`` s while ``problem()`` is None, else its text.
+
+    A blocked event loop and a reader that stopped for good both end the pings, so systemd
+    restarts the daemon after ``WatchdogSec``.
+    """
+    while True:
+        trouble = problem()
+        notify("WATCHDOG=1" if trouble is None else f"STATUS=not healthy: {trouble}")
+        await asyncio.sleep(interval)

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip46
 from ..nostr.keys import KeySigner
+from ..supervise import supervise
 from .nip46_channel import Channel, Incoming
 from .remote import RemoteSigner
 
@@ -184,7 +185,7 @@ class BunkerSigner(RemoteSigner):
 
     async def _open(self) -> None:
         await self._channel.open()
-        self._reader = asyncio.create_task(self._read(), name="nip46 client reader")
+        self._reader = supervise("NIP-46 client reader", self._read)
 
     async def aclose(self) -> None:
         """Stop listening and disconnect; pending requests fail with ``SIGNER_ERROR``."""

@@ -24,6 +24,8 @@ from ..errors import BrowserdError
 from ..nostr import nip46
 from ..nostr.keys import KeySigner, is_valid_pubkey
 from ..nostr.signer import Signer
+from ..supervise import supervise
+from ..untrusted_json import loads as loads_json
 from .files import read_private_file
 from .manager import open_signer
 from .nip46_channel import Channel, Incoming
@@ -114,6 +116,7 @@ class BunkerServer:
         self._channel: Channel | None = None
         self._user = ""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._reader: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"BunkerServer(user={self._user}, clients={len(self._clients)})"
@@ -145,12 +148,13 @@ class BunkerServer:
         )
         await channel.open()
         self._channel = channel
-        self._spawn(self._read())
+        self._reader = supervise("NIP-46 bunker reader", self._read)
 
     async def aclose(self) -> None:
-        for task in list(self._tasks):
+        tasks = [*self._tasks, *([self._reader] if self._reader else [])]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._channel is not None:
             await self._channel.close()
 
@@ -184,7 +188,7 @@ class BunkerServer:
         async for incoming in self._channel.messages():
             if not isinstance(incoming.message, nip46.Request):
                 continue
-            if len(self._tasks) > _MAX_IN_FLIGHT:
+            if len(self._tasks) >= _MAX_IN_FLIGHT:
                 log.warning("bunker: too many requests in flight; dropped one")
                 continue
             self._spawn(self._handle(incoming, incoming.message))
@@ -196,7 +200,7 @@ class BunkerServer:
             response = nip46.Response(request.id, result)
         except (_Refused, BrowserdError) as exc:
             response = nip46.Response(request.id, None, str(exc))
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+        except Exception as exc:  # a malformed request gets an answer, never a dead task
             response = nip46.Response(request.id, None, f"bad request: {type(exc).__name__}")
         log.info(
             "bunker: %s from %s… → %s",
@@ -219,7 +223,7 @@ class BunkerServer:
         if method in _ALWAYS_ALLOWED:
             return await self._harmless(client_pk, method)
         if method == "sign_event":
-            template = json.loads(params[0])
+            template = loads_json(params[0])
             if template.get("pubkey", self._user) != self._user:
                 raise _Refused("this bunker signs only as " + self._user)
             kind = template["kind"]

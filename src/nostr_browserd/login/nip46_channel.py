@@ -17,6 +17,7 @@ from ..nostr import nip46
 from ..nostr.nip01 import now
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import Event, Signer
+from ..ratelog import RateLimitedLog
 
 __all__ = ["Channel", "Incoming"]
 
@@ -57,6 +58,7 @@ class Channel:
         self._accept_nip44 = accept_nip44
         self._pool = RelayPool(self.relays, auth_signer=transport)
         self._sub: Subscription | None = None
+        self._dropped = RateLimitedLog(log)
 
     async def open(self, timeout: float = 10.0) -> None:
         """Connect and subscribe; returns once every relay answered the subscription."""
@@ -95,7 +97,12 @@ class Channel:
             )
 
     async def messages(self) -> AsyncIterator[Incoming]:
-        """Every readable message addressed to us; undecryptable or malformed ones are skipped."""
+        """Every readable message addressed to us.
+
+        Whatever an event holds, it cannot end this iteration: one that does not decrypt or
+        decode is dropped with a (rate-limited) log line.  Iterating again after the
+        consumer stopped resumes with the next event.
+        """
         assert self._sub is not None, "open() the channel first"
         async for event in self._sub:
             content = event["content"]
@@ -107,6 +114,20 @@ class Channel:
                 )
                 message = nip46.decode_message(text)
             except (ValueError, BrowserdError) as exc:
-                log.debug("NIP-46: skipped event %s: %s", event["id"], exc)
+                self._dropped.warning(
+                    "bad", "NIP-46: dropped event %s: %s", event["id"][:12], _reason(exc)
+                )
+                continue
+            except Exception as exc:  # a signer's own failure: still only this event's
+                self._dropped.warning(
+                    "failed",
+                    "NIP-46: dropped event %s: %s",
+                    event["id"][:12],
+                    type(exc).__name__,
+                )
                 continue
             yield Incoming(event["pubkey"], message, was_nip04, event)
+
+
+def _reason(exc: Exception) -> str:
+    return exc.message if isinstance(exc, BrowserdError) else str(exc)[:200]

@@ -12,6 +12,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..untrusted_json import loads as loads_json
+
 __all__ = ["MAX_LINE", "WireError", "WireReply", "decode_reply", "encode_request"]
 
 MAX_LINE = 1 << 20
@@ -39,7 +41,7 @@ def encode_request(req_id: str, method: str, params: Sequence[str], index: int) 
 def decode_reply(line: bytes) -> WireReply:
     """Parse one reply line; :class:`WireError` says what was wrong (never echoes it)."""
     try:
-        body = json.loads(line.decode("utf-8"))
+        body = loads_json(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise WireError("the signer's answer is not a JSON line") from None
     if not isinstance(body, dict) or not isinstance(body.get("id"), str):

@@ -7,12 +7,12 @@ event we asked for.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.keys import is_valid_pubkey
 from ..nostr.nip01 import InvalidEvent, now, verify_event
+from ..untrusted_json import loads as loads_json
 
 __all__ = ["checked_event", "checked_pubkey", "unsigned_event"]
 
@@ -40,7 +40,7 @@ def checked_event(
 ) -> dict[str, Any]:
     """The signed event in ``result`` if it is valid, by ``pubkey`` and matches ``template``."""
     try:
-        event = json.loads(result) if isinstance(result, str) else result
+        event = loads_json(result) if isinstance(result, str) else result
     except ValueError:
         raise BrowserdError(ErrorCode.SIGNER_ERROR, f"{who} returned a non-JSON event") from None
     try:

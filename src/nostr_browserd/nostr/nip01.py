@@ -2,7 +2,10 @@
 
 A received event is trusted only after :func:`verify_event`: its shape is checked, its id
 is recomputed from the content and compared with the claimed id, and the BIP-340
-signature is verified over that id. Relay-message helpers build the client's frames.
+signature is verified over that id.  Frame helpers build the client's messages;
+:func:`parse_relay_message` reads a relay's into typed messages (raising only
+:class:`RelayMessageError`), and :func:`matches` checks an event against a filter, so
+hostile relays can be tested without a socket.
 """
 
 from __future__ import annotations
@@ -11,13 +14,26 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..untrusted_json import BadJSON
+from ..untrusted_json import loads as loads_json
+from .errors import NostrError
 from .keys import public_key_hex, schnorr_sign, schnorr_verify
 
 __all__ = [
+    "MAX_RELAY_TEXT",
+    "Auth",
+    "Closed",
+    "Eose",
     "Event",
+    "EventFrame",
     "InvalidEvent",
+    "Notice",
+    "Ok",
+    "RelayMessage",
+    "RelayMessageError",
     "auth_message",
     "check_shape",
     "close_message",
@@ -25,7 +41,9 @@ __all__ = [
     "event_message",
     "finalize_event",
     "is_valid",
+    "matches",
     "now",
+    "parse_relay_message",
     "req_message",
     "serialize",
     "tag_values",
@@ -38,7 +56,7 @@ _HEX = frozenset("0123456789abcdef")
 _REQUIRED = ("id", "pubkey", "created_at", "kind", "tags", "content", "sig")
 
 
-class InvalidEvent(ValueError):
+class InvalidEvent(NostrError):
     """An event that is malformed or whose id or signature does not check out."""
 
     def __init__(self, reason: str) -> None:
@@ -203,3 +221,106 @@ def close_message(sub_id: str) -> str:
 def auth_message(event: Event) -> str:
     """``["AUTH", event]`` (NIP-42)."""
     return _frame("AUTH", event)
+
+
+# -- relay → client frames -------------------------------------------------------------
+
+MAX_RELAY_TEXT = 300
+"""Longest AUTH challenge accepted, in characters (each answer may cost a remote signer)."""
+
+
+class RelayMessageError(NostrError):
+    """A frame from a relay that is not a NIP-01 (or NIP-42) relay message we understand."""
+
+
+@dataclass(frozen=True)
+class EventFrame:
+    """``["EVENT", sub_id, event]``: ``event`` is unverified (see :func:`verify_event`)."""
+
+    sub_id: str
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Eose:
+    """``["EOSE", sub_id]``: stored events end, live ones follow."""
+
+    sub_id: str
+
+
+@dataclass(frozen=True)
+class Closed:
+    """``["CLOSED", sub_id, reason]``: the relay ended (or refused) a subscription."""
+
+    sub_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ok:
+    """``["OK", event_id, accepted, reason]``: the relay's answer to an EVENT or AUTH."""
+
+    event_id: str
+    accepted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Notice:
+    """``["NOTICE", text]``: something for a human."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Auth:
+    """``["AUTH", challenge]`` (NIP-42)."""
+
+    challenge: str
+
+
+RelayMessage = EventFrame | Eose | Closed | Ok | Notice | Auth
+
+
+def parse_relay_message(raw: str | bytes) -> RelayMessage:
+    """One frame from a relay as a typed message; anything else is a RelayMessageError."""
+    try:
+        message = loads_json(raw)
+    except BadJSON as exc:
+        raise RelayMessageError(str(exc)) from None
+    match message:
+        case ["EVENT", str(sub_id), dict(event)]:
+            return EventFrame(sub_id, event)
+        case ["EOSE", str(sub_id)]:
+            return Eose(sub_id)
+        case ["CLOSED", str(sub_id), str(reason)]:
+            return Closed(sub_id, reason)
+        case ["OK", str(event_id), bool(accepted), str(reason)]:
+            return Ok(event_id, accepted, reason)
+        case ["NOTICE", str(text)]:
+            return Notice(text)
+        case ["AUTH", str(challenge)] if len(challenge) <= MAX_RELAY_TEXT:
+            return Auth(challenge)
+    verb = message[0] if isinstance(message, list) and message else None
+    name = repr(verb)[:40] if isinstance(verb, str) else "a frame"
+    raise RelayMessageError(f"{name} that is not a relay message we understand")
+
+
+def matches(filter_: dict[str, Any], event: Event) -> bool:
+    """True if ``event`` matches one NIP-01 filter (``limit`` is the relay's business)."""
+    for key, wanted in filter_.items():
+        if key == "ids" and event["id"] not in wanted:
+            return False
+        if key == "authors" and event["pubkey"] not in wanted:
+            return False
+        if key == "kinds" and event["kind"] not in wanted:
+            return False
+        if key == "since" and event["created_at"] < wanted:
+            return False
+        if key == "until" and event["created_at"] > wanted:
+            return False
+        if key.startswith("#") and len(key) == 2:
+            values = {t[1] for t in event["tags"] if len(t) >= 2 and t[0] == key[1]}
+            if values.isdisjoint(wanted):
+                return False
+    return True

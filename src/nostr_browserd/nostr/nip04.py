@@ -13,6 +13,7 @@ import os
 from cryptography.hazmat.primitives import padding
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from .errors import NostrError
 from .keys import shared_x
 
 __all__ = ["MAX_PAYLOAD", "Nip04Error", "decrypt", "encrypt", "looks_like_nip04"]
@@ -21,7 +22,7 @@ __all__ = ["MAX_PAYLOAD", "Nip04Error", "decrypt", "encrypt", "looks_like_nip04"
 MAX_PAYLOAD = 1 << 20
 
 
-class Nip04Error(ValueError):
+class Nip04Error(NostrError):
     """A NIP-04 payload that cannot be decrypted (malformed, wrong key, bad padding)."""
 
 

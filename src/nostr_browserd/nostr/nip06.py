@@ -13,6 +13,7 @@ import unicodedata
 from coincurve import PrivateKey
 from mnemonic import Mnemonic
 
+from .errors import NostrError
 from .keys import CURVE_N
 
 __all__ = [
@@ -29,7 +30,7 @@ _mnemo = Mnemonic("english")
 _wordset = frozenset(_mnemo.wordlist)
 
 
-class MnemonicError(ValueError):
+class MnemonicError(NostrError):
     """A mnemonic that is not valid BIP-39 English (message never contains the words)."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .errors import NostrError
 from .keys import is_valid_secret
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 
-class Bech32Error(ValueError):
+class Bech32Error(NostrError):
     """A string that is not the NIP-19 entity the caller expected."""
 
 

@@ -13,6 +13,7 @@ import os
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
+from .errors import NostrError
 from .keys import shared_x
 
 __all__ = [
@@ -39,7 +40,7 @@ _MIN_DECODED = 99
 _MAX_DECODED = 65603
 
 
-class Nip44Error(ValueError):
+class Nip44Error(NostrError):
     """A NIP-44 input that is invalid or a payload that fails to authenticate/decrypt."""
 
 

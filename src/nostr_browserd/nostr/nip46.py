@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
+from ..untrusted_json import loads as loads_json
+from .errors import NostrError
 from .nip01 import now
 from .nip04 import looks_like_nip04 as is_nip04_payload
 from .signer import Signer
@@ -64,7 +66,7 @@ _HEX = frozenset("0123456789abcdef")
 _RELAY_SCHEMES = ("wss://", "ws://")
 
 
-class Nip46Error(ValueError):
+class Nip46Error(NostrError):
     """A malformed NIP-46 URI or message (the message never repeats a secret)."""
 
 
@@ -228,7 +230,7 @@ def parse_nostrconnect_uri(uri: str) -> ConnectPointer:
     if name is None and (metadata := _one(query, "metadata")):
         # Older clients put {"name": …} in a JSON metadata parameter.
         try:
-            name = json.loads(metadata).get("name")
+            name = loads_json(metadata).get("name")
         except (ValueError, AttributeError):
             name = None
     return ConnectPointer(
@@ -289,9 +291,9 @@ class Response:
 def decode_message(text: str) -> Request | Response:
     """Parse decrypted content into a :class:`Request` (has ``method``) or :class:`Response`."""
     try:
-        body = json.loads(text)
-    except ValueError:
-        raise Nip46Error("NIP-46 content is not JSON") from None
+        body = loads_json(text)
+    except ValueError as exc:
+        raise Nip46Error(f"NIP-46 content: {exc}") from None
     if not isinstance(body, dict) or not isinstance(body.get("id"), str) or not body["id"]:
         raise Nip46Error("NIP-46 message must be an object with a string id")
     if "method" in body:

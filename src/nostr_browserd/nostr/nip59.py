@@ -13,7 +13,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from ..untrusted_json import BadJSON
+from ..untrusted_json import loads as loads_json
 from . import nip44
+from .errors import NostrError
 from .keys import generate_secret, is_valid_pubkey
 from .nip01 import Event, InvalidEvent, check_shape, event_id, finalize_event, now, verify_event
 from .signer import Signer
@@ -40,7 +43,7 @@ GIFT_WRAP_KIND = 1059
 MAX_TWEAK = 2 * 24 * 60 * 60
 
 
-class UnwrapError(ValueError):
+class UnwrapError(NostrError):
     """A gift wrap that cannot be opened or does not authenticate its sender."""
 
 
@@ -148,8 +151,8 @@ async def wrap(
 
 def _parse(text: str, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
+        value = loads_json(text)
+    except BadJSON:
         raise UnwrapError(f"{what} is not valid JSON") from None
     if not isinstance(value, dict):
         raise UnwrapError(f"{what} is not a JSON object")

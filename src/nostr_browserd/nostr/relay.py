@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import secrets
@@ -41,12 +40,21 @@ from websockets.exceptions import ConnectionClosed
 
 from ..net import is_loopback_host
 from .nip01 import (
+    Auth,
+    Closed,
+    Eose,
     Event,
+    EventFrame,
     InvalidEvent,
+    Notice,
+    Ok,
+    RelayMessageError,
     auth_message,
     check_shape,
     close_message,
     event_message,
+    matches,
+    parse_relay_message,
     req_message,
     verify_event,
 )
@@ -63,7 +71,6 @@ __all__ = [
     "RelayStatus",
     "Subscription",
     "backoff_delay",
-    "matches",
 ]
 
 log = logging.getLogger(__name__)
@@ -159,26 +166,6 @@ def backoff_delay(attempt: int, base: float, cap: float) -> float:
     """
     delay = min(cap, base * 2 ** min(attempt, 32))
     return random.uniform(delay / 2, delay)
-
-
-def matches(filter_: dict[str, Any], event: Event) -> bool:
-    """True if ``event`` matches one NIP-01 filter (``limit`` is the relay's business)."""
-    for key, wanted in filter_.items():
-        if key == "ids" and event["id"] not in wanted:
-            return False
-        if key == "authors" and event["pubkey"] not in wanted:
-            return False
-        if key == "kinds" and event["kind"] not in wanted:
-            return False
-        if key == "since" and event["created_at"] < wanted:
-            return False
-        if key == "until" and event["created_at"] > wanted:
-            return False
-        if key.startswith("#") and len(key) == 2:
-            values = {t[1] for t in event["tags"] if len(t) >= 2 and t[0] == key[1]}
-            if values.isdisjoint(wanted):
-                return False
-    return True
 
 
 def _ack_now(sock: socket.socket | None) -> None:
@@ -278,6 +265,11 @@ class Subscription:
         except TimeoutError:
             return False
         return True
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` (or the pool's) ended the subscription."""
+        return self._closed
 
     def close(self) -> None:
         """Stop the subscription on every relay and end iteration (after queued events)."""
@@ -498,27 +490,28 @@ class _Connection:
 
     def _handle(self, raw: str | bytes) -> None:
         try:
-            message = json.loads(raw)
-        except ValueError:
-            message = None
+            message = parse_relay_message(raw)
+        except RelayMessageError as exc:
+            self.relay.counts["bad_messages"] += 1
+            log.debug("%s: ignored a bad message: %s", self.url, exc)
+            return
         match message:
-            case ["EVENT", str(sub_id), dict(event)] if self.purpose == "read":
+            case EventFrame(sub_id, event) if self.purpose == "read":
                 self.pool._on_event(self, sub_id, event)
-            case ["EOSE", str(sub_id)]:
+            case Eose(sub_id):
                 self.pool._on_eose(self, sub_id)
-            case ["CLOSED", str(sub_id), str(reason)]:
+            case Closed(sub_id, reason):
                 self.pool._on_closed(self, sub_id, reason)
-            case ["OK", str(event_id), bool(accepted), str(reason)]:
+            case Ok(event_id, accepted, reason):
                 self._on_ok(event_id, accepted, reason)
-            case ["NOTICE", str(notice)]:
+            case Notice(text):
                 self.relay.counts["notices"] += 1
-                self.relay.last_notice = _short(notice)
+                self.relay.last_notice = _short(text)
                 log.info("%s notice: %s", self.url, self.relay.last_notice)
-            case ["AUTH", str(challenge)] if len(challenge) <= _TEXT_LIMIT:
+            case Auth(challenge):
                 self._on_auth(challenge)
-            case _:
+            case _:  # an EVENT on the publishing connection, which subscribes to nothing
                 self.relay.counts["bad_messages"] += 1
-                log.debug("%s: ignored bad message %s", self.url, _short(raw))
 
     def _on_ok(self, event_id: str, accepted: bool, reason: str) -> None:
         future = self._waiting_ok.get(event_id)
