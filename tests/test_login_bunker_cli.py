@@ -6,6 +6,9 @@ import asyncio
 import signal
 import sys
 
+import pytest
+
+from nostr_browserd.errors import BrowserdError
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
@@ -40,7 +43,11 @@ async def test_cli_serves_a_key_file(tmp_path, local_relay_factory) -> None:
         signer = await BunkerSigner.connect(url, timeout=5)
         try:
             assert await signer.public_key() == key.pubkey
-            verify_event(await signer.sign_event({"kind": 1, "content": "from the cli"}))
+            verify_event(await signer.sign_event({"kind": 13, "content": "a seal"}))
+            # By default it signs only the kinds a nostr-browserd needs, and refuses the rest.
+            with pytest.raises(BrowserdError) as refused:
+                await signer.sign_event({"kind": 1, "content": "a public note"})
+            assert "not permitted" in refused.value.message
         finally:
             await signer.aclose()
     finally:

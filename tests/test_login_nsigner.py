@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from nostr_browserd.errors import BrowserdError, ErrorCode
@@ -47,8 +50,9 @@ async def test_binary_is_configurable(qrexec_standin, monkeypatch) -> None:
         await NsignerSigner("nostr_signer").public_key()
     assert err.value.code is ErrorCode.SIGNER_ERROR and "qrexec-client-vm" in err.value.message
     qrexec_standin("allow")
-    # An absolute path needs no PATH lookup (but the stand-in's python3 still does).
-    monkeypatch.setenv("PATH", str(STANDIN_DIR.parent.parent / ".venv" / "bin"))
+    # An absolute path needs no PATH lookup (but the stand-in's python3 still does: give it
+    # the running interpreter's directory, wherever the suite runs from).
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))
     signer = NsignerSigner("nostr_signer", binary=str(STANDIN_DIR / "qrexec-client-vm"))
     try:
         assert await signer.public_key() == KEY["public_key"]

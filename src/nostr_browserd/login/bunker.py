@@ -39,6 +39,9 @@ DEFAULT_PERMS = nip46.parse_perms(
 
 AuthUrlCallback = Callable[[str], None]
 
+_RESEND_FIRST = 0.5  # seconds before an unanswered request is first sent again
+_RECONNECT_GRACE = 10.0  # a request sent this soon after a reconnect may have been lost
+
 
 def _print_uri(uri: str) -> None:
     print(f"Open this in your NIP-46 signer app:\n{uri}", file=sys.stderr, flush=True)
@@ -247,19 +250,28 @@ class BunkerSigner(RemoteSigner):
             log.info("NIP-46: ignored a pairing answer without our secret")
 
     async def _call(self, method: str, *params: str, timeout: float | None = None) -> str:
-        """Send one request and wait for its result (``auth_url`` extends the wait)."""
+        """Send one request and wait for its result (``auth_url`` extends the wait).
+
+        Answers are ephemeral events: one sent while the signer (or we) were reconnecting is
+        gone.  So a request sent around a reconnect of ours, or pending across one, is sent
+        again with the same id (0.5 s, 1 s, 2 s … apart) until anything comes back; the
+        signer answers a repeated id once.
+        """
         assert self._remote is not None
         loop = asyncio.get_running_loop()
         request = nip46.Request(nip46.new_request_id(), method, params)
         pending = _Pending(method, loop.time() + (timeout or self._timeout), loop.create_future())
         self._pending[request.id] = pending
         try:
-            # Answers are ephemeral events: after a relay dropped us, wait for it to be back
-            # (the pool resubscribes on reconnect) rather than miss the answer.
+            # After a relay dropped us, wait for it to be back (the pool resubscribes on
+            # reconnect) rather than miss the answer.
             await self._channel.wait_connected(max(0.0, pending.deadline - loop.time()))
             await self._channel.send(self._remote, request, nip04=self._nip04)
+            sent, pause = loop.time(), _RESEND_FIRST
+            next_send = sent + pause
             while not pending.future.done():
-                remaining = pending.deadline - loop.time()
+                now = loop.time()
+                remaining = pending.deadline - now
                 if remaining <= 0:
                     waited = "approval of" if pending.auth_url else "answer to"
                     raise BrowserdError(
@@ -267,7 +279,13 @@ class BunkerSigner(RemoteSigner):
                         f"the remote signer gave no {waited} {method} in time; is it "
                         "running and connected to " + ", ".join(self._channel.relays),
                     )
-                await asyncio.wait([pending.future], timeout=remaining)
+                if now >= next_send:
+                    if pending.auth_url is None and self._reconnected_since(sent):
+                        await self._resend(request, remaining)
+                    pause *= 2
+                    next_send = loop.time() + pause
+                    continue
+                await asyncio.wait([pending.future], timeout=min(remaining, next_send - now))
             response = pending.future.result()
         finally:
             del self._pending[request.id]
@@ -277,6 +295,19 @@ class BunkerSigner(RemoteSigner):
                 f"the remote signer refused {method}: {(response.error or 'no result')[:200]}",
             )
         return response.result
+
+    def _reconnected_since(self, sent: float) -> bool:
+        """Whether a relay came back shortly before ``sent`` or after it: a loss is likely."""
+        last = self._channel.last_reconnect
+        return last is not None and last > sent - _RECONNECT_GRACE
+
+    async def _resend(self, request: nip46.Request, remaining: float) -> None:
+        """Send ``request`` again; a failure here only costs this attempt."""
+        assert self._remote is not None
+        log.info("NIP-46: no answer to %s since a reconnect; sending it again", request.method)
+        with contextlib.suppress(BrowserdError, TimeoutError):
+            async with asyncio.timeout(remaining):
+                await self._channel.send(self._remote, request, nip04=self._nip04)
 
     def describe(self) -> dict[str, Any]:
         """Status details (no secrets): the signer, relays, transport, pending approvals."""

@@ -16,6 +16,8 @@ import json
 import logging
 import secrets
 import sys
+import time
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +26,7 @@ from ..errors import BrowserdError
 from ..nostr import nip46
 from ..nostr.keys import KeySigner, is_valid_pubkey
 from ..nostr.signer import Signer
+from ..ratelog import RateLimitedLog
 from ..supervise import supervise
 from ..untrusted_json import loads as loads_json
 from .files import read_private_file
@@ -31,15 +34,30 @@ from .manager import open_signer
 from .nip46_channel import Channel, Incoming
 from .params import LocalLogin, SeedLogin
 
-__all__ = ["ALL_PERMS", "Approval", "BunkerServer", "TerminalPrompt", "main", "serve_bunker"]
+__all__ = [
+    "ALL_PERMS",
+    "DAEMON_PERMS",
+    "Approval",
+    "BunkerServer",
+    "TerminalPrompt",
+    "main",
+    "serve_bunker",
+]
 
 log = logging.getLogger(__name__)
 
 ALL_PERMS = nip46.parse_perms("sign_event,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt")
+DAEMON_PERMS = nip46.parse_perms(
+    "sign_event:0,4,13,10002,10050,22242,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt"
+)
+"""What a nostr-browserd needs: its profile, kind 4 replies, NIP-17 seals, its relay lists,
+NIP-42 AUTH, and the DM ciphers.  The command line's default: any other kind is refused."""
 _ALWAYS_ALLOWED = {"ping", "get_public_key", "get_relays", "switch_relays", "logout"}
 # Requests handled at once (each may wait for the operator); beyond it, new ones are dropped
 # so that a flood from anyone on the relay cannot grow memory without bound.
 _MAX_IN_FLIGHT = 64
+_ANSWERS_KEPT = 1024  # recent answers kept to repeat for re-sent request ids
+_STRANGER_ANSWERS = 3  # refused connects answered per minute, to all strangers together
 _CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
 
 Decision = Literal["once", "always", "deny"]
@@ -117,6 +135,11 @@ class BunkerServer:
         self._user = ""
         self._tasks: set[asyncio.Task[None]] = set()
         self._reader: asyncio.Task[None] | None = None
+        # (client, request id) → the answer (None while it is worked out): a re-sent request
+        # is answered once, the same way, and never signed or prompted for twice.
+        self._answers: OrderedDict[tuple[str, str], nip46.Response | None] = OrderedDict()
+        self._stranger_answers: deque[float] = deque()
+        self._dropped = RateLimitedLog(log)
 
     def __repr__(self) -> str:
         return f"BunkerServer(user={self._user}, clients={len(self._clients)})"
@@ -195,13 +218,22 @@ class BunkerServer:
 
     async def _handle(self, incoming: Incoming, request: nip46.Request) -> None:
         assert self._channel is not None
-        try:
-            result = await self._dispatch(incoming, request)
-            response = nip46.Response(request.id, result)
-        except (_Refused, BrowserdError) as exc:
-            response = nip46.Response(request.id, None, str(exc))
-        except Exception as exc:  # a malformed request gets an answer, never a dead task
-            response = nip46.Response(request.id, None, f"bad request: {type(exc).__name__}")
+        key = (incoming.sender, request.id)
+        if key in self._answers:  # a client re-sent a request it got no answer to
+            response = self._answers[key]
+            if response is None:
+                return  # still being answered
+        elif not self._may_answer(incoming.sender, request.method):
+            self._dropped.warning(
+                "stranger", "bunker: no answer to %s from unpaired %s…", request.method, key[0][:16]
+            )
+            return
+        else:
+            self._answers[key] = None
+            while len(self._answers) > _ANSWERS_KEPT:
+                self._answers.popitem(last=False)
+            response = await self._answer(incoming, request)
+            self._answers[key] = response
         log.info(
             "bunker: %s from %s… → %s",
             request.method,
@@ -212,6 +244,33 @@ class BunkerServer:
             await self._channel.send(incoming.sender, response, nip04=incoming.nip04)
         except BrowserdError as exc:
             log.warning("bunker: could not send the answer: %s", exc.message)
+
+    def _may_answer(self, client_pk: str, method: str) -> bool:
+        """Paired clients get every answer; a stranger only a few refused ``connect``s.
+
+        Each answer is signed (often by the served key itself) and published: strangers must
+        not be able to make us do that at will.  A mistyped bunker:// secret still gets
+        its clear refusal, within :data:`_STRANGER_ANSWERS` per minute for everyone.
+        """
+        if client_pk in self._clients:
+            return True
+        if method != "connect":
+            return False
+        now = time.monotonic()
+        while self._stranger_answers and now - self._stranger_answers[0] > 60:
+            self._stranger_answers.popleft()
+        if len(self._stranger_answers) >= _STRANGER_ANSWERS:
+            return False
+        self._stranger_answers.append(now)
+        return True
+
+    async def _answer(self, incoming: Incoming, request: nip46.Request) -> nip46.Response:
+        try:
+            return nip46.Response(request.id, await self._dispatch(incoming, request))
+        except (_Refused, BrowserdError) as exc:
+            return nip46.Response(request.id, None, str(exc))
+        except Exception as exc:  # a malformed request gets an answer, never a dead task
+            return nip46.Response(request.id, None, f"bad request: {type(exc).__name__}")
 
     async def _dispatch(self, incoming: Incoming, request: nip46.Request) -> str:
         client_pk, method, params = incoming.sender, request.method, request.params
@@ -348,8 +407,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--secret-file", help="file with the pairing secret (default: random)")
     p.add_argument(
         "--perms",
-        default=nip46.format_perms(ALL_PERMS),
-        help="what paired clients may do, e.g. sign_event:1,nip44_decrypt (default: all)",
+        default=nip46.format_perms(DAEMON_PERMS),
+        help="what paired clients may do, e.g. sign_event:1,14,nip44_decrypt, or 'all' "
+        "(default: what nostr-browserd needs: " + nip46.format_perms(DAEMON_PERMS) + ")",
     )
     p.add_argument(
         "--policy",
@@ -389,7 +449,7 @@ async def _run(args: argparse.Namespace) -> None:
         args.relay,
         secret=read_private_file(args.secret_file) if args.secret_file else None,
         policy=args.policy,
-        perms=nip46.parse_perms(args.perms),
+        perms=ALL_PERMS if args.perms == "all" else nip46.parse_perms(args.perms),
         transport=KeySigner.generate() if args.separate_transport_key else None,
         nostrconnect=args.nostrconnect,
     )

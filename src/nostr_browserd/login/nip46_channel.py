@@ -73,6 +73,11 @@ class Channel:
         """Wait (up to ``timeout`` s) until every relay is connected again."""
         return await self._pool.wait_connected(timeout)
 
+    @property
+    def last_reconnect(self) -> float | None:
+        """When (``time.monotonic()``) a relay connection last came back after a loss."""
+        return self._pool.last_reconnect
+
     def add_relay(self, url: str) -> None:
         """Listen and publish on one more relay too (a nostrconnect client's relay)."""
         if url not in self.relays:

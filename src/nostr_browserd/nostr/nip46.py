@@ -115,12 +115,18 @@ class Permission:
 
 
 def parse_perms(text: str | None) -> tuple[Permission, ...]:
-    """Parse ``"sign_event:1,nip44_encrypt"``; an unknown method or bad kind is an error."""
+    """Parse ``"sign_event:1,nip44_encrypt"``; an unknown method or bad kind is an error.
+
+    A bare kind continues the ``sign_event`` before it: ``"sign_event:1,14"`` allows kinds
+    1 and 14.
+    """
     perms: list[Permission] = []
     for item in (text or "").split(","):
         item = item.strip()
         if not item:
             continue
+        if item.isdigit() and perms and perms[-1].kind is not None:
+            item = f"{perms[-1].method}:{item}"
         method, _, kind = item.partition(":")
         if method not in METHODS:
             raise Nip46Error(f"unknown permission {method!r}; known: {', '.join(METHODS)}")

@@ -336,6 +336,7 @@ class _Connection:
         self._task: asyncio.Task[None] | None = None
         self._abort_reason: str | None = None
         self._auth_attempts = 0
+        self._opens = 0
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"relay {self.purpose} {self.url}")
@@ -438,6 +439,9 @@ class _Connection:
         writer = asyncio.create_task(self._write(ws, self._outbox))
         try:
             self.relay.counts["connects"] += 1
+            self._opens += 1
+            if self.purpose == "read" and self._opens > 1:
+                self.pool.last_reconnect = time.monotonic()
             self.opened.set()
             self._set_state("connected")
             if self.purpose == "read":
@@ -632,6 +636,9 @@ class RelayPool:
         }
         self._relays: dict[str, _Relay] = {}
         self._subs: dict[str, Subscription] = {}
+        self.last_reconnect: float | None = None
+        """``time.monotonic()`` when a reading connection last came back after a loss: what
+        a peer sent meanwhile (ephemeral events) may be lost, so requests may be re-sent."""
         self._started = False
         for url in urls:
             self.add_relay(url)
