@@ -37,8 +37,8 @@ from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.daemon.app import Daemon
 from nostr_browserd.daemon.config import Config
 from nostr_browserd.nostr import nip17
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 
 Responder = Callable[[str, asyncio.Event], Awaitable[None]]
 

@@ -14,8 +14,9 @@ import pytest
 from nostr_browserd.agent.keys import KEYS_FILE, KeyStore
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from nostr_browserd.login.readonly import ReadOnlySigner
-from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import LEAKS
 
 KEY = "sk-ant-api03-TESTKEY-abcdefghijklmnopqrstuvwxyz0123456789"

@@ -9,9 +9,9 @@ from nostr_browserd.daemon.inbox import Inbox, StrangerBudget
 from nostr_browserd.daemon.store import Store
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import finalize_event, now
 from nostr_browserd.nostr.nip59 import make_rumor, wrap
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.daemon import forged_wrap, tampered
 
 

@@ -3,11 +3,11 @@ replays, duplicates across relays and re-deliveries after a restart run exactly 
 
 import json
 
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import finalize_event, now
 from nostr_browserd.nostr.nip04 import encrypt as nip04_encrypt
 from nostr_browserd.nostr.nip59 import make_rumor, wrap
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,

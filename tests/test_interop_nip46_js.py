@@ -15,7 +15,7 @@ import pytest
 
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.nostr import nip46
-from nostr_browserd.nostr.keys import KeySigner
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import LEAKS
 from tests.test_login_bunker import exercise
 

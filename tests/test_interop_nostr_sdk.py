@@ -8,8 +8,9 @@ import nostr_sdk as n
 import pytest
 
 from nostr_browserd.nostr import nip04, nip06, nip17, nip19, nip44, nip59
-from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event, verify_event
+from nostr_browserd.nostr.signer import KeySigner
 
 TEXTS = ["a", "hello nostr", 'héllo 🌍 \n\t"quoted" \\', "x" * 5000, "\u2028\u0001\u007f"]
 

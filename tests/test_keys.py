@@ -11,14 +11,13 @@ from coincurve import PrivateKey
 
 from nostr_browserd.nostr import keys
 from nostr_browserd.nostr.keys import (
-    KeySigner,
     generate_secret,
     public_key_hex,
     schnorr_sign,
     schnorr_verify,
     shared_x,
 )
-from nostr_browserd.nostr.signer import Signer
+from nostr_browserd.nostr.signer import KeySigner, Signer
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -109,3 +108,19 @@ async def test_key_signer_protocol_and_repr() -> None:
     assert await other.nip44_decrypt(signer.pubkey, ct) == "hello"
     ct4 = await signer.nip04_encrypt(other.pubkey, "hello4")
     assert await other.nip04_decrypt(signer.pubkey, ct4) == "hello4"
+
+
+def test_keys_is_a_leaf() -> None:
+    """Issue 10 §6: keys.py imports nothing from the package (KeySigner is in signer.py)."""
+    import ast
+
+    from nostr_browserd.nostr import keys
+
+    tree = ast.parse(Path(keys.__file__).read_text())
+    relative = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level > 0]
+    package = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("nostr_browserd")
+    ]
+    assert not relative and not package

@@ -18,9 +18,9 @@ from nostr_browserd.login.bunker_server import Approval, BunkerServer
 from nostr_browserd.login.manager import IdentityManager
 from nostr_browserd.login.nip46_channel import Channel, Incoming
 from nostr_browserd.nostr import nip46
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import LEAKS
 
 LEAKS.secret("one-time-secret", "a bunker's pairing secret")

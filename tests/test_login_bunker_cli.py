@@ -10,9 +10,9 @@ import pytest
 
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.login.bunker import BunkerSigner
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.signers import NIP06, private_file
 
 ENTRY = (

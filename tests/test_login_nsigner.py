@@ -10,8 +10,8 @@ import pytest
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from nostr_browserd.login import nsigner_wire as wire
 from nostr_browserd.login.nsigner import NsignerSigner
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.signers import NIP06, STANDIN_DIR, qrexec_standin_fixture  # noqa: F401
 
 KEY = NIP06[0]

@@ -15,8 +15,8 @@ from nostr_browserd.errors import BrowserdError
 from nostr_browserd.login.bunker_server import BunkerServer
 from nostr_browserd.login.manager import IdentityManager, LoginParams
 from nostr_browserd.nostr import nip46
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import LEAKS
 from tests.fixtures.signers import NIP06, private_file, qrexec_standin_fixture  # noqa: F401
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.nostr import nip17, nip19
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip59 import UnwrapError
+from nostr_browserd.nostr.signer import KeySigner
 
 EX = json.loads((Path(__file__).parent / "vectors" / "giftwrap_examples.json").read_text())
 ABOUT = EX["_about"]["nip17"]

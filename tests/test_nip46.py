@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nostr_browserd.nostr import nip46
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip46 import Nip46Error, Permission, Request, Response
+from nostr_browserd.nostr.signer import KeySigner
 
 PK = "fa984bd7dbb282f07e16e7ae87b26a2a7b9b90b7246a44771f0cf5ae58018f52"
 SECRET = "s3cr3t-token-123"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.login.bunker import BunkerSigner
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import LEAKS
 
 ROOT = Path(__file__).resolve().parent.parent

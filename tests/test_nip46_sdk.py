@@ -11,8 +11,8 @@ import pytest
 
 from nostr_browserd.login.bunker_server import BunkerServer
 from nostr_browserd.nostr import nip46
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import verify_event
+from nostr_browserd.nostr.signer import KeySigner
 
 TIMEOUT = datetime.timedelta(seconds=5)
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.nostr import nip44, nip59
-from nostr_browserd.nostr.keys import KeySigner, generate_secret
+from nostr_browserd.nostr.keys import generate_secret
 from nostr_browserd.nostr.nip01 import finalize_event, verify_event
 from nostr_browserd.nostr.nip40 import expiration
 from nostr_browserd.nostr.nip59 import UnwrapError
+from nostr_browserd.nostr.signer import KeySigner
 
 EX = json.loads((Path(__file__).parent / "vectors" / "giftwrap_examples.json").read_text())
 ABOUT = EX["_about"]["nip59"]

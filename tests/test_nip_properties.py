@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from nostr_browserd.nostr import nip04, nip06, nip19, nip44, nip59
-from nostr_browserd.nostr.keys import CURVE_N, KeySigner, public_key_hex
+from nostr_browserd.nostr.keys import CURVE_N, public_key_hex
 from nostr_browserd.nostr.nip01 import InvalidEvent, finalize_event, is_valid, verify_event
+from nostr_browserd.nostr.signer import KeySigner
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,9 +13,10 @@ from typing import Any
 import nostr_sdk
 import pytest
 
-from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import InvalidEvent, finalize_event
 from nostr_browserd.nostr.relay import RelayPool, Subscription
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.relays import free_port
 
 

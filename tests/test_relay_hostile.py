@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from nostr_browserd.nostr.keys import KeySigner, generate_secret, public_key_hex
+from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event, matches
 from nostr_browserd.nostr.relay import (
     MAX_AUTH_ATTEMPTS,
@@ -25,6 +25,7 @@ from nostr_browserd.nostr.relay import (
     RelayPool,
     backoff_delay,
 )
+from nostr_browserd.nostr.signer import KeySigner
 from tests.test_relay import next_event, note, wait_until
 
 Script = Callable[["ScriptedRelay", ServerConnection], Awaitable[None]]

@@ -27,11 +27,11 @@ from ..commands.protocol import parse_request, render_text
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
 from ..nostr import nip17
-from ..nostr.keys import KeySigner
 from ..nostr.nip01 import Event, now, tag_values
 from ..nostr.nip19 import Bech32Error, parse_pubkey
 from ..nostr.nip59 import UnwrapError, make_rumor, wrap
 from ..nostr.relay import RelayPool
+from ..nostr.signer import KeySigner
 from .chunks import ReassemblyError, as_part, reassemble
 from .config import DEFAULT_EMBEDDED_RELAY_PORT
 from .inbox import DM_KIND

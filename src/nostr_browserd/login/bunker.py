@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip46
-from ..nostr.keys import KeySigner
+from ..nostr.signer import KeySigner
 from ..supervise import supervise
 from .nip46_channel import Channel, Incoming
 from .remote import RemoteSigner

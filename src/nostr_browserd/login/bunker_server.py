@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from ..errors import BrowserdError
 from ..nostr import nip46
-from ..nostr.keys import KeySigner, is_valid_pubkey
-from ..nostr.signer import Signer
+from ..nostr.keys import is_valid_pubkey
+from ..nostr.signer import KeySigner, Signer
 from ..ratelog import RateLimitedLog
 from ..supervise import supervise
 from ..untrusted_json import loads as loads_json

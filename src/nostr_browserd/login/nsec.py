@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 
 from ..errors import BrowserdError, ErrorCode
-from ..nostr.keys import KeySigner
 from ..nostr.nip19 import Bech32Error, parse_secret
+from ..nostr.signer import KeySigner
 from .files import credential_path, read_private_file
 
 __all__ = ["signer_from_credential", "signer_from_env", "signer_from_file", "signer_from_nsec"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 from ..errors import BrowserdError, ErrorCode
-from ..nostr.keys import KeySigner
 from ..nostr.nip06 import MnemonicError, secret_from_mnemonic, validate_mnemonic
+from ..nostr.signer import KeySigner
 from .files import read_private_file
 
 __all__ = ["MAX_ACCOUNT", "signer_from_mnemonic", "signer_from_seed_file"]

@@ -2,18 +2,17 @@
 
 Everything here is a thin, strict layer over coincurve (libsecp256k1). Secrets are
 ``bytes`` of length 32; public keys are 64 lowercase hex characters (x-only, BIP-340).
-``KeySigner`` is the local-key implementation of the :class:`~.signer.Signer` protocol.
+A leaf: it imports nothing from the package (``KeySigner`` lives in ``signer.py``).
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 from coincurve import PrivateKey, PublicKey, PublicKeyXOnly
 
 __all__ = [
-    "KeySigner",
+    "check_secret",
     "generate_secret",
     "is_valid_pubkey",
     "is_valid_secret",
@@ -40,7 +39,7 @@ def is_valid_secret(seckey: object) -> bool:
     return 0 < int.from_bytes(seckey, "big") < CURVE_N
 
 
-def _check_secret(seckey: object) -> bytes:
+def check_secret(seckey: object) -> bytes:
     if not is_valid_secret(seckey):
         # Never echo the value: it may be a real secret that is merely mis-sized.
         raise ValueError("invalid secret key: expected 32 bytes in the range 1..n-1")
@@ -57,7 +56,7 @@ def generate_secret() -> bytes:
 
 def public_key_hex(seckey: bytes) -> str:
     """The x-only (BIP-340) public key of ``seckey`` as 64 lowercase hex characters."""
-    sk = PrivateKey(_check_secret(seckey))
+    sk = PrivateKey(check_secret(seckey))
     return sk.public_key_xonly.format().hex()
 
 
@@ -89,7 +88,7 @@ def shared_x(seckey: bytes, pubkey_hex: str) -> bytes:
     (coincurve's ``ecdh()`` hashes, which is what neither NIP wants).
     """
     point = _lift_x(pubkey_hex)
-    return point.multiply(_check_secret(seckey)).format(compressed=True)[1:]
+    return point.multiply(check_secret(seckey)).format(compressed=True)[1:]
 
 
 def schnorr_sign(msg32: bytes, seckey: bytes, aux_rand: bytes | None = None) -> str:
@@ -101,7 +100,7 @@ def schnorr_sign(msg32: bytes, seckey: bytes, aux_rand: bytes | None = None) -> 
     if not isinstance(msg32, bytes | bytearray) or len(msg32) != 32:
         raise ValueError("message to sign must be 32 bytes")
     aux = secrets.token_bytes(32) if aux_rand is None else aux_rand
-    return PrivateKey(_check_secret(seckey)).sign_schnorr(bytes(msg32), aux).hex()
+    return PrivateKey(check_secret(seckey)).sign_schnorr(bytes(msg32), aux).hex()
 
 
 def schnorr_verify(msg32: bytes, sig_hex: str, pubkey_hex: str) -> bool:
@@ -121,68 +120,3 @@ def schnorr_verify(msg32: bytes, sig_hex: str, pubkey_hex: str) -> bool:
         return pk.verify(sig, bytes(msg32))
     except (ValueError, TypeError):
         return False
-
-
-class KeySigner:
-    """A :class:`~.signer.Signer` backed by a secret key held in this process."""
-
-    __slots__ = ("_pubkey", "_seckey")
-
-    def __init__(self, seckey: bytes) -> None:
-        self._seckey = _check_secret(seckey)
-        self._pubkey = public_key_hex(self._seckey)
-
-    @classmethod
-    def generate(cls) -> KeySigner:
-        """A signer with a fresh random key (gift-wrap one-time keys, tests)."""
-        return cls(generate_secret())
-
-    @property
-    def pubkey(self) -> str:
-        """The x-only public key, synchronously (it is known locally)."""
-        return self._pubkey
-
-    @property
-    def secret(self) -> bytes:
-        """The raw secret; for code that must derive from it (ECDH) in this process."""
-        return self._seckey
-
-    def __repr__(self) -> str:
-        return f"KeySigner(pubkey={self._pubkey})"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Any:
-        raise TypeError("KeySigner holds a secret key and cannot be pickled")
-
-    async def public_key(self) -> str:
-        return self._pubkey
-
-    def sign_event_sync(self, template: dict[str, Any]) -> dict[str, Any]:
-        """Synchronous ``sign_event``."""
-        from .nip01 import finalize_event
-
-        return finalize_event(template, self._seckey)
-
-    async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
-        return self.sign_event_sync(template)
-
-    async def nip04_encrypt(self, pubkey: str, plaintext: str) -> str:
-        from . import nip04
-
-        return nip04.encrypt(self._seckey, pubkey, plaintext)
-
-    async def nip04_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        from . import nip04
-
-        return nip04.decrypt(self._seckey, pubkey, ciphertext)
-
-    async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
-        from . import nip44
-
-        return nip44.encrypt(plaintext, nip44.conversation_key(self._seckey, pubkey))
-
-    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        from . import nip44
-
-        return nip44.decrypt(ciphertext, nip44.conversation_key(self._seckey, pubkey))
