@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from nostr_browserd.daemon.app import login_params
+from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.login.bunker_server import Approval, BunkerServer
@@ -402,6 +404,30 @@ async def test_manager_logs_in_through_a_bunker(relay_url) -> None:
         assert "secret" not in json.dumps(status)
         verify_event(await manager.signer.sign_event({"kind": 1, "content": "via manager"}))
         await manager.logout()
+
+
+async def test_the_daemon_reads_its_bunker_url_from_a_0600_file(relay_url, tmp_path) -> None:
+    """Issue 9 §1.9: the bunker:// URL holds the pairing secret; keep it out of the config."""
+    user = KeySigner.generate()
+    async with running(BunkerServer(user, [relay_url])) as server:
+        url_file = tmp_path / "bunker"
+        url_file.write_text(server.bunker_url + "\n")
+        config = tmp_path / "config.toml"
+        config.write_text(f'[identity]\nmethod = "nip46"\nbunker_url_file = "{url_file}"\n')
+        params = login_params(load_config(config, {}).identity, tmp_path)
+        assert params == {"method": "nip46", "bunker_url_file": str(url_file)}
+        manager = IdentityManager()
+        url_file.chmod(0o644)
+        with pytest.raises(BrowserdError) as err:
+            await manager.login(params)  # checked like the key file, before any network
+        assert "too open" in err.value.message and server.bunker_url not in err.value.message
+        url_file.chmod(0o600)
+        assert (await manager.login(params))["pubkey"] == user.pubkey
+        await manager.logout()
+    both = tmp_path / "both.toml"
+    both.write_text(config.read_text() + 'bunker_url = "bunker://…"\n')
+    with pytest.raises(ConfigError, match=r"one of identity\.bunker_url_file"):
+        load_config(both, {})
 
 
 def test_bad_bunker_url_is_invalid_params() -> None:

@@ -76,6 +76,8 @@ def login_params(identity: IdentityConfig, state_dir: Path) -> dict[str, Any]:
         return params
     if method == "readonly":
         return {"method": "readonly", "npub": identity.npub}
+    if method == "nip46" and identity.bunker_url_file:
+        return {"method": "nip46", "bunker_url_file": str(identity.bunker_url_file)}
     if method == "nip46":
         return {"method": "nip46", "bunker_url": identity.bunker_url}
     n = identity.nsigner

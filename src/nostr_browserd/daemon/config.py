@@ -94,16 +94,22 @@ class IdentityConfig(Section):
     account: int = Field(default=0, ge=0)
     npub: str | None = None
     bunker_url: str | None = None
+    bunker_url_file: FilePath  # the URL holds the pairing secret: keep it in a 0600 file
     nsigner: NsignerConfig = Field(default_factory=NsignerConfig)
 
-    _paths = field_validator("nsec_file", "seed_file", "passphrase_file", mode="before")(
-        _expand_path
-    )
+    _paths = field_validator(
+        "nsec_file", "seed_file", "passphrase_file", "bunker_url_file", mode="before"
+    )(_expand_path)
 
     @model_validator(mode="after")
     def _method_has_its_fields(self) -> IdentityConfig:
-        needs = {"seed": "seed_file", "readonly": "npub", "nip46": "bunker_url"}
+        needs = {"seed": "seed_file", "readonly": "npub"}
         field = needs.get(self.method)
+        if self.method == "nip46" and bool(self.bunker_url) == bool(self.bunker_url_file):
+            raise ValueError(
+                "method 'nip46' needs one of identity.bunker_url_file (a 0600 file with the "
+                "bunker:// URL) and identity.bunker_url"
+            )
         if field and getattr(self, field) in (None, ""):
             raise ValueError(f"method {self.method!r} needs identity.{field}")
         sources = [f for f in ("nsec_file", "nsec_env", "credential") if getattr(self, f)]
