@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.leaks import Leaks
 
 SEED = "acoustic beach clinic dragon engine fossil guitar harbor island jungle kitchen lemon"

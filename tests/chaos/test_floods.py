@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.store import Store
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.flood import (
     Controller,
     DecryptCounter,
