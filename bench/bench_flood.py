@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nostr_browserd.daemon.inbox import STRANGER_BUDGET
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.flood import (
     Controller,
     DecryptCounter,
