@@ -14,11 +14,11 @@ import pytest
 
 from nostr_browserd.daemon.keyfile import write_new_key
 from nostr_browserd.nostr import nip17, nip44
-from nostr_browserd.nostr.keys import KeySigner
 from nostr_browserd.nostr.nip01 import Event, finalize_event, now
 from nostr_browserd.nostr.nip19 import npub_encode
 from nostr_browserd.nostr.nip59 import gift_wrap, make_rumor, wrap
 from nostr_browserd.nostr.relay import RelayPool
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.daemon import forged_wrap, tampered
 from tests.fixtures.leaks import LEAKS
 
