@@ -25,10 +25,17 @@ class OpenParams(Url):
     snapshot: bool = Field(False, description="also return an interactive snapshot")
 
 
+def address(session: Session, text: str) -> str:
+    """``text`` as the allowed absolute URL an address bar would load, or REFUSED.
+
+    Tools that open a tab or window resolve first, so a refused address opens nothing.
+    """
+    return resolve(text, session.config.allowed_schemes, session.config.search_url)
+
+
 async def goto(session: Session, page: Page, text: str) -> dict[str, Any]:
     """Load ``text`` (resolved like an address bar) in ``page`` and wait for its load event."""
-    config = session.config
-    url = resolve(text, config.allowed_schemes, config.search_url)
+    url = address(session, text)
     try:
         response = await page.goto(url, wait_until="load")
     except PlaywrightError as exc:

@@ -9,7 +9,7 @@ from pydantic import Field
 from ..browser.session import Session
 from ..commands.params import TabId
 from ..commands.registry import NoParams, Params, Registry
-from .navigate import goto
+from .navigate import address, goto
 
 TOOLS = Registry()
 
@@ -40,10 +40,11 @@ class TabNewParams(Params):
 @TOOLS.tool("tab_new", family="tabs", gated=True, params=TabNewParams, args=("*url",))
 async def tab_new(session: Session, params: TabNewParams) -> dict[str, Any]:
     """Open a new tab (blank, or at an address) and make it active."""
+    url = address(session, params.url) if params.url else None
     tab_id, page = await session.new_tab()
     result: dict[str, Any] = {"opened": tab_id}
-    if params.url:
-        result.update(await goto(session, page, params.url))
+    if url:
+        result.update(await goto(session, page, url))
     return result
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .navigate import goto
+from .navigate import address, goto
 from .tabs import describe_tabs
 
 TOOLS = Registry()
@@ -29,10 +29,11 @@ class WindowNewParams(Params):
 @TOOLS.tool("window_new", family="windows", gated=True, params=WindowNewParams, args=("*url",))
 async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any]:
     """Open a new window: its own cookies and storage, one tab (active), optionally a URL."""
+    url = address(session, params.url) if params.url else None
     window = await session.add_window(await session.pool.new_context())
     result: dict[str, Any] = {"window": window, "opened": session.active_tab}
-    if params.url:
-        result.update(await goto(session, session.page, params.url))
+    if url:
+        result.update(await goto(session, session.page, url))
     return result
 
 
