@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from nostr_browserd.agent.loop import SYSTEM_PROMPT, Denied, Outcome, Turn
+from nostr_browserd.agent.loop import SYSTEM_PROMPT, Denied, Outcome, Turn, without_images
 from nostr_browserd.agent.providers import (
     ProviderSettings,
     ToolCall,
@@ -222,3 +222,24 @@ def test_wire_formats_of_one_transcript():
     openai = openai_messages("sys", transcript)
     assert [m["role"] for m in openai] == ["system", "user", "assistant", "tool", "user"]
     assert json.loads(openai[2]["tool_calls"][0]["function"]["arguments"]) == {}
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+async def test_a_screenshot_reaches_the_model_as_an_image_once(fake_provider, name):
+    png = "iVBORw0KGgo" + "A" * 200
+    fake_provider.script = [call("screenshot"), say("I see a page."), say("ok")]
+
+    async def shoot(call: ToolCall, reason: str) -> Outcome:
+        data = {"mime": "image/png", "bytes": 150, "base64": png}
+        return Outcome({"success": True, "data": data})
+
+    transcript: list[dict] = []
+    turn = Turn(provider_for(fake_provider, name), transcript, TOOLS, shoot)
+    assert (await turn.run("what do you see?")).status == "done"
+    assert fake_provider.images(1) == [png]
+    assert png not in fake_provider.tool_results(1)[0]  # not as text
+    check_valid(fake_provider.requests[1], name)
+    kept = without_images(transcript)  # what the store keeps for later turns
+    turn = Turn(provider_for(fake_provider, name), kept, TOOLS, shoot)
+    assert (await turn.run("and now?")).status == "done"
+    assert fake_provider.images(2) == []

@@ -110,8 +110,9 @@ def with_reason(spec: ToolSpec) -> ToolSpec:
 def untrusted(source: str, response: dict[str, Any], cap: int) -> str:
     """A tool result for the model: cut to ``cap`` characters, marked as untrusted data.
 
-    Binary payloads (a screenshot's base64) are named, not sent; a page cannot close the
-    marker early, because any ``<untrusted_data`` or ``</untrusted_data`` inside is defused.
+    Binary payloads are named, not sent as text (an image goes along as an image); a page
+    cannot close the marker early: any ``<untrusted_data`` or ``</untrusted_data`` inside is
+    defused.
     """
     body = json.dumps(_without_binary(response), ensure_ascii=False)
     if len(body) > cap:
@@ -125,8 +126,9 @@ def untrusted(source: str, response: dict[str, Any], cap: int) -> str:
 
 def _without_binary(value: Any) -> Any:
     if isinstance(value, dict):
+        shown = image_of(value) is not None
         return {
-            k: f"<{len(v) * 3 // 4:,} bytes of binary data, not shown>"
+            k: f"<{len(v) * 3 // 4:,} bytes of {'the image that follows' if shown else 'data'}>"
             if k == "base64" and isinstance(v, str)
             else _without_binary(v)
             for k, v in value.items()
@@ -134,6 +136,26 @@ def _without_binary(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_binary(v) for v in value]
     return value
+
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MAX_IMAGE_BASE64 = 4_000_000  # a model takes a few MB of image at most
+
+
+def image_of(data: Any) -> dict[str, str] | None:
+    """``{"mime", "data"}`` when a result's data is an image the model can look at."""
+    if not isinstance(data, dict) or data.get("mime") not in IMAGE_TYPES:
+        return None
+    encoded = data.get("base64")
+    if not isinstance(encoded, str) or len(encoded) > MAX_IMAGE_BASE64:
+        return None
+    return {"mime": data["mime"], "data": encoded}
+
+
+def without_images(transcript: list[Entry]) -> list[Entry]:
+    """The transcript to keep: images were for the turn that took them, not for every later
+    one (they would cost tokens and disk each time)."""
+    return [{k: v for k, v in e.items() if k != "image"} for e in transcript]
 
 
 def outcome_line(response: dict[str, Any]) -> str:
@@ -239,14 +261,16 @@ class Turn:
         steps.append(
             Step(call.name, outcome.target or _target(args), outcome_line(outcome.response))
         )
-        self.transcript.append(
-            {
-                "role": "tool",
-                "id": call.id,
-                "name": call.name,
-                "content": untrusted(call.name, outcome.response, self.result_cap),
-            }
-        )
+        entry = {
+            "role": "tool",
+            "id": call.id,
+            "name": call.name,
+            "content": untrusted(call.name, outcome.response, self.result_cap),
+        }
+        image = image_of(outcome.response.get("data"))
+        if image is not None:
+            entry["image"] = image
+        self.transcript.append(entry)
         self.on_step(len(steps), self.max_tool_calls)
         return None
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..agent.command import AskParams
 from ..agent.keys import KeyStore
-from ..agent.loop import Denied, Outcome, Turn, TurnResult, trim
+from ..agent.loop import Denied, Outcome, Turn, TurnResult, trim, without_images
 from ..agent.progress import Progress
 from ..agent.providers import ProviderSettings, ToolCall, make_provider
 from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tools
@@ -173,4 +173,5 @@ class AskRunner:
             del self._stops[owner]
             await progress.close()
             await provider.close()
-            self.store.save_conversation(owner, trim(transcript, MAX_TRANSCRIPT_CHARS))
+            kept = trim(without_images(transcript), MAX_TRANSCRIPT_CHARS)
+            self.store.save_conversation(owner, kept)
