@@ -27,10 +27,10 @@ from ..daemon.send import Conversation
 from ..errors import BrowserdError, ErrorCode
 from ..login.nsec import signer_from_file
 from ..nostr import nip17
-from ..nostr.keys import KeySigner
 from ..nostr.nip01 import Event
 from ..nostr.nip19 import npub_encode, parse_pubkey
 from ..nostr.relay import RelayPool, Subscription
+from ..nostr.signer import KeySigner
 from .backend import EventSink, Progress, Response
 
 log = logging.getLogger(__name__)
