@@ -22,6 +22,7 @@ from .. import __version__
 from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
 from ..commands.catalog import REGISTRY
+from ..errors import BrowserdError
 from ..login.manager import IdentityManager
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr import nip17
@@ -143,6 +144,8 @@ class Daemon:
             self.config.browser.result_cap,
         )
         await self._connect_nostr()
+        if self.outbox is not None:  # what a killed daemon left unanswered
+            self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
             self.local = LocalServer(
@@ -229,12 +232,16 @@ class Daemon:
         assert self.store is not None
         state = self.config.state
         while True:
-            pruned = self.store.prune(state.seen_retention)
-            pruned += self.store.trim(
-                max_rejected=state.rejected_max_ids,
-                audit_age=state.audit_retention,
-                max_audit=state.audit_max_rows,
-            )
+            try:
+                pruned = self.store.prune(state.seen_retention)
+                pruned += self.store.trim(
+                    max_rejected=state.rejected_max_ids,
+                    audit_age=state.audit_retention,
+                    max_audit=state.audit_max_rows,
+                )
+            except BrowserdError as exc:
+                log.error("%s", exc.message)
+                pruned = 0
             if pruned:
                 log.info("pruned %d old rows from the state store", pruned)
             await asyncio.sleep(3600)

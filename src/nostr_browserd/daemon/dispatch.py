@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -222,8 +223,28 @@ class Dispatcher:
             )
             self._spawn(self._answer_without_running(incoming, error))
             return
+        try:
+            self._hold(incoming)
+        except BrowserdError as exc:  # a full disk: it could not be answered after a crash
+            self._spawn(self._answer_without_running(incoming, exc))
+            return
         self._schemes[incoming.sender] = incoming.scheme
         queue.put_nowait(incoming)
+
+    def _hold(self, incoming: Incoming) -> None:
+        """Record the queued command, so a daemon killed before answering answers it later."""
+        request = None
+        with contextlib.suppress(BrowserdError):
+            request = parse_request(incoming.content, self.registry)
+        self.store.hold(
+            outer_id=incoming.outer_id,
+            event_id=incoming.event_id,
+            sender=incoming.sender,
+            scheme=incoming.scheme,
+            request_id=request.id if request else None,
+            text=is_text(incoming.content),
+            tool=request.tool if request else None,
+        )
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -235,7 +256,44 @@ class Dispatcher:
             if self._closing:
                 await self._answer_without_running(incoming, _stopping())
             else:
+                self._store_quietly(self.store.mark_running, incoming.outer_id)
                 await self._handle(incoming)
+            self._store_quietly(self.store.release, incoming.outer_id)
+
+    def _store_quietly(self, write: Callable[..., Any], *args: Any) -> None:
+        """A store write the command does not depend on: a full disk is logged, not raised."""
+        try:
+            write(*args)
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+
+    async def answer_unanswered(self) -> None:
+        """At start: answer what a killed daemon held, as not run or as interrupted.
+
+        Nothing is run again (its ids stay claimed): a command that was running may have
+        been partly done, and its sender is told so, to look before sending it again.
+        """
+        for held in self.store.unanswered():
+            if held.running:
+                error = BrowserdError(
+                    ErrorCode.INTERRUPTED,
+                    f"The daemon stopped while running this {held.tool or 'command'}: it may"
+                    " have been partly done, and was not run again. Look (snapshot, get url)"
+                    " before you send it again.",
+                )
+            else:
+                error = BrowserdError(
+                    ErrorCode.UNAVAILABLE,
+                    "The daemon stopped before running this command; it was not run. Send it"
+                    " again.",
+                )
+            incoming = Incoming(held.sender, held.scheme, "", held.event_id, held.outer_id, 0)  # type: ignore[arg-type]
+            response = error_response(held.request_id, error)
+            delivered = await self._deliver(incoming, render(response, held.text), held.request_id)
+            request = Request(id=held.request_id, tool=held.tool) if held.tool else None
+            self._audit(held.sender, held.scheme, request, response, time.perf_counter(), delivered)
+            if delivered:
+                self._store_quietly(self.store.release, held.outer_id)
 
     # --- one DM command ----------------------------------------------------------------
 
@@ -305,14 +363,17 @@ class Dispatcher:
             outcome += " (reply not delivered)"
         tool = request.tool if request else None
         params = request.params if request else None
-        self.store.audit(
-            controller=controller,
-            transport=transport,
-            request_id=None if request is None else str(request.id),
-            tool=tool,
-            params=params,
-            outcome=outcome,
-            duration_ms=round(duration, 3),
+        self._store_quietly(
+            functools.partial(
+                self.store.audit,
+                controller=controller,
+                transport=transport,
+                request_id=None if request is None else str(request.id),
+                tool=tool,
+                params=params,
+                outcome=outcome,
+                duration_ms=round(duration, 3),
+            )
         )
         log.info(
             "%s from %s via %s: %s %s -> %s in %.1f ms",

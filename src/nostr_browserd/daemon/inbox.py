@@ -225,7 +225,11 @@ class Inbox:
             incoming = await self._open_nip17(event)
         if incoming is None:
             return None
-        if not self.store.claim({incoming.outer_id, incoming.event_id}):
+        try:
+            fresh = self.store.claim({incoming.outer_id, incoming.event_id})
+        except BrowserdError as exc:  # a full disk: answered as not run, never run later
+            return replace(incoming, refusal=exc)
+        if not fresh:
             log.info("replay of %s from %s ignored", incoming.event_id[:12], incoming.sender[:12])
             return None
         return self._check_time(incoming)
@@ -283,7 +287,8 @@ class Inbox:
         if rumor["kind"] != nip17.CHAT_KIND:
             # Reactions, files (kind 15) and the like are not commands: ignored on purpose.
             log.info("ignored a kind %s rumor from %s", rumor["kind"], sender[:12])
-            self.store.claim([event["id"], rumor["id"]])
+            with contextlib.suppress(BrowserdError):  # at worst opened again later
+                self.store.claim([event["id"], rumor["id"]])
             return None
         others = set(tag_values(rumor, "p")) - {self.pubkey, sender}
         if others:
@@ -300,7 +305,8 @@ class Inbox:
         """A wrap that cost a decryption and carried no command: never decrypt it again."""
         self.budget.spend()
         if remember:
-            self.store.reject(event["id"])
+            with contextlib.suppress(BrowserdError):  # at worst decrypted again later
+                self.store.reject(event["id"])
 
     def _allowed(self, sender: str, scheme: str) -> bool:
         if self.is_known(sender):
