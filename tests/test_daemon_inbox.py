@@ -77,6 +77,9 @@ async def test_strangers_forgeries_and_bad_signatures_are_dropped(parties):
     assert await inbox.open(forged) is None
     assert await inbox.open(tampered(kind4(controller, daemon.pubkey, "get url"))) is None
     assert await inbox.open(tampered(await dm(controller, daemon.pubkey, "get url"))) is None
+    # The control: the same inbox opens the controller's genuine messages of both kinds.
+    assert (await inbox.open(await dm(controller, daemon.pubkey, "get url"))).refusal is None
+    assert (await inbox.open(kind4(controller, daemon.pubkey, "get url"))).refusal is None
 
 
 async def test_each_command_opens_once(parties):
@@ -134,14 +137,17 @@ async def test_schemes_not_accepted_and_not_for_us(tmp_path):
     )
     assert await inbox.open(kind4(controller, daemon.pubkey, "get url")) is None
     assert await inbox.open(await dm(controller, other.pubkey, "get url")) is None
+    # The control: the scheme it accepts, addressed to it, opens.
+    assert (await inbox.open(await dm(controller, daemon.pubkey, "get url"))).refusal is None
 
 
 async def test_strangers_are_logged_but_not_without_limit(parties, caplog):
-    inbox, daemon, _, stranger = parties
+    inbox, daemon, controller, stranger = parties
     for _ in range(12):
         assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
     unknown = [r for r in caplog.records if "unknown key" in r.getMessage()]
     assert len(unknown) == 5
+    assert (await inbox.open(await dm(controller, daemon.pubkey, "get url"))).refusal is None
 
 
 class CountingSigner(KeySigner):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.daemon import wait_until
 from tests.fixtures.leaks import LEAKS
 
 LEAKS.secret("one-time-secret", "a bunker's pairing secret")
@@ -381,16 +383,33 @@ async def test_nostrconnect_flow_our_client_our_bunker(relay_url) -> None:
             await signer.aclose()
 
 
-async def test_nostrconnect_ignores_an_answer_without_our_secret(relay_url) -> None:
-    async with running(BunkerServer(KeySigner.generate(), [relay_url])) as server:
+async def test_nostrconnect_ignores_an_answer_without_our_secret(relay_url, caplog) -> None:
+    caplog.set_level(logging.INFO)
+    user, impostor = KeySigner.generate(), KeySigner.generate()
+    async with (
+        running(BunkerServer(impostor, [relay_url])) as forger,
+        running(BunkerServer(user, [relay_url])) as genuine,
+    ):
+        answered: list[str] = []
+
+        async def answer_forged_then_genuine(uri: str) -> None:
+            await forger.accept_nostrconnect(uri.replace("secret=", "secret=forged"))
+            answered.append("forged")
+            # The forged answer reached the client and was ignored before the genuine one.
+            await wait_until(lambda: "ignored a pairing answer without our secret" in caplog.text)
+            await genuine.accept_nostrconnect(uri)
+            answered.append("genuine")
 
         def show(uri: str) -> None:
-            forged = uri.replace("secret=", "secret=forged")
-            asyncio.get_running_loop().create_task(server.accept_nostrconnect(forged))
+            asyncio.get_running_loop().create_task(answer_forged_then_genuine(uri))
 
-        with pytest.raises(BrowserdError) as err:
-            await BunkerSigner.from_nostrconnect([relay_url], show_uri=show, pair_timeout=1.0)
-        assert err.value.code is ErrorCode.TIMEOUT
+        signer = await BunkerSigner.from_nostrconnect([relay_url], show_uri=show, pair_timeout=30)
+        try:
+            assert answered == ["forged", "genuine"]
+            assert signer.describe()["remote_signer"] == genuine.pubkey
+            assert await signer.public_key() == user.pubkey
+        finally:
+            await signer.aclose()
 
 
 async def test_manager_logs_in_through_a_bunker(relay_url) -> None:
