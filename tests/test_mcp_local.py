@@ -6,9 +6,11 @@ import base64
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
+import mcp.types as types
 from mcp import ClientSession
 
 from nostr_browserd.commands.catalog import REGISTRY
+from tests.fixtures.daemon import wait_until
 from tests.fixtures.mcp_client import connect, ref_of
 
 
@@ -99,3 +101,21 @@ async def test_caps_and_tools_limit_the_list(tmp_path: Path) -> None:
     expected = {t.name for t in REGISTRY if t.family == "navigate"} | {"snapshot"}
     assert names == expected
     assert refused.is_error and "not offered" in refused.content[0].text
+
+
+async def test_browser_events_arrive_as_log_notices(tmp_path: Path, site_url: str) -> None:
+    notices: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        notices.append(params)
+
+    config = str(local_config(tmp_path))
+    async with connect("--local", "--config", config, logging_callback=on_log) as session:
+        await session.call_tool("open", {"url": f"{site_url}/dialogs.html"})
+        clicked = await session.call_tool("click", {"selector": "#alert"})
+        await wait_until(lambda: any(n.data.get("event") == "dialog" for n in notices))
+        await session.call_tool("dialog_accept", {})
+    assert "dialog" in clicked.content[0].text.lower()
+    dialog = next(n for n in notices if n.data.get("event") == "dialog")
+    assert dialog.logger == "browser" and dialog.level == "warning"
+    assert dialog.data["message"] == "Hello"
