@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import random
+import threading
 import time
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from nostr_browserd.daemon.dispatch import CODE_ALPHABET
 from nostr_browserd.daemon.store import Store
+from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.daemon import (
+    SdkController,
+    daemon_pubkey,
+    start_daemon_fixture,  # noqa: F401
+    wait_until,
+)
 from tests.fixtures.flood import (
     Controller,
     DecryptCounter,
@@ -24,6 +36,7 @@ from tests.fixtures.flood import (
     running_daemon,
     stranger_wraps,
 )
+from tests.test_e2e_policy import CODE, CountingHandler
 
 FLOOD = 1000
 BUDGET = 600  # strangers' decryptions per minute (and the burst): less than the flood
@@ -101,3 +114,82 @@ async def until_taken(target, count: int) -> None:
     async with asyncio.timeout(60):
         while events_taken(target.daemon) < count:
             await asyncio.sleep(0.05)
+
+
+@pytest.mark.timeout(170)
+async def test_200_queued_commands_run_in_order_and_hold_no_one_else_up(
+    nostr_relay_url, start_daemon
+):
+    async with (
+        SdkController([nostr_relay_url]) as busy,
+        SdkController([nostr_relay_url]) as other,
+    ):
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[busy.npub, other.npub],
+            browser={"queue_size": 200},
+        )
+        me = await daemon_pubkey(daemon)
+        last = ""
+        for i in range(200):
+            command = {"id": f"b{i:03}", "tool": "wait", "params": {"ms": 50}}
+            last = await busy.send(me, json.dumps(command))
+        await wait_until(lambda: daemon.store.was_seen(last))  # all 200 reached the daemon
+        answer = await other.command(me, {"tool": "get_url"})
+        assert answer["success"], answer
+        # The other controller was answered while the busy one's queue still waited.
+        done = [e.request_id for e in daemon.store.recent(300) if e.controller == busy.pubkey]
+        assert len(done) < 200
+        assert daemon.dispatcher.status()["queued"].get(busy.pubkey, 0) > 0
+        await wait_until(
+            lambda: sum(e.controller == busy.pubkey for e in daemon.store.recent(300)) == 200,
+            timeout=120,
+        )
+        ran = [e for e in reversed(daemon.store.recent(300)) if e.controller == busy.pubkey]
+        assert [e.request_id for e in ran] == [f"b{i:03}" for i in range(200)], "in order"
+        assert all(e.outcome == "ok" for e in ran)
+
+
+async def test_100_approve_guesses_approve_nothing_and_the_approver_is_told(
+    nostr_relay_url, start_daemon
+):
+    handler = type("Counting", (CountingHandler,), {"hits": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/counted"
+    try:
+        async with (
+            SdkController([nostr_relay_url]) as agent,
+            SdkController([nostr_relay_url]) as phone,
+        ):
+            daemon = await start_daemon(
+                [nostr_relay_url],
+                controllers=[{"pubkey": agent.npub, "name": "agent", "approver": phone.npub}],
+            )
+            me = await daemon_pubkey(daemon)
+            opening = asyncio.create_task(
+                agent.command(me, {"tool": "open", "params": {"url": url}}, timeout=120)
+            )
+            ask = await phone.wait_reply(lambda r: r.sender == me and "approve" in r.content)
+            code = CODE.search(ask.content)[1]
+            guesses = {code} | {"".join(random.choices(CODE_ALPHABET, k=6)) for _ in range(200)}
+            for guess in [*sorted(guesses - {code})[:99], code]:  # the right code among them
+                await agent.send(me, f"approve {guess}")
+            notices = []
+            async with asyncio.timeout(60):
+                while not any("100 time(s)" in n for n in notices):
+                    notices += [r.content for r in await phone.poll() if r.sender == me]
+                    await asyncio.sleep(0.05)
+            assert [n.split(" sent ", 1)[1][:40] for n in notices] == [
+                "an approve/deny code 1 time(s) so far; o",
+                "an approve/deny code 10 time(s) so far; ",
+                "an approve/deny code 100 time(s) so far;",
+            ]
+            assert not opening.done() and handler.hits == [], "nothing was approved"
+            await phone.send(me, f"deny {code}")
+            denied = await opening
+            assert denied["error"]["code"] == ErrorCode.DENIED
+            assert handler.hits == []
+    finally:
+        server.shutdown()
+        server.server_close()
