@@ -29,13 +29,16 @@ from tests.fixtures.site import serve_directory
 from tests.test_e2e_policy import CODE
 from tests.test_e2e_resilience import NOISE_PAGE
 
-ROLE = ["open", "snapshot", "screenshot", "get_title"]
+ROLE = ["open", "snapshot", "screenshot", "get_title", "watch"]
 
 
 async def test_the_roles_tools_run_and_a_big_screenshot_reassembles(
     nostr_relay_url, site_url, start_daemon, tmp_path: Path
 ):
-    """No --relay: the daemon's relays are looked up (its kind 10050 and 10002)."""
+    """No --relay: the daemon's relays are looked up (its kind 10050 and 10002).
+
+    Watched events come by DM, and reach the host as log notices.
+    """
     (tmp_path / "noise.html").write_text(NOISE_PAGE)
     noise = serve_directory(tmp_path)
     agent = SdkController([nostr_relay_url])
@@ -43,12 +46,18 @@ async def test_the_roles_tools_run_and_a_big_screenshot_reassembles(
     daemon = await start_daemon(
         [nostr_relay_url], controllers=[{"pubkey": agent.npub, "name": "agent", "role": ROLE}]
     )
+    notices: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        notices.append(params)
+
+    args = ("--to", daemon.npub, "--key", str(key), "--discovery", nostr_relay_url)
     try:
-        async with connect(
-            "--to", daemon.npub, "--key", str(key), "--discovery", nostr_relay_url
-        ) as session:
+        async with connect(*args, logging_callback=on_log) as session:
             listed = [t.name for t in (await session.list_tools()).tools]
+            watching = await session.call_tool("watch", {"events": ["load"]})
             opened = await session.call_tool("open", {"url": f"{site_url}/form.html"})
+            await wait_until(lambda: any(n.data.get("event") == "load" for n in notices))
             snap = await session.call_tool("snapshot", {"interactive": True})
             refused = await session.call_tool(
                 "click", {"ref": ref_of(snap.content[0].text, "Send")}
@@ -60,7 +69,9 @@ async def test_the_roles_tools_run_and_a_big_screenshot_reassembles(
         noise.shutdown()
         noise.server_close()
     assert listed == [t.name for t in REGISTRY if t.name in ROLE], "what the role allows"
-    assert not opened.is_error and "Form" in opened.content[0].text
+    assert not watching.is_error and not opened.is_error and "Form" in opened.content[0].text
+    load = next(n for n in notices if n.data.get("event") == "load")
+    assert load.logger == "browser" and "form.html" in load.data["url"]
     assert refused.is_error and refused.content[0].text.startswith("FORBIDDEN: ")
     assert not shot.is_error, shot.content
     png = base64.b64decode(shot.content[0].data)

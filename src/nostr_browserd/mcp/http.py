@@ -31,7 +31,7 @@ def parse_address(address: str) -> tuple[str, int]:
     host = host.strip("[]")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"--http wants HOST:PORT, e.g. 127.0.0.1:8931, not {address!r}")
-    if not is_loopback_host(host):
+    if not is_loopback_host(f"[{host}]" if ":" in host else host):
         raise ValueError(f"--http serves loopback only (127.0.0.1, ::1, localhost), not {host}")
     return host, int(port)
 
