@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.  Both set up first.
-.PHONY: setup run test bench lint
+.PHONY: setup run test fuzz bench lint
 
 setup:
 	@./scripts/setup.sh
@@ -9,6 +9,10 @@ run: setup
 
 test: setup
 	.venv/bin/pytest -q
+
+# Every decoder of outside input at 100,000 examples per target (make test runs 10,000).
+fuzz: setup
+	FUZZ_EXAMPLES=100000 .venv/bin/pytest -q --timeout=0 tests/fuzz
 
 # The snapshot benchmark reads the Python documentation (Debian's python3.11-doc).
 bench: setup

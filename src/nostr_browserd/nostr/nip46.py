@@ -90,8 +90,11 @@ def _split_uri(uri: str, scheme: str) -> tuple[str, dict[str, list[str]]]:
     """``(host, query)`` of ``scheme://host?query`` without echoing the URI in errors."""
     if not isinstance(uri, str) or not uri.strip().lower().startswith(f"{scheme}://"):
         raise Nip46Error(f"expected a {scheme}://<pubkey>?relay=… URI")
-    parts = urlsplit(uri.strip())
-    query = parse_qs(parts.query, keep_blank_values=False)
+    try:
+        parts = urlsplit(uri.strip())
+        query = parse_qs(parts.query, keep_blank_values=False)
+    except ValueError:  # an unbalanced "[" in the host ("Invalid IPv6 URL")
+        raise Nip46Error(f"expected a {scheme}://<pubkey>?relay=… URI") from None
     return parts.netloc, query
 
 
