@@ -195,3 +195,17 @@ approver = "{PK}"
         load_config(None, env)
     assert "nostr.freshness" in str(err.value) and "state.seen_retention" in str(err.value)
     assert load_config(None, {**env, "NOSTR_BROWSERD_NOSTR_FRESHNESS": "3600"})
+
+
+def test_the_local_token_comes_from_a_file_a_credential_or_the_state_dir(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    default = load_config(None, {"NOSTR_BROWSERD_STATE_DIR": str(state)})
+    assert default.local.generated
+    assert default.local.token_path(state) == state / "local-token"
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", "/run/credentials/x")
+    credential = load_config(write(tmp_path, '[local]\ncredential = "local-token"\n'), {})
+    assert not credential.local.generated
+    assert credential.local.token_path(state) == Path("/run/credentials/x/local-token")
+    text = '[local]\ncredential = "t"\ntoken_file = "/t"\n'
+    with pytest.raises(ConfigError, match=r"local\.token_file or local\.credential, not both"):
+        load_config(write(tmp_path, text), {})

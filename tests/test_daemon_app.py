@@ -4,9 +4,11 @@ import asyncio
 import json
 import logging
 
+import pytest
 from websockets.asyncio.client import connect
 
 from nostr_browserd.daemon.cli import fetch_status
+from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
 from tests.fixtures.daemon import (
@@ -18,7 +20,7 @@ from tests.fixtures.daemon import (
 
 
 async def local(daemon, request: dict | str):
-    async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
+    async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
         await ws.send(request if isinstance(request, str) else json.dumps(request))
         while (answer := await ws.recv()).startswith('{"type": "event"'):
             pass  # events the command caused are pushed before its reply
@@ -66,7 +68,7 @@ async def test_read_only_identity_serves_the_local_channel_and_says_why(
     assert daemon._inbox_sub is None
     opened = await local(daemon, f"open {site_url}/form.html")
     assert "form.html" in opened
-    http_status = await asyncio.to_thread(fetch_status, daemon.local.port)
+    http_status = await asyncio.to_thread(fetch_status, daemon.local.port, daemon.local.token)
     assert http_status["identity"]["npub"] == npub
     assert http_status["recent"][0]["tool"] == "open"
     # The status page's fields (version, identity, relays, tabs, uptime).
@@ -116,3 +118,21 @@ def test_login_params_for_each_way_of_holding_the_key(tmp_path):
     assert login_params(IdentityConfig(credential="nsec"), tmp_path)["credential"] == "nsec"
     seed = IdentityConfig(method="seed", seed_file="/s", account=2)
     assert login_params(seed, tmp_path) == {"method": "seed", "seed_file": "/s", "account": 2}
+
+
+async def test_the_local_token_from_a_credential_mode_checked(
+    nostr_relay_url, start_daemon, tmp_path, monkeypatch
+):
+    credentials = tmp_path / "credentials"
+    credentials.mkdir()
+    token = credentials / "local-token"
+    token.write_text("from-systemd\n")
+    token.chmod(0o644)
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(credentials))
+    with pytest.raises(BrowserdError, match="chmod 600"):
+        await start_daemon([nostr_relay_url], local={"credential": "local-token"})
+    token.chmod(0o600)
+    daemon = await start_daemon([nostr_relay_url], local={"credential": "local-token"})
+    assert daemon.local.token == "from-systemd"
+    assert not (daemon.state_dir / "local-token").exists()
+    assert (await local(daemon, "get url")).startswith("[t1]")

@@ -53,7 +53,7 @@ async def test_local_clients_get_events_and_watchers_get_messages(
         daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
         me = await daemon_pubkey(daemon)
 
-        async with connect(daemon.local.url) as ws:
+        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
             await ws.send(f"open {site_url}/index.html")
             events = []
             while (message := await ws.recv()).startswith('{"type": "event"'):
@@ -67,7 +67,7 @@ async def test_local_clients_get_events_and_watchers_get_messages(
         watching = await phone.command(me, {"tool": "watch", "params": {"events": ["load"]}})
         assert watching["data"]["watching"] == ["load"]
         # A local client stays connected while the phone's session loads a page.
-        local_client = await connect(daemon.local.url)
+        local_client = await connect(daemon.local.url, additional_headers=daemon.local.headers)
         opened = await phone.command(
             me, {"tool": "open", "params": {"url": f"{site_url}/form.html"}}
         )

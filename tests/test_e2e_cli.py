@@ -55,6 +55,11 @@ class DaemonProcess:
         return path.read_text()
 
     @property
+    def token(self) -> str:
+        """The local channel's token, generated into the state directory."""
+        return (Path(self.env["NOSTR_BROWSERD_STATE_DIR"]) / "local-token").read_text().strip()
+
+    @property
     def npub(self) -> str:
         line = next(x for x in self.out.read_text().splitlines() if "identity:" in x)
         return line.split()[1]
@@ -105,9 +110,12 @@ async def test_zero_config_run_says_who_where_and_how(daemon_process):
     assert daemon.relay in banner and "(embedded, loopback only)" in banner
     assert "controllers: none yet" in banner and "NOSTR_BROWSERD_NOSTR_CONTROLLERS" in banner
     assert f"send --to {daemon.npub} --key controller.nsec --relay {daemon.relay}" in banner
-    identity = Path(daemon.env["NOSTR_BROWSERD_STATE_DIR"]) / "identity.nsec"
+    state = Path(daemon.env["NOSTR_BROWSERD_STATE_DIR"])
+    identity, token = state / "identity.nsec", state / "local-token"
     assert identity.stat().st_mode & 0o777 == 0o600
+    assert token.stat().st_mode & 0o777 == 0o600 and f"local token: {token}" in banner
     assert "nsec1" not in banner + daemon.err.read_text()
+    assert token.read_text().strip() not in banner + daemon.err.read_text()
     assert daemon.stop() == 0
 
 
@@ -131,11 +139,16 @@ async def test_send_status_and_sigterm_with_a_running_command(daemon_process, tm
     status = await cli("status", env=daemon.env)
     assert daemon.npub in status.stdout and f"{daemon.relay}: connected" in status.stdout
     assert "screenshot -> ok" in status.stdout and "click -> STALE_REF" in status.stdout
+    stranger = {**daemon.env, "NOSTR_BROWSERD_STATE_DIR": str(tmp_path / "elsewhere")}
+    refused = await cli("status", env=stranger)  # no token: refused, not "not running"
+    assert refused.returncode == 1 and "refused the status request (401)" in refused.stderr
 
     # SIGTERM while a command runs: it finishes, its reply goes out, the exit code is 0.
     waiting = asyncio.create_task(cli(*base, "wait", "1500"))
     async with asyncio.timeout(30):
-        while not (await asyncio.to_thread(fetch_status, daemon.local_port) or {}).get("running"):
+        while not (
+            await asyncio.to_thread(fetch_status, daemon.local_port, daemon.token) or {}
+        ).get("running"):
             await asyncio.sleep(0.02)
     browsers = chromium_main_processes(daemon.proc.pid)
     assert len(browsers) == 1, browsers

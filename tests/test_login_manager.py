@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from nostr_browserd.login.manager import IdentityManager, LoginParams
 from nostr_browserd.login.params import LocalLogin, NsignerLogin, SeedLogin
-from tests.fixtures.signers import NIP06, private_file, qrexec_standin_fixture  # noqa: F401
+from tests.fixtures.signers import (  # noqa: F401
+    NIP06,
+    STANDIN_DIR,
+    private_file,
+    qrexec_standin_fixture,
+)
 
 A, B = NIP06
 
@@ -106,6 +114,24 @@ async def test_nsigner_login_and_refusal(qrexec_standin) -> None:
     assert manager.status() == {"logged_in": False}
 
 
+async def test_the_nsigner_program_is_configuration_not_a_login_param(
+    qrexec_standin, monkeypatch, tmp_path
+) -> None:
+    """A login call cannot name a program for the daemon to run; the operator's config can."""
+    ran = tmp_path / "ran"
+    evil = private_file(tmp_path, "evil", f"#!/bin/sh\ntouch {ran}\n", 0o700)
+    with pytest.raises(BrowserdError) as err:
+        await IdentityManager().login({"method": "nsigner", "device": "q", "binary": str(evil)})
+    assert err.value.code is ErrorCode.INVALID_PARAMS and "binary" in err.value.message
+    assert not ran.exists()
+    monkeypatch.setenv("PATH", "/nonexistent")  # only the configured path can be found
+    manager = IdentityManager(nsigner_binary=str(STANDIN_DIR / "qrexec-client-vm"))
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # the stand-in's python3
+    result = await manager.login({"method": "nsigner", "device": "nostr_signer"})
+    assert result["pubkey"] == A["public_key"]
+    await manager.logout()
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -116,6 +142,7 @@ async def test_nsigner_login_and_refusal(qrexec_standin) -> None:
         {"method": "seed", "mnemonic": A["mnemonic"], "account": -1},
         {"method": "nip46"},
         {"method": "nsigner", "device": "q", "transport": "usb"},
+        {"method": "nsigner", "device": "-m", "service": "http.server", "binary": "/bin/sh"},
         {"method": "telepathy", "nsec": A["nsec"]},
         {"nsec": A["nsec"]},
     ],

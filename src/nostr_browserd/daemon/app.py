@@ -38,7 +38,7 @@ from .embedded_relay import EmbeddedRelay
 from .inbox import Inbox, Scheme, subscription_filters
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .keys_cli import KEY_TOOLS, run_key_tool
-from .local_ws import OWNER, LocalServer
+from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .outbox import Outbox
 from .push import EventForwarder
@@ -92,7 +92,7 @@ class Daemon:
         self.config, self.config_path = config, config_path
         self.state_dir = config.state.dir
         self.started_at = time.time()
-        self.identity = IdentityManager()
+        self.identity = IdentityManager(nsigner_binary=config.identity.nsigner.binary)
         self.store: Store | None = None
         self.embedded: EmbeddedRelay | None = None
         self.relays: list[str] = list(config.nostr.relays)
@@ -102,6 +102,7 @@ class Daemon:
         self.outbox: Outbox | None = None
         self.dispatcher: Dispatcher | None = None
         self.local: LocalServer | None = None
+        self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
         self._tasks: list[asyncio.Task[Any]] = []
         self._nostr_tasks: list[asyncio.Task[Any]] = []
@@ -148,11 +149,13 @@ class Daemon:
             self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
+            local = self.config.local
+            self.local_token_path = local.token_path(self.state_dir)
             self.local = LocalServer(
                 self.dispatcher.handle_local,
                 self.status,
-                port=self.config.local.port,
-                token=self.config.local.token(),
+                port=local.port,
+                token=load_token(self.local_token_path, generate=local.generated),
             )
             await self.local.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))

@@ -22,9 +22,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ..errors import BrowserdError
+from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import Bech32Error, npub_encode
 from .config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
+from .local_ws import load_token
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
 
@@ -161,6 +162,7 @@ def banner(daemon: Any) -> str:
         lines.append(
             f"  local:       ws://127.0.0.1:{port}/agent   status: http://127.0.0.1:{port}/"
         )
+        lines.append(f"  local token: {daemon.local_token_path} (Authorization: Bearer …)")
     lines.append(f"  direct msgs: {daemon.status()['direct_messages']}")
     allowed = config.allowed()
     if allowed:
@@ -186,20 +188,43 @@ def banner(daemon: Any) -> str:
 # --- status --------------------------------------------------------------------------------
 
 
-def fetch_status(port: int, token: str | None = None, timeout: float = 5.0) -> dict | None:
-    """The running daemon's status from its local HTTP endpoint, or None if none answers."""
+def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | None:
+    """The running daemon's status from its local HTTP endpoint, or None if none answers.
+
+    A daemon that answers but refuses the token is an error, not "not running".
+    """
     request = urllib.request.Request(f"http://127.0.0.1:{port}/")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise BrowserdError(
+            ErrorCode.FORBIDDEN,
+            f"the daemon on 127.0.0.1:{port} refused the status request ({exc.code}): "
+            "run status with the daemon's config, as a user who can read its local token",
+        ) from None
     except (urllib.error.URLError, OSError, ValueError):
         return None
 
 
+def _local_token(config: Config) -> str | None:
+    """The token a running daemon uses, when this user can read it (else None)."""
+    try:
+        return load_token(config.local.token_path(config.state.dir), generate=False)
+    except BrowserdError:
+        return None
+
+
 def _status(config: Config, as_json: bool) -> int:
-    status = fetch_status(config.local.port, config.local.token()) if config.local.enabled else None
+    status = None
+    if config.local.enabled:
+        try:
+            status = fetch_status(config.local.port, _local_token(config))
+        except BrowserdError as exc:
+            print(f"nostr-browserd: {exc.message}", file=sys.stderr)
+            return EXIT_FAILED
     if status is None:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
         db = config.state.dir / "state.sqlite3"

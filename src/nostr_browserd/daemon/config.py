@@ -31,8 +31,11 @@ from pydantic import (
 )
 
 from ..browser.session import BrowserConfig
+from ..login.files import credential_path
+from ..login.nsigner import DEFAULT_BINARY
 from ..nostr.nip19 import parse_pubkey
 from .inbox import STRANGER_BUDGET
+from .keyfile import DEFAULT_TOKEN_FILE
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
 DEFAULT_LOCAL_PORT = 17777
@@ -80,6 +83,7 @@ class NsignerConfig(Section):
     device: str = "nostr_signer"
     service: str = "qubes.NsignerRpc"
     index: int = Field(default=0, ge=0)
+    binary: str = DEFAULT_BINARY  # the program run: configuration, never a login parameter
 
 
 class IdentityConfig(Section):
@@ -246,17 +250,37 @@ class StateConfig(Section):
 
 
 class LocalConfig(Section):
-    """The loopback WebSocket control channel (``ws://127.0.0.1:<port>/agent``)."""
+    """The loopback WebSocket control channel (``ws://127.0.0.1:<port>/agent``).
+
+    It always needs a bearer token: from ``token_file``, from the systemd credential
+    ``credential``, or else one generated once into the state directory.
+    """
 
     enabled: bool = True
     port: int = Field(default=DEFAULT_LOCAL_PORT, ge=0, le=65535)
     token_file: FilePath
+    credential: str | None = None
 
     _path = field_validator("token_file", mode="before")(_expand_path)
 
-    def token(self) -> str | None:
-        """The bearer token from ``token_file``, if one is set."""
-        return self.token_file.read_text().strip() if self.token_file else None
+    @model_validator(mode="after")
+    def _one_token_source(self) -> LocalConfig:
+        if self.token_file is not None and self.credential is not None:
+            raise ValueError("give local.token_file or local.credential, not both")
+        return self
+
+    def token_path(self, state_dir: Path) -> Path:
+        """Where the token is: the configured file or credential, else ``<state>/local-token``."""
+        if self.token_file is not None:
+            return self.token_file
+        if self.credential is not None:
+            return credential_path(self.credential)
+        return state_dir / DEFAULT_TOKEN_FILE
+
+    @property
+    def generated(self) -> bool:
+        """Whether the token is ours to generate (nothing configured)."""
+        return self.token_file is None and self.credential is None
 
 
 class ProviderConfig(Section):

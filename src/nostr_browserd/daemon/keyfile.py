@@ -1,18 +1,28 @@
-"""Generated keys on disk: created owner-only (0600) from the first byte, never overwritten.
+"""Generated secrets on disk: created owner-only (0600) from the first byte, never overwritten.
 
-Used for the daemon's own identity in the zero-config default and by ``nostr-browserd keygen``
-for a controller's key.
+Used for the daemon's own identity in the zero-config default, for the local channel's token
+when none is configured, and by ``nostr-browserd keygen`` for a controller's key.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from ..nostr.keys import generate_secret, public_key_hex
 from ..nostr.nip19 import nsec_encode
 
 DEFAULT_IDENTITY_FILE = "identity.nsec"
+DEFAULT_TOKEN_FILE = "local-token"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create ``path`` with ``text``, mode 0600 from creation; ``O_EXCL`` never replaces one."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
 
 
 def write_new_key(path: Path) -> str:
@@ -21,11 +31,8 @@ def write_new_key(path: Path) -> str:
     ``O_EXCL`` refuses to replace an existing key; the mode is 0600 at creation, so the
     secret is never readable by anyone else, not even for a moment.
     """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     secret = generate_secret()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(nsec_encode(secret) + "\n")
+    _write_private(path, nsec_encode(secret) + "\n")
     return public_key_hex(secret)
 
 
@@ -34,4 +41,12 @@ def ensure_key(path: Path) -> bool:
     if path.exists():
         return False
     write_new_key(path)
+    return True
+
+
+def ensure_token(path: Path) -> bool:
+    """Make sure a bearer token (256 random bits) exists at ``path``; True when new."""
+    if path.exists():
+        return False
+    _write_private(path, secrets.token_urlsafe(32) + "\n")
     return True

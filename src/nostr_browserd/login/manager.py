@@ -21,7 +21,7 @@ from ..nostr.nip19 import npub_encode
 from ..nostr.signer import Signer
 from .files import read_private_file
 from .nsec import signer_from_credential, signer_from_env, signer_from_file, signer_from_nsec
-from .nsigner import NsignerSigner
+from .nsigner import DEFAULT_BINARY, NsignerSigner
 from .params import (
     LocalLogin,
     LoginMethod,
@@ -55,8 +55,12 @@ async def open_signer(
     *,
     on_auth_url: Callable[[str], None] | None = None,
     show_uri: Callable[[str], None] = _show_to_operator,
+    nsigner_binary: str = DEFAULT_BINARY,
 ) -> Signer:
-    """Build the Signer ``params`` describe and make sure it answers ``public_key``."""
+    """Build the Signer ``params`` describe and make sure it answers ``public_key``.
+
+    ``nsigner_binary`` is the qrexec client an n_signer login runs: configuration only.
+    """
     signer: Signer
     if isinstance(params, LocalLogin):
         if params.nsec is not None:
@@ -105,7 +109,7 @@ async def open_signer(
             params.device,
             params.service,
             params.index,
-            binary=params.binary,
+            binary=nsigner_binary,
             timeout=params.timeout,
         )
     try:
@@ -144,8 +148,15 @@ def _as_method(params: LoginParams | LoginMethod | dict[str, Any]) -> LoginMetho
 class IdentityManager:
     """Holds the current :class:`Signer` and its login method; switches atomically."""
 
-    def __init__(self, *, show_uri: Callable[[str], None] = _show_to_operator) -> None:
-        """``show_uri`` shows a ``nostrconnect://`` URI to the operator (default: stderr)."""
+    def __init__(
+        self,
+        *,
+        show_uri: Callable[[str], None] = _show_to_operator,
+        nsigner_binary: str = DEFAULT_BINARY,
+    ) -> None:
+        """``show_uri`` shows a ``nostrconnect://`` URI to the operator (default: stderr);
+        ``nsigner_binary`` is the configured qrexec client (never a login parameter)."""
+        self._nsigner_binary = nsigner_binary
         self._signer: Signer | None = None
         self._method: str | None = None
         self._pubkey: str | None = None
@@ -204,7 +215,10 @@ class IdentityManager:
         self._opening, self._auth_url = params.method, None
         try:
             signer = await open_signer(
-                params, on_auth_url=self._on_auth_url, show_uri=self._show_uri
+                params,
+                on_auth_url=self._on_auth_url,
+                show_uri=self._show_uri,
+                nsigner_binary=self._nsigner_binary,
             )
         finally:
             self._opening = self._auth_url = None

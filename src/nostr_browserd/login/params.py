@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, SecretStr, model_validator
 
-from .nsigner import DEFAULT_BINARY, DEFAULT_SERVICE
+from .nsigner import DEFAULT_SERVICE
 from .seed import MAX_ACCOUNT
 
 __all__ = [
@@ -94,14 +94,17 @@ class Nip46Login(_Login):
 
 
 class NsignerLogin(_Login):
-    """An n_signer in another qube, reached with ``qrexec-client-vm``."""
+    """An n_signer in another qube, reached with ``qrexec-client-vm``.
+
+    The program run is configuration (``[identity.nsigner] binary``), never a parameter: a
+    login call must not be able to name a program for the daemon to run.
+    """
 
     method: Literal["nsigner"]
     transport: Literal["qrexec"] = "qrexec"
     device: str = Field(description="the signer's qube (qrexec target)")
     service: str = Field(DEFAULT_SERVICE, description="the qrexec service name")
     index: int = Field(0, ge=0, description="key slot on the signer")
-    binary: str = Field(DEFAULT_BINARY, description="the qrexec client program")
     timeout: float = Field(30.0, gt=0, le=3600, description="seconds to wait per request")
 
 
