@@ -4,8 +4,14 @@
 setup:
 	@./scripts/setup.sh
 
+# Chromium refuses its sandbox to root, and the daemon then refuses to start unless told: as
+# root, `make run` tells it (and says so).  Run as a user, or under the systemd unit, to keep it.
 run: setup
-	.venv/bin/nostr-browserd run $(ARGS)
+	@if [ "$$(id -u)" = 0 ] && [ -z "$$NOSTR_BROWSERD_BROWSER_SANDBOX" ]; then \
+	  echo "make run: running as root, so Chromium runs WITHOUT its sandbox" \
+	       "(NOSTR_BROWSERD_BROWSER_SANDBOX=false)"; \
+	  NOSTR_BROWSERD_BROWSER_SANDBOX=false .venv/bin/nostr-browserd run $(ARGS); \
+	else .venv/bin/nostr-browserd run $(ARGS); fi
 
 test: setup
 	.venv/bin/pytest -q

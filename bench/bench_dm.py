@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import secrets
 import socket
 import statistics
@@ -39,6 +40,9 @@ from nostr_browserd.daemon.config import Config
 from nostr_browserd.nostr import nip17
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
+
+# Chromium refuses its sandbox to root: there the benchmark runs it without, explicitly.
+SANDBOX = os.geteuid() != 0
 
 Responder = Callable[[str, asyncio.Event], Awaitable[None]]
 
@@ -142,6 +146,7 @@ def daemon_config(url: str, state: str, controller: str) -> Config:
             },
             "state": {"dir": state},
             "local": {"enabled": False},
+            "browser": {"sandbox": SANDBOX},
         }
     )
 
@@ -160,7 +165,7 @@ async def main(rounds: int) -> None:
     relay = sdk.LocalRelayBuilder().addr("127.0.0.1").port(port).rate_limit(unlimited).build()
     await relay.run()
     url = f"ws://127.0.0.1:{port}"
-    browsers = BrowserPool(BrowserConfig())
+    browsers = BrowserPool(BrowserConfig(sandbox=SANDBOX))
     tasks: list[asyncio.Task[None]] = []
     daemon: Daemon | None = None
     with tempfile.TemporaryDirectory() as state:

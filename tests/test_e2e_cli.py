@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.cli import fetch_status
+from tests.fixtures.browser import SANDBOX
 from tests.fixtures.leaks import LEAKS
 from tests.fixtures.relays import free_port
 from tests.test_e2e_resilience import chromium_main_processes
@@ -39,6 +40,7 @@ class DaemonProcess:
             "NOSTR_BROWSERD_STATE_DIR": str(workdir / "state"),
             "NOSTR_BROWSERD_NOSTR_EMBEDDED_RELAY_PORT": str(self.relay_port),
             "NOSTR_BROWSERD_LOCAL_PORT": str(self.local_port),
+            "NOSTR_BROWSERD_BROWSER_SANDBOX": str(SANDBOX).lower(),
             **env,
         }
         self.out, self.err = workdir / "daemon.out", workdir / "daemon.err"

@@ -10,6 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
+from tests.fixtures.browser import SANDBOX
 
 
 async def send(session, command):
@@ -161,7 +162,7 @@ async def test_pool_listeners_hear_every_owner(browser_pool, site_url):
 
 
 async def test_shared_isolation_gives_everyone_one_session(site_url):
-    pool = BrowserPool(BrowserConfig(isolation="shared"))
+    pool = BrowserPool(BrowserConfig(isolation="shared", sandbox=SANDBOX))
     await pool.start()
     try:
         assert await pool.session("alice") is await pool.session("bob")

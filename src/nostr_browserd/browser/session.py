@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,9 @@ from playwright.async_api import (
     Page,
     Playwright,
     async_playwright,
+)
+from playwright.async_api import (
+    Error as PlaywrightError,
 )
 from pydantic import BaseModel, Field
 
@@ -45,6 +49,13 @@ EXECUTABLES = (
 )
 LAUNCH_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
 EventCallback = Callable[[dict[str, Any]], None]
+# Where Chromium's sandbox cannot run, the daemon does not start unless told it may run without.
+SANDBOX_OFF = "or set [browser] sandbox = false to run Chromium without its sandbox"
+SANDBOX_FAILED = (
+    "Chromium's sandbox could not start: it needs unprivileged user namespaces "
+    "(sysctl user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone = 1 where that "
+    f"exists; a container may forbid them). Allow them, {SANDBOX_OFF}."
+)
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
 # root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
@@ -83,6 +94,9 @@ class BrowserConfig(BaseModel):
     binary_cap: int = Field(2_000_000, ge=10_000, description="bytes per binary result")
     timeout_ms: int = Field(15_000, ge=100)
     viewport: tuple[int, int] = (1280, 720)
+    sandbox: bool = Field(
+        True, description="Chromium's own sandbox; false only where it cannot run (as root)"
+    )
     downloads_dir: Path | None = Field(None, description="where download saves, per owner")
     uploads_dir: Path | None = Field(None, description="the only files upload may send")
     state_dir: Path | None = Field(None, description="saved login states, per owner")
@@ -97,6 +111,16 @@ class BrowserConfig(BaseModel):
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,
             "No Chromium found: install chromium-headless-shell or set browser.executable.",
+        )
+
+
+def refuse_sandbox_as_root() -> None:
+    """Chromium refuses its sandbox to root: say so before it fails with a cryptic log."""
+    if os.geteuid() == 0:
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE,
+            "Chromium's sandbox cannot run as root (Chromium refuses it): run the daemon as an "
+            f"unprivileged user (the systemd unit does, with DynamicUser), {SANDBOX_OFF}.",
         )
 
 
@@ -525,11 +549,22 @@ class BrowserPool:
         elif self.config.ws_endpoint:
             self.browser = await chromium.connect(self.config.ws_endpoint)
         else:
-            self.browser = await chromium.launch(
-                executable_path=self.config.find_executable(),
-                headless=self.config.headless,
-                args=LAUNCH_ARGS,
-            )
+            sandbox = self.config.sandbox
+            if sandbox:
+                refuse_sandbox_as_root()
+            else:
+                log.warning("Chromium runs WITHOUT its sandbox ([browser] sandbox = false)")
+            try:
+                self.browser = await chromium.launch(
+                    executable_path=self.config.find_executable(),
+                    headless=self.config.headless,
+                    args=LAUNCH_ARGS,
+                    chromium_sandbox=sandbox,
+                )
+            except PlaywrightError as exc:
+                if sandbox and "sandbox" in str(exc).lower():
+                    raise BrowserdError(ErrorCode.UNAVAILABLE, SANDBOX_FAILED) from None
+                raise
 
     @property
     def devices(self) -> dict[str, Any]:
