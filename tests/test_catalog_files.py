@@ -28,21 +28,34 @@ def dirs(browser_pool, tmp_path):
     config.uploads_dir, config.downloads_dir, config.state_dir = saved
 
 
-async def test_upload_sends_only_files_from_the_uploads_directory(call, site_url, dirs):
-    (dirs / "up" / "a.txt").write_text("alpha")
-    (dirs / "up" / "b.txt").write_text("beta")
+async def test_upload_sends_only_files_from_the_uploads_directory(call, site_url, dirs, session):
+    mine = dirs / "up" / session.owner  # each controller has its own uploads
+    mine.mkdir()
+    (mine / "a.txt").write_text("alpha")
+    (mine / "b.txt").write_text("beta")
+    (dirs / "up" / "shared.txt").write_text("not in anyone's own directory")
+    (dirs / "up" / "someone-else").mkdir()
+    (dirs / "up" / "someone-else" / "theirs.txt").write_text("theirs")
     (dirs / "outside.txt").write_text("private")
-    os.symlink(dirs / "outside.txt", dirs / "up" / "link.txt")
+    os.symlink(dirs / "outside.txt", mine / "link.txt")
     await call(f"open {site_url}/catalog.html")
 
     sent = await call("upload #files a.txt b.txt")
     assert sent["data"]["ok"] and [f["size"] for f in sent["data"]["files"]] == [5, 4], sent
     assert (await call("get_value #files"))["data"]["files"] == ["a.txt", "b.txt"]
-    for name in ("../outside.txt", str(dirs / "outside.txt"), "link.txt"):
+    for name in (
+        "../outside.txt",
+        str(dirs / "outside.txt"),
+        "link.txt",
+        "../shared.txt",
+        "../someone-else/theirs.txt",
+    ):
         refused = await call({"tool": "upload", "params": {"selector": "#one", "files": [name]}})
         assert refused["error"]["code"] == "FORBIDDEN", (name, refused)
     assert (await call("upload #one a.txt b.txt"))["error"]["code"] == "INVALID_PARAMS"
     assert (await call("upload #one missing.txt"))["error"]["code"] == "INVALID_PARAMS"
+    theirs = await call("upload #one someone-else/theirs.txt")  # not in this controller's own
+    assert theirs["error"]["code"] == "INVALID_PARAMS", theirs
     assert (await call("upload #city a.txt"))["error"]["code"] == "REFUSED"
     assert (await call("get_value #one"))["data"]["files"] == []
 

@@ -209,3 +209,14 @@ def test_the_local_token_comes_from_a_file_a_credential_or_the_state_dir(tmp_pat
     text = '[local]\ncredential = "t"\ntoken_file = "/t"\n'
     with pytest.raises(ConfigError, match=r"local\.token_file or local\.credential, not both"):
         load_config(write(tmp_path, text), {})
+
+
+@pytest.mark.parametrize("where", ["s", "s/browser", "s/downloads/x", ".", "/"])
+def test_uploads_never_reach_the_state_directory(tmp_path, where):
+    env = {"NOSTR_BROWSERD_STATE_DIR": str(tmp_path / "s")}
+    text = f'[browser]\nuploads_dir = "{(tmp_path / where).resolve()}"\n'
+    with pytest.raises(ConfigError, match=r"browser\.uploads_dir .* must not be the state"):
+        load_config(write(tmp_path, text), env)
+    assert load_config(None, env).browser.uploads_dir == tmp_path / "s" / "uploads"
+    elsewhere = write(tmp_path, f'[browser]\nuploads_dir = "{tmp_path / "up"}"\n')
+    assert load_config(elsewhere, env).browser.uploads_dir == tmp_path / "up"

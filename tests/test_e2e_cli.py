@@ -41,6 +41,7 @@ class DaemonProcess:
             "NOSTR_BROWSERD_NOSTR_EMBEDDED_RELAY_PORT": str(self.relay_port),
             "NOSTR_BROWSERD_LOCAL_PORT": str(self.local_port),
             "NOSTR_BROWSERD_BROWSER_SANDBOX": str(SANDBOX).lower(),
+            "NOSTR_BROWSERD_BROWSER_BLOCK_PRIVATE_NETWORKS": "false",  # the site is on loopback
             **env,
         }
         self.out, self.err = workdir / "daemon.out", workdir / "daemon.err"

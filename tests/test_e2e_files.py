@@ -81,7 +81,8 @@ async def test_files_in_and_out_under_the_state_dir(nostr_relay_url, site_url, s
         assert saved.read_bytes() == body and mode(saved) == 0o600
         assert str(daemon.state_dir) not in json.dumps(answer), "a reply never names a path"
 
-        (daemon.state_dir / "uploads" / "cv.txt").write_text("curriculum")
+        (daemon.state_dir / "uploads" / phone.pubkey).mkdir()
+        (daemon.state_dir / "uploads" / phone.pubkey / "cv.txt").write_text("curriculum")
         sent = await ok(phone, me, "upload", selector="#one", files=["cv.txt"])
         assert sent["ok"] and sent["files"] == [{"name": "cv.txt", "size": 10}]
         outside = await phone.command(

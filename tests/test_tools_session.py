@@ -10,7 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
-from tests.fixtures.browser import SANDBOX
+from tests.fixtures.browser import TEST_BROWSER
 
 
 async def send(session, command):
@@ -162,7 +162,7 @@ async def test_pool_listeners_hear_every_owner(browser_pool, site_url):
 
 
 async def test_shared_isolation_gives_everyone_one_session(site_url):
-    pool = BrowserPool(BrowserConfig(isolation="shared", sandbox=SANDBOX))
+    pool = BrowserPool(BrowserConfig(isolation="shared", **TEST_BROWSER))
     await pool.start()
     try:
         assert await pool.session("alice") is await pool.session("bob")
@@ -196,7 +196,7 @@ async def test_remote_browser_over_cdp(site_url, tmp_path):
             assert line, "chromium exited before printing its DevTools endpoint"
             if "DevTools listening on " in line:
                 endpoint = line.split("DevTools listening on ", 1)[1].strip()
-        pool = BrowserPool(BrowserConfig(cdp_endpoint=endpoint))
+        pool = BrowserPool(BrowserConfig(cdp_endpoint=endpoint, **TEST_BROWSER))
         await pool.start()
         try:
             session = await pool.session("remote")

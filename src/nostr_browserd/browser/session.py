@@ -35,6 +35,8 @@ from playwright.async_api import (
 from pydantic import BaseModel, Field
 
 from ..errors import BrowserdError, ErrorCode
+from .egress import EgressProxy
+from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
 
@@ -96,6 +98,14 @@ class BrowserConfig(BaseModel):
     viewport: tuple[int, int] = (1280, 720)
     sandbox: bool = Field(
         True, description="Chromium's own sandbox; false only where it cannot run (as root)"
+    )
+    block_private_networks: bool | None = Field(
+        None,
+        description="refuse loopback, LAN and link-local addresses (default: on for DM "
+        "controllers, off for the local owner)",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host or host:port reachable despite the block"
     )
     downloads_dir: Path | None = Field(None, description="where download saves, per owner")
     uploads_dir: Path | None = Field(None, description="the only files upload may send")
@@ -530,15 +540,28 @@ class BrowserPool:
         self._sessions: dict[str, Session] = {}
         self._lock = asyncio.Lock()
         self.listeners: list[EventCallback] = []
+        self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
+        self.egress: EgressProxy | None = None
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
         self.listeners.append(callback)
 
     async def start(self) -> None:
-        """Start Playwright and the browser."""
+        """Start Playwright, the egress proxy (when some owner needs it) and the browser.
+
+        A remote browser (``cdp_endpoint``, ``ws_endpoint``) cannot reach a proxy on this
+        machine's loopback: there the routes alone enforce the policy, first requests only.
+        """
         if self._playwright is None:
             self._playwright = await async_playwright().start()
+        remote = self.config.cdp_endpoint or self.config.ws_endpoint
+        if self.config.block_private_networks is not False and self.egress is None:
+            if remote:
+                log.warning("a remote browser: the network policy sees first requests only")
+            else:
+                self.egress = EgressProxy(self.policy)
+                await self.egress.start()
         await self._launch()
 
     async def _launch(self) -> None:
@@ -586,6 +609,9 @@ class BrowserPool:
         if self._playwright is not None:
             await self._playwright.stop()
         self.browser = self._playwright = None
+        if self.egress is not None:
+            await self.egress.close()
+            self.egress = None
 
     async def session(self, owner: str) -> Session:
         """The session of ``owner`` (everyone shares one under ``isolation="shared"``).
@@ -618,15 +644,29 @@ class BrowserPool:
             return lost
 
     async def _bind(self, session: Session) -> None:
-        await session._bind(await self.new_context())
+        await session._bind(await self.new_context(session.owner))
 
-    async def new_context(self) -> BrowserContext:
-        """A fresh isolated context with the configured viewport, accepting downloads."""
+    async def new_context(self, owner: str) -> BrowserContext:
+        """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
+
+        Routes judge every first request (and refuse the daemon's own port to everyone); an
+        owner under ``block_private_networks`` also goes through the egress proxy, which
+        judges every connection, redirects and WebSockets included.  Service workers are
+        blocked: the routes would not see their requests.
+        """
         assert self.browser is not None
         width, height = self.config.viewport
-        return await self.browser.new_context(
-            viewport={"width": width, "height": height}, accept_downloads=True
+        options: dict[str, Any] = {}
+        if self.egress is not None and self.policy.blocks_private(owner):
+            options["proxy"] = {"server": self.egress.url, "bypass": "<-loopback>"}
+        context = await self.browser.new_context(
+            viewport={"width": width, "height": height},
+            accept_downloads=True,
+            service_workers="block",
+            **options,
         )
+        await self.policy.install(context, owner)
+        return context
 
     async def release(self, owner: str) -> None:
         """Close ``owner``'s context and forget the session."""

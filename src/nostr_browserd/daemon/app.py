@@ -158,6 +158,7 @@ class Daemon:
                 token=load_token(self.local_token_path, generate=local.generated),
             )
             await self.local.start()
+            self.browser.policy.deny_port(self.local.port)  # no page reaches the status page
         self._tasks.append(asyncio.create_task(self._prune_store()))
         interval = watchdog_interval()
         if interval:

@@ -344,6 +344,21 @@ class Config(Section):
         return self
 
     @model_validator(mode="after")
+    def _uploads_away_from_the_state(self) -> Config:
+        """An upload sends a file to a web page: never the daemon's keys or databases."""
+        uploads = Path(self.browser.uploads_dir or "").resolve()
+        state = self.state.dir.resolve()
+        if uploads != state / BROWSER_DIRS["uploads_dir"] and (
+            uploads.is_relative_to(state) or state.is_relative_to(uploads)
+        ):
+            raise ValueError(
+                f"browser.uploads_dir {uploads} must not be the state directory {state}, inside "
+                "it (other than its own uploads/) or above it: an upload could send the "
+                "daemon's keys and databases to a web page"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_entry_per_key(self) -> Config:
         seen: set[str] = set()
         for pubkey in [*self.nostr.controllers, *(c.pubkey for c in self.controllers)]:

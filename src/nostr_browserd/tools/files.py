@@ -1,8 +1,9 @@
 """Files in and out: upload from the uploads directory, download into the downloads one.
 
-A command names files, never paths: an upload takes names inside ``uploads_dir`` (any
-other path, ``..`` or a symlink leading out is FORBIDDEN), and a download is saved under
-``downloads_dir/<owner>`` and returned as name, size, sha256 and, when small, its bytes.
+A command names files, never paths: an upload takes names inside ``uploads_dir/<owner>`` (any
+other path, ``..`` or a symlink leading out is FORBIDDEN; one controller never sends another's
+files), and a download is saved under ``downloads_dir/<owner>`` and returned as name, size,
+sha256 and, when small, its bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import hashlib
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, field_validator, model_validator
@@ -28,6 +29,7 @@ from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
 MAX_DOWNLOAD = 100 * 1024 * 1024
+MAX_REDIRECTS = 5
 FILE_INPUT_JS = """el => el.tagName === 'INPUT' && el.type === 'file'
   ? {multiple: el.multiple, disabled: el.disabled} : null"""
 DISPOSITION = re.compile(r"filename\*?=(?:UTF-8'')?\"?([^\";]+)", re.I)
@@ -55,8 +57,8 @@ class UploadParams(Target):
     destructive=True,
 )
 async def upload(session: Session, params: UploadParams) -> dict[str, Any]:
-    """Put files from the uploads directory into a file input; nothing else is reachable."""
-    base = configured(session.config.uploads_dir, "uploads_dir", "upload")
+    """Put files from your uploads directory into a file input; nothing else is reachable."""
+    base = owner_dir(configured(session.config.uploads_dir, "uploads_dir", "upload"), session.owner)
     paths = [inside(base, name) for name in params.files]
     locator = await session.locate(**params.target())
     await multi_control(
@@ -147,15 +149,29 @@ async def click_download(
 
 
 async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -> Path:
-    """GET an http(s) address with the session's cookies and save the body."""
+    """GET an http(s) address with the session's cookies and save the body.
+
+    Redirects are followed here, each hop checked by the network policy like the first
+    (the browser's routes do not see this request).
+    """
     config = session.config
     url = resolve(text, config.allowed_schemes, config.search_url)
-    if urlsplit(url).scheme not in ("http", "https"):
-        raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-    try:
-        response = await session.page.context.request.get(url, timeout=timeout_ms)
-    except PlaywrightError as exc:
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, first_line(exc)) from None
+    for _hop in range(MAX_REDIRECTS + 1):
+        if urlsplit(url).scheme not in ("http", "https"):
+            raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
+        await session.pool.policy.refuse(url, session.owner)
+        try:
+            response = await session.page.context.request.get(
+                url, timeout=timeout_ms, max_redirects=0
+            )
+        except PlaywrightError as exc:
+            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, first_line(exc)) from None
+        location = response.headers.get("location")
+        if not (300 <= response.status < 400 and location):
+            break
+        url = urljoin(url, location)
+    else:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
     if not response.ok:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {response.status} for {url}.")
     size = response.headers.get("content-length", "0")

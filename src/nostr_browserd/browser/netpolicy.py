@@ -1,0 +1,151 @@
+"""Which addresses the browser may reach, enforced by routing every request of every context.
+
+A controller on the far side of a relay must not use the daemon's browser to reach what only
+this machine can: its loopback services, the LAN, a cloud's metadata address
+(169.254.169.254).  With ``[browser] block_private_networks`` on (the default for DM
+controllers; off for the local owner, who is on this machine already) a request whose host is,
+or resolves to, an address that is not global is refused; ``allowed_hosts`` names the
+exceptions.  The daemon's own local port (its status page and control channel) is refused to
+every context, whatever the policy.
+
+A host is resolved here and again by Chromium: a name that answers differently within the
+cache's few seconds (DNS rebinding) can still slip through; the unit's ``IPAddressDeny=`` is
+the layer below that holds regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import BrowserdError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+LOCAL_OWNER = "local"
+CHECKED_SCHEMES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+RESOLVE_TTL = 10.0
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def is_public(address: IPAddress) -> bool:
+    """Globally routable (an IPv4-mapped IPv6 address is judged as the IPv4 one)."""
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_global
+
+
+def _loopback(address: IPAddress) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback or (mapped or address).is_unspecified
+
+
+class NetworkPolicy:
+    """The rules of one browser pool; ``check`` says why a URL is refused, or None."""
+
+    def __init__(self, block_private: bool | None, allowed_hosts: list[str]) -> None:
+        self.block_private = block_private
+        self.allowed_hosts = {h.lower() for h in allowed_hosts}
+        self.denied_ports: set[int] = set()
+        self._resolved: dict[str, tuple[float, list[IPAddress]]] = {}
+
+    def blocks_private(self, owner: str) -> bool:
+        """The configured policy, else on for everyone but the local owner."""
+        if self.block_private is not None:
+            return self.block_private
+        return owner != LOCAL_OWNER
+
+    def deny_port(self, port: int) -> None:
+        """Refuse loopback ``port`` to every context (the daemon's own local channel)."""
+        self.denied_ports.add(port)
+
+    async def check(self, url: str, owner: str) -> str | None:
+        """Why ``url`` may not be fetched for ``owner``, or None when it may."""
+        parts = urlsplit(url)
+        default_port = CHECKED_SCHEMES.get(parts.scheme.lower())
+        if default_port is None or not parts.hostname:
+            return None  # about:, data:, blob: … carry no network address
+        try:
+            port = parts.port or default_port
+        except ValueError:
+            return f"{url!r} has an invalid port."
+        reason, _ = await self.judge(parts.hostname, port, self.blocks_private(owner))
+        return reason
+
+    async def judge(
+        self, host: str, port: int, private: bool
+    ) -> tuple[str | None, list[IPAddress]]:
+        """Why ``host:port`` is refused (or None), and the addresses that were judged.
+
+        Without ``private`` and away from a denied port nothing is resolved (no addresses).
+        """
+        host = host.lower().strip("[]")
+        if not private and port not in self.denied_ports:
+            return None, []
+        addresses = await self._resolve(host)
+        if port in self.denied_ports and any(map(_loopback, addresses)):
+            return f"{host}:{port} is the daemon's own local channel: no browser may reach it.", []
+        if private and not ({host, f"{host}:{port}"} & self.allowed_hosts):
+            for address in addresses:
+                if not is_public(address):
+                    return (
+                        f"{host} is a private address ({address}): [browser] "
+                        "block_private_networks refuses it (allowed_hosts lists exceptions).",
+                        [],
+                    )
+        return None, addresses
+
+    async def refuse(self, url: str, owner: str) -> None:
+        """``FORBIDDEN`` with the reason when ``url`` may not be fetched for ``owner``."""
+        reason = await self.check(url, owner)
+        if reason is not None:
+            raise BrowserdError(ErrorCode.FORBIDDEN, reason)
+
+    async def _resolve(self, host: str) -> list[IPAddress]:
+        """The addresses of ``host`` (a literal is itself); names under .localhost are loopback."""
+        if host == "localhost" or host.endswith(".localhost"):
+            return [ipaddress.ip_address("127.0.0.1")]  # Chromium maps these without DNS
+        try:
+            return [ipaddress.ip_address(host)]
+        except ValueError:
+            pass
+        cached = self._resolved.get(host)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(
+                host, None, type=socket.SOCK_STREAM
+            )
+        except OSError:
+            addresses: list[IPAddress] = []  # the browser will not reach it either
+        else:
+            addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        if len(self._resolved) > 1000:
+            self._resolved.clear()
+        self._resolved[host] = (time.monotonic() + RESOLVE_TTL, addresses)
+        return addresses
+
+    async def install(self, context: Any, owner: str) -> None:
+        """Route every request and WebSocket of ``context`` through ``check``."""
+
+        async def on_request(route: Any) -> None:
+            reason = await self.check(route.request.url, owner)
+            if reason is None:
+                await route.fallback()
+            else:
+                log.info("refused %s for %s: %s", route.request.url[:200], owner[:12], reason)
+                await route.abort("blockedbyclient")
+
+        async def on_websocket(ws: Any) -> None:
+            reason = await self.check(ws.url, owner)
+            if reason is None:
+                ws.connect_to_server()
+            else:
+                await ws.close(code=1008, reason="blocked by the network policy")
+
+        await context.route("**/*", on_request)
+        await context.route_web_socket("**/*", on_websocket)

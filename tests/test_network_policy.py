@@ -1,0 +1,155 @@
+"""The network policy: DM controllers cannot reach this machine's services, nobody reaches the
+daemon's own status page, and the local owner keeps its loopback.
+
+The other tests turn the policy off (the test site is on loopback); here it is at its default.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from websockets.asyncio.client import connect
+
+from nostr_browserd.browser.netpolicy import NetworkPolicy
+from tests.fixtures.daemon import (
+    SdkController,
+    daemon_pubkey,
+    start_daemon_fixture,  # noqa: F401
+)
+
+DEFAULT = {"block_private_networks": None}  # the fixtures' explicit false, undone
+
+
+def reach(url: str) -> str:
+    """A page script: whether ``url`` answers a fetch (no-cors: CORS cannot be the reason)."""
+    return f"fetch('{url}', {{mode: 'no-cors'}}).then(r => 'reached', e => 'blocked')"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/",
+        "http://localhost:631/",
+        "http://anything.localhost/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.1.2.3/",
+        "https://192.168.0.1/",
+        "http://100.64.0.1/",
+        "http://[::1]:22/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[fe80::1]/",
+        "http://0.0.0.0:17777/",
+        "http://2130706433/",  # 127.0.0.1 as one number
+        "ws://127.0.0.1:17778/",
+    ],
+)
+async def test_private_addresses_are_refused_to_dm_controllers(url):
+    policy = NetworkPolicy(None, [])
+    reason = await policy.check(url, "ab" * 32)
+    assert reason is not None and "block_private_networks" in reason
+    assert await policy.check(url, "local") is None  # the owner on this machine keeps it
+
+
+@pytest.mark.parametrize("url", ["https://93.184.216.34/", "about:blank", "data:text/html,x"])
+async def test_public_and_addressless_urls_pass(url):
+    assert await NetworkPolicy(None, []).check(url, "ab" * 32) is None
+
+
+async def test_settings_and_exceptions():
+    policy = NetworkPolicy(None, ["127.0.0.1:8000", "printer.lan"])
+    policy.deny_port(17777)
+    dm = "ab" * 32
+    assert await policy.check("http://127.0.0.1:8000/x", dm) is None
+    assert await policy.check("http://127.0.0.1:8001/x", dm) is not None
+    for owner in (dm, "local"):  # the daemon's own port: to everyone, allowed or not
+        for url in ("http://127.0.0.1:17777/", "http://localhost:17777/", "ws://[::1]:17777/"):
+            assert "own local channel" in (await policy.check(url, owner) or "")
+    assert await NetworkPolicy(False, []).check("http://127.0.0.1:8000/", dm) is None
+    assert await NetworkPolicy(True, []).check("http://127.0.0.1:8000/", "local") is not None
+
+
+async def test_a_dm_controller_cannot_load_the_hosts_loopback_services(
+    nostr_relay_url, start_daemon, site_url, echo_url
+):
+    site = urllib.parse.urlsplit(site_url).netloc
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[phone.npub],
+            browser={**DEFAULT, "allowed_hosts": [site]},
+        )
+        me = await daemon_pubkey(daemon)
+
+        async def command(tool, **params):
+            return await phone.command(me, {"tool": tool, "params": params})
+
+        refused = await command("open", url=f"{echo_url}/headers")
+        assert refused["error"]["code"] == "FORBIDDEN", refused
+        assert "private address" in refused["error"]["message"]
+        # The allowed site loads, but what it reaches for on another loopback port does not.
+        assert (await command("open", url=f"{site_url}/form.html"))["success"]
+        fetched = await command("eval", script=reach(f"{echo_url}/headers"))
+        assert fetched["data"]["result"] == "blocked", fetched
+        relay = nostr_relay_url  # a WebSocket service on this machine's loopback
+        socket = (
+            f"new Promise(r => {{ const w = new WebSocket('{relay}'); "
+            "w.onopen = () => r('reached'); w.onclose = () => r('blocked'); })"
+        )
+        ws_probe = await command("eval", script=socket)
+        assert ws_probe.get("data", {}).get("result") == "blocked", ws_probe
+        for url in (f"{echo_url}/report.csv", "http://169.254.169.254/latest/meta-data/"):
+            download = await command("download", url=url)
+            assert download["error"]["code"] == "FORBIDDEN", download
+        # The local owner, on this machine already, keeps its loopback.
+        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
+            await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": echo_url}}))
+            while (answer := await ws.recv()).startswith('{"type": "event"'):
+                pass
+        assert json.loads(answer)["success"], answer
+
+
+async def test_redirects_to_private_addresses_are_followed_by_the_policy(
+    nostr_relay_url, start_daemon, echo_url
+):
+    """An allowed host that redirects to a private one: the next hop is refused too."""
+    echo = urllib.parse.urlsplit(echo_url).netloc
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[phone.npub],
+            browser={**DEFAULT, "allowed_hosts": [echo]},
+        )
+        me = await daemon_pubkey(daemon)
+        private = urllib.parse.quote("http://10.255.255.1/secret", safe="")
+        bounce = f"{echo_url}/redirect?to={private}"
+        opened = await phone.command(me, {"tool": "open", "params": {"url": bounce}})
+        # The next hop went to the egress proxy, which answered in the server's place.
+        assert opened["data"]["status"] == 403, opened
+        text = await phone.command(me, {"tool": "get_text", "params": {}})
+        assert "10.255.255.1 is a private address" in text["data"]["text"], text
+        saved = await phone.command(me, {"tool": "download", "params": {"url": bounce}})
+        assert saved["error"]["code"] == "FORBIDDEN" and "10.255.255.1" in saved["error"]["message"]
+
+
+async def test_no_browser_context_shows_the_status_page(nostr_relay_url, start_daemon):
+    """open http://127.0.0.1:<port>/ + get_text: nothing of the status, for anyone."""
+    async with SdkController([nostr_relay_url]) as phone:
+        # The fixtures' policy is off: the block of the daemon's own port holds regardless.
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        page = f"http://127.0.0.1:{daemon.local.port}/"
+        for url in (page, f"http://localhost:{daemon.local.port}/"):
+            opened = await phone.command(me, {"tool": "open", "params": {"url": url}})
+            assert opened["error"]["code"] == "FORBIDDEN", opened
+            text = await phone.command(me, {"tool": "get_text", "params": {}})
+            assert "uptime" not in json.dumps(text) and "version" not in json.dumps(text)
+        # Through a page's own fetch: refused by the route before the server sees it.
+        fetched = await phone.command(me, {"tool": "eval", "params": {"script": reach(page)}})
+        assert fetched["data"]["result"] == "blocked", fetched
+        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
+            await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": page}}))
+            while (answer := await ws.recv()).startswith('{"type": "event"'):
+                pass
+        assert json.loads(answer)["error"]["code"] == "FORBIDDEN"
