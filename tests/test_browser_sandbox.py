@@ -25,6 +25,7 @@ import nostr_browserd
 from nostr_browserd.browser import session as session_module
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.errors import BrowserdError, ErrorCode
+from tests.test_daemon_systemd import UNIT, directives
 
 PROBE = Path(__file__).resolve().parent / "bin" / "sandbox-probe"
 NOBODY = 65534
@@ -83,6 +84,15 @@ async def test_the_running_chromium_has_its_sandbox_on(tmp_path):
         assert "--no-sandbox" not in process["args"], process["args"]
     # The sandbox really holds the page: renderers run under a seccomp-bpf filter (mode 2).
     assert all(r["seccomp"] == 2 for r in renderers), renderers
+    # and in namespaces of their own: the ones the unit's RestrictNamespaces= allows, no more.
+    created = {
+        kind
+        for process in processes
+        for kind, ns in process["namespaces"].items()
+        if ns != main[0]["namespaces"][kind]
+    }
+    assert {"user", "pid", "net"} <= created, created
+    assert created <= set(directives(UNIT.read_text())["RestrictNamespaces"].split())
 
 
 async def test_as_root_the_sandbox_is_refused_unless_turned_off_explicitly(monkeypatch):

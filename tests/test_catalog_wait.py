@@ -1,8 +1,13 @@
 """Waiting for text, addresses, load states and predicates; batches of commands."""
 
+import asyncio
+import json
+
 import pytest
 
 from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
+from nostr_browserd.tools.wait import glob_source
 
 
 @pytest.fixture
@@ -107,3 +112,37 @@ def test_tools_run_by_and_gating_look_inside():
     assert is_gated("find_role", {"role": "button", "action": "hover"}) is True
     assert is_gated("find_role", {"role": "button", "action": "scroll_into_view"}) is False
     assert is_gated("get_text", {}) is False and is_gated("click", {}) is True
+
+
+async def test_a_pattern_that_backtracks_holds_nobody(page, site_url, browser_pool):
+    """Matched in the daemon, ``(.|.)*!`` on a long address froze the event loop: every
+    controller and the inbox.  Matched in the page, another controller is served meanwhile."""
+    assert (await page(f"open {site_url}/catalog.html?q={'a' * 5000}"))["success"]
+    params = {"pattern": "(.|.)*!", "regex": True, "timeout_ms": 2000}
+    waiting = asyncio.create_task(page({"tool": "wait_for_url", "params": params}))
+    other = await browser_pool.session("another-controller")
+    try:
+        served = await run(REGISTRY, other, parse_request("get url", REGISTRY))
+        assert served["success"] and served["data"]["url"] == "about:blank"
+    finally:
+        await other.close()
+    assert (await waiting)["error"]["code"] == "TIMEOUT"
+    assert (await page("get title"))["success"]  # the tab itself is not held either
+
+
+@pytest.mark.parametrize(
+    ("glob", "url", "matches"),
+    [
+        ("**/catalog.html#done", "http://127.0.0.1:1/catalog.html#done", True),
+        ("**/catalog.html#done", "http://127.0.0.1:1/catalog.html#donex", False),
+        ("http://*/a?b=1", "http://h/a?b=1", True),  # ? is itself: addresses have queries
+        ("http://*/a?b=1", "http://h/aXb=1", False),
+        ("http://*/a", "http://h/x/a", False),  # * stops at /
+        ("**/{a,b}.html", "http://h/b.html", True),
+        ("**/{a,b}.html", "http://h/c.html", False),
+        ("**/é😀.(x)", "http://h/é😀.(x)", True),
+    ],
+)
+async def test_globs_become_anchored_expressions(page, glob, url, matches):
+    script = f"new RegExp({json.dumps(glob_source(glob))}).test({json.dumps(url)})"
+    assert (await page({"tool": "eval", "params": {"script": script}}))["data"]["result"] is matches

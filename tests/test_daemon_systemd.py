@@ -77,3 +77,25 @@ def test_systemd_analyze_verify(tmp_path):
         if "nostr-browserd.service" in line or "Unknown" in line
     ]
     assert proc.returncode == 0 and not problems, proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")
+def test_exposure_is_at_most_2_5():
+    proc = subprocess.run(
+        ["systemd-analyze", "security", "--offline=true", "--no-pager", str(UNIT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = next(x for x in proc.stdout.splitlines() if "Overall exposure level" in x)
+    exposure = float(line.split(":")[1].split()[0])
+    assert exposure <= 2.5, proc.stdout
+
+
+def test_the_network_policy_has_a_layer_in_the_unit():
+    d = directives(UNIT.read_text())
+    denied = d["IPAddressDeny"].split()
+    assert {"link-local", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"} <= set(
+        denied
+    )
+    assert "localhost" not in denied and "any" not in denied  # relays, embedded relay, proxy

@@ -49,7 +49,13 @@ EXECUTABLES = (
     "/usr/lib/chromium/chromium",
     "/usr/bin/chromium",
 )
-LAUNCH_ARGS = ["--disable-gpu", "--disable-dev-shm-usage"]
+LAUNCH_ARGS = [
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    # A regular expression that backtracks without end (wait_for_url's, a page's own) falls
+    # back to V8's linear-time engine instead of holding its renderer.
+    "--js-flags=--enable-experimental-regexp-engine-on-excessive-backtracks",
+]
 EventCallback = Callable[[dict[str, Any]], None]
 # Where Chromium's sandbox cannot run, the daemon does not start unless told it may run without.
 SANDBOX_OFF = "or set [browser] sandbox = false to run Chromium without its sandbox"

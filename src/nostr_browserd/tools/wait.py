@@ -4,7 +4,6 @@ script's predicate is there; always bounded, and TIMEOUT says what did not come.
 from __future__ import annotations
 
 import asyncio
-import re
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
@@ -117,7 +116,42 @@ class WaitUrlParams(Timed):
     """The address to wait for: a glob (``**/done*``) or a regular expression."""
 
     pattern: str = Field(min_length=1, max_length=1000)
-    regex: bool = Field(False, description="pattern is a regular expression (Python syntax)")
+    regex: bool = Field(False, description="pattern is a JavaScript regular expression")
+
+
+# Matched in the page, never in the daemon: a pattern that backtracks without end on a long
+# address would freeze the event loop, and with it every controller and the inbox.  In the
+# page it costs that tab at most (V8 falls back to its linear engine: browser.session).
+MATCH_URL = "source => new RegExp(source).test(location.href)"
+
+
+def glob_source(glob: str) -> str:
+    """A URL glob as an anchored regular expression: ``**`` anything, ``*`` anything but
+    ``/``, ``{a,b}`` either; everything else (``?`` included) stands for itself."""
+    parts, group = ["^"], False
+    i = 0
+    while i < len(glob):
+        char = glob[i]
+        if glob.startswith("**", i):
+            parts.append(".*")
+            i += 1
+        elif char == "*":
+            parts.append("[^/]*")
+        elif char == "{" and not group:
+            parts.append("(?:")
+            group = True
+        elif char == "}" and group:
+            parts.append(")")
+            group = False
+        elif char == "," and group:
+            parts.append("|")
+        else:
+            units = char.encode("utf-16-be")  # JavaScript strings are UTF-16
+            parts += [f"\\u{units[j : j + 2].hex()}" for j in range(0, len(units), 2)]
+        i += 1
+    if group:
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, "The glob opens a { group it never closes.")
+    return "".join(parts) + "$"
 
 
 @TOOLS.tool(
@@ -125,18 +159,15 @@ class WaitUrlParams(Timed):
 )
 async def wait_for_url(session: Session, params: WaitUrlParams) -> dict[str, Any]:
     """Wait until the address (of the tab, or of the chosen frame) matches a glob or regex."""
-    page = session.scope
-    try:
-        target: Any = re.compile(params.pattern) if params.regex else params.pattern
-    except re.error as exc:
-        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"Not a regular expression: {exc}.") from None
+    scope = session.scope
+    source = params.pattern if params.regex else glob_source(params.pattern)
     await until(
         session,
-        f"address matching {params.pattern!r} (now {page.url})",
+        f"address matching {params.pattern!r} (now {scope.url})",
         params.timeout_ms,
-        lambda t: page.wait_for_url(target, wait_until="commit", timeout=t),
+        lambda t: scope.wait_for_function(MATCH_URL, arg=source, timeout=t, polling=100),
     )
-    return {"url": page.url}
+    return {"url": scope.url}
 
 
 class WaitLoadParams(Timed):
