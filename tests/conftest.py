@@ -17,6 +17,7 @@ watch_generated_keys()
 from tests.fixtures.browser import *  # noqa: E402, F403
 from tests.fixtures.relays import *  # noqa: E402, F403
 from tests.fixtures.site import *  # noqa: E402, F403
+from tests.fixtures.tls import *  # noqa: E402, F403
 
 _captured: list[tuple[str, str]] = []
 _report: list[tuple[Path, list[Hit]]] = []

@@ -33,6 +33,7 @@ class EgressProxy:
         self.policy = policy
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self.url = ""
 
     async def start(self) -> str:
@@ -42,18 +43,19 @@ class EgressProxy:
         return self.url
 
     async def close(self) -> None:
-        """Stop listening and cut every open tunnel."""
+        """Stop listening and cut every open tunnel (its tasks then end on their own)."""
         if self._server is not None:
             self._server.close()
             self._server = None
-        for task in list(self._tasks):
-            task.cancel()
+        for writer in list(self._writers):
+            writer.transport.abort()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._writers.add(writer)
         try:
             await self._proxy(reader, writer)
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -62,6 +64,7 @@ class EgressProxy:
             pass
         finally:
             self._tasks.discard(task)
+            self._writers.discard(writer)
             writer.close()
 
     async def _proxy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -93,6 +96,7 @@ class EgressProxy:
             up_reader, up_writer = await asyncio.open_connection(str(addresses[0]), port)
         except OSError as exc:
             return await refuse(writer, 502, f"nostr-browserd: cannot connect to {host}: {exc}")
+        self._writers.add(up_writer)
         try:
             if forward is None:
                 writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -100,6 +104,7 @@ class EgressProxy:
                 up_writer.write(forward.encode("latin-1"))
             await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         finally:
+            self._writers.discard(up_writer)
             up_writer.close()
 
 

@@ -113,6 +113,9 @@ class BrowserConfig(BaseModel):
     allowed_hosts: list[str] = Field(
         default_factory=list, description="host or host:port reachable despite the block"
     )
+    scrape_ca_file: Path | None = Field(
+        None, description="a CA bundle scrape trusts instead of the system's (an internal CA)"
+    )
     downloads_dir: Path | None = Field(None, description="where download saves, per owner")
     uploads_dir: Path | None = Field(None, description="the only files upload may send")
     state_dir: Path | None = Field(None, description="saved login states, per owner")

@@ -1,16 +1,16 @@
-"""Fetch a page without rendering it, through curl_reap (an optional extra).
+"""Fetch a page without rendering it, through curl-reap (an optional extra).
 
 No script runs and no browser state is touched, so it is free.  The address obeys the
-browser's scheme rules (``urls.resolve``) and must be https besides; the text returned is
-capped like every result.  Without curl_reap the tool says how to install it.
+browser's scheme rules (``urls.resolve``) and must be https besides; so must every redirect,
+and each hop passes the network policy (for an owner under ``block_private_networks`` the
+connection itself goes through the egress proxy, which judges the address it connects to).
+The body is bounded, the whole fetch has a deadline, and the text returned is capped like
+every result.  Without curl-reap the tool says how to install it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
-import sys
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,8 +22,8 @@ from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
-MODULE = "curl_reap"
-INSTALL = "pip install 'nostr-browserd[scrape]'"
+INSTALL = "pip install curl-reap"
+MAX_BODY = 8 * 1024 * 1024  # bytes of HTML read at most
 
 
 class ScrapeParams(Params):
@@ -33,9 +33,17 @@ class ScrapeParams(Params):
     format: Literal["markdown", "html"] = Field("markdown", description="readable text or HTML")
 
 
-def available() -> bool:
-    """Whether curl_reap can be imported by this interpreter."""
-    return importlib.util.find_spec(MODULE) is not None
+def curl_reap() -> Any:
+    """The curl_reap module, or ``UNAVAILABLE`` saying how to install it."""
+    try:
+        import curl_reap as module
+    except ImportError:
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE,
+            f"scrape needs curl-reap, which is not installed: {INSTALL} "
+            "(or the nostr-browserd[scrape] extra)",
+        ) from None
+    return module
 
 
 @TOOLS.tool("scrape", family="fetch", gated=False, params=ScrapeParams, args=("*url",))
@@ -45,55 +53,50 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
     url = resolve(params.url, config.allowed_schemes, config.search_url)
     if urlsplit(url).scheme != "https":
         raise BrowserdError(ErrorCode.REFUSED, "scrape fetches https addresses only.")
-    if not available():
-        raise BrowserdError(
-            ErrorCode.UNAVAILABLE, f"scrape needs curl_reap, which is not installed: {INSTALL}"
-        )
-    cap = config.result_cap
-    argv = [sys.executable, "-m", f"{MODULE}.cli", "get", url, "--max-len", str(cap)]
-    if params.format == "html":
-        argv[-2:] = ["--html"]
-    text, error, code = await run_bounded(argv, cap, config.timeout_ms / 1000)
-    if code != 0:
-        reason = error.strip().splitlines()[-1:] or [f"exit status {code}"]
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Could not fetch {url}: {reason[0]}")
-    return {"url": url, "text": text[:cap], "truncated": len(text) > cap}
+    reap = curl_reap()
+    loop = asyncio.get_running_loop()
+    policy, owner = session.pool.policy, session.owner
+    refusal: list[BrowserdError] = []
 
+    def allowed(hop: str) -> bool:
+        """curl-reap asks before every hop, from its thread: judged on the event loop."""
+        if urlsplit(hop).scheme != "https":
+            refusal.append(BrowserdError(ErrorCode.REFUSED, f"Redirected to {hop}: https only."))
+            return False
+        judged = asyncio.run_coroutine_threadsafe(policy.check(hop, owner), loop)
+        reason = judged.result(timeout=30)
+        if reason is not None:
+            refusal.append(BrowserdError(ErrorCode.FORBIDDEN, reason))
+        return reason is None
 
-async def run_bounded(argv: list[str], limit: int, timeout: float) -> tuple[str, str, int]:
-    """Run ``argv``: stdout up to ``limit`` characters (then it is stopped), stderr's tail."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+    egress = session.pool.egress if policy.blocks_private(owner) else None
+    client = reap.Session(
+        timeout=config.timeout_ms / 1000,
+        retries=0,
+        url_policy=allowed,
+        max_body_bytes=MAX_BODY,
+        max_redirects=5,
+        verify=str(config.scrape_ca_file) if config.scrape_ca_file else True,
+        proxy=egress.url if egress is not None else None,
+        trust_env=egress is None,
     )
-    assert process.stdout is not None and process.stderr is not None
-    most = limit * 4 + 4  # UTF-8: at most four bytes a character
 
-    async def head(stream: asyncio.StreamReader) -> bytes:
-        data = b""
-        while chunk := await stream.read(65536):
-            data += chunk
-            if len(data) >= most:  # enough: stop the fetch rather than buffer the rest
-                process.kill()
-                break
-        return data[:most]
-
-    async def tail(stream: asyncio.StreamReader) -> bytes:
-        data = b""
-        while chunk := await stream.read(65536):
-            data = (data + chunk)[-4000:]
-        return data
+    def fetch() -> tuple[bool, int, str]:
+        response = client.get(url)
+        if not response.ok:
+            return False, response.status, ""
+        text = response.text if params.format == "html" else response.markdown()
+        return True, response.status, text
 
     try:
-        async with asyncio.timeout(timeout):
-            out, error = await asyncio.gather(head(process.stdout), tail(process.stderr))
-            code = await process.wait()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise BrowserdError(ErrorCode.TIMEOUT, f"The fetch took over {timeout:g} s.") from None
-    full = len(out) >= most  # killed on purpose: not a failure
-    return out.decode("utf-8", "replace"), error.decode("utf-8", "replace"), 0 if full else code
+        ok, status, text = await asyncio.to_thread(fetch)
+    except reap.URLPolicyError:
+        raise refusal[-1] from None
+    except Exception as exc:  # curl-reap's transport, TLS and decoding errors
+        raise BrowserdError(
+            ErrorCode.NAVIGATION_FAILED, f"Could not fetch {url}: {str(exc)[:300]}"
+        ) from None
+    if not ok:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {status} for {url}.")
+    cap = config.result_cap
+    return {"url": url, "text": text[:cap], "truncated": len(text) > cap}
