@@ -58,9 +58,13 @@ class DaemonProcess:
         return path.read_text()
 
     @property
+    def token_file(self) -> Path:
+        """Where the daemon generates its local channel's token."""
+        return Path(self.env["NOSTR_BROWSERD_STATE_DIR"]) / "local-token"
+
+    @property
     def token(self) -> str:
-        """The local channel's token, generated into the state directory."""
-        return (Path(self.env["NOSTR_BROWSERD_STATE_DIR"]) / "local-token").read_text().strip()
+        return self.token_file.read_text().strip()
 
     @property
     def npub(self) -> str:
@@ -69,7 +73,8 @@ class DaemonProcess:
 
     def stop(self) -> int:
         if self.proc.poll() is None:
-            LEAKS.output(json.dumps(fetch_status(self.local_port)), "a daemon's status page")
+            status = fetch_status(self.local_port, self.token) if self.token_file.exists() else None
+            LEAKS.output(json.dumps(status), "a daemon's status page")
             self.proc.send_signal(signal.SIGTERM)
         try:
             return self.proc.wait(timeout=30)
