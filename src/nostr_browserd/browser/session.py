@@ -100,6 +100,9 @@ class BrowserConfig(BaseModel):
     search_url: str = "https://duckduckgo.com/?q={query}"
     result_cap: int = Field(20_000, ge=1000, description="characters per result")
     binary_cap: int = Field(2_000_000, ge=10_000, description="bytes per binary result")
+    download_cap: int = Field(
+        100 * 1024 * 1024, ge=1, description="bytes a download may have; stopped past them"
+    )
     timeout_ms: int = Field(15_000, ge=100)
     viewport: tuple[int, int] = (1280, 720)
     sandbox: bool = Field(
@@ -143,6 +146,17 @@ def refuse_sandbox_as_root() -> None:
         )
 
 
+# A document may open this many popups; further window.open calls get null, as from a popup
+# blocker.  Creating a window costs Chromium and Playwright a target each: a page opening 500
+# would hold the browser for minutes.  Session.MAX_TABS bounds what gets through another way.
+POPUP_BUDGET = 20
+POPUP_GUARD = f"""(() => {{
+  const open = window.open;
+  let left = {POPUP_BUDGET};
+  window.open = function (...args) {{ return left-- > 0 ? open.apply(this, args) : null; }};
+}})()"""
+
+
 @dataclass
 class PendingDialog:
     """A dialog the page opened and nobody has answered yet."""
@@ -163,6 +177,11 @@ class PendingDialog:
 class Session:
     """One owner's browsing: a BrowserContext, its tabs, the active tab and dialog state."""
 
+    # A page that opens popups without end gets this many tabs; the rest are closed at once.
+    MAX_TABS = 50
+    # Alerts accepted per tab and command before one is left open (an alert loop).
+    ALERT_LIMIT = 20
+
     def __init__(self, pool: BrowserPool, owner: str) -> None:
         self.pool = pool
         self.owner = owner
@@ -180,6 +199,8 @@ class Session:
         self._dialog_watchers = 0  # until_dialog calls in progress (a batch nests them)
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
+        self.popups_closed = 0
+        self._alerts: dict[str, int] = {}
         # Per tab, the title as last read or reported; page events forget it.  The version
         # changes with every report or event, so a read it raced with is not kept.
         self._titles: dict[str, str] = {}
@@ -220,7 +241,8 @@ class Session:
         context.set_default_timeout(self.config.timeout_ms)
         await context.expose_binding(TITLE_BINDING, self._on_title)
         await context.add_init_script(TITLE_OBSERVER)
-        context.on("page", self._track)
+        await context.add_init_script(POPUP_GUARD)
+        context.on("page", self._on_page)
         await context.new_page()
         await self.settle()  # its tab_changed goes out now, not during the next command
         return window
@@ -240,6 +262,7 @@ class Session:
         The browser is relaunched and this session gets a fresh context, so the command
         after this one works; this one fails, because its tabs and page state are gone.
         """
+        self._alerts.clear()
         if await self.pool.revive(self):
             raise BrowserdError(
                 ErrorCode.BROWSER_CRASHED,
@@ -252,6 +275,16 @@ class Session:
         await self.pool.release(self.owner)
 
     # --- tabs ----------------------------------------------------------------------
+
+    def _on_page(self, page: Page) -> None:
+        """A new page in one of our contexts (a popup, or ours): a tab, unless too many."""
+        if page in self.tabs.values() or len(self.tabs) < self.MAX_TABS:
+            self._track(page)
+            return
+        self.popups_closed += 1
+        if self.popups_closed == 1:  # said once per session, not 500 times
+            self._emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
+        self._background(page.close())
 
     def _track(self, page: Page) -> str:
         """Give a page a tab id (idempotent) and make it active: popups come to the front."""
@@ -373,6 +406,12 @@ class Session:
 
     async def new_tab(self) -> tuple[str, Page]:
         """Open a blank tab in the active tab's window and make it active."""
+        if len(self.tabs) >= self.MAX_TABS:
+            raise BrowserdError(
+                ErrorCode.REFUSED,
+                f"{len(self.tabs)} tabs are open, the most a session may have: close some "
+                "(tab_close, close_all).",
+            )
         current = self.page_or_none
         context = current.context if current is not None else self.main_context()
         page = await context.new_page()
@@ -432,8 +471,13 @@ class Session:
     # --- dialogs -------------------------------------------------------------------
 
     def _on_dialog(self, tab_id: str, dialog: Dialog) -> None:
-        """Alerts are accepted and reported once; anything that asks waits for an answer."""
-        if dialog.type == "alert":
+        """Alerts are accepted and reported once; anything that asks waits for an answer.
+
+        A page that alerts without end (``for (;;) alert()``) gets ``ALERT_LIMIT`` accepted
+        per command; the next one stays open like a confirm, and the page waits on it.
+        """
+        alerts = self._alerts[tab_id] = self._alerts.get(tab_id, 0) + 1
+        if dialog.type == "alert" and alerts <= self.ALERT_LIMIT:
             self.last_alert = {"type": "alert", "message": dialog.message, "tab": tab_id}
             self._background(dialog.accept())
         else:

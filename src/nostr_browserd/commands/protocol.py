@@ -96,7 +96,14 @@ def acts_on_page(tool: Tool[Any]) -> bool:
 
 
 def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
-    """A tool's failure as the coded error a controller gets (batches report the same)."""
+    """A tool's failure as the coded error a controller gets (batches report the same).
+
+    Whatever a tool made of it, a failure while the browser died is ``BROWSER_CRASHED``.
+    """
+    pool = getattr(session, "pool", None)
+    died = pool is not None and pool.browser is not None and not pool.alive
+    if died and isinstance(exc, BrowserdError) and exc.code is not ErrorCode.BROWSER_CRASHED:
+        return BrowserdError(ErrorCode.BROWSER_CRASHED, f"{BROWSER_GONE} ({exc.message})")
     if isinstance(exc, BrowserdError):
         return exc
     if isinstance(exc, PlaywrightTimeout):
@@ -104,16 +111,17 @@ def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
     return playwright_error(session, exc)
 
 
+BROWSER_GONE = (
+    "The browser stopped (crashed or was killed); it restarts on the next command, with fresh tabs."
+)
+
+
 def playwright_error(session: Any, exc: PlaywrightError) -> BrowserdError:
     """A crashed or killed browser is BROWSER_CRASHED; anything else is INTERNAL."""
     message = first_line(exc)
     gone = "closed" in message or "crashed" in message.lower()
     if gone and not session.pool.alive:
-        return BrowserdError(
-            ErrorCode.BROWSER_CRASHED,
-            "The browser stopped (crashed or was killed); it restarts on the next command, "
-            "with fresh tabs.",
-        )
+        return BrowserdError(ErrorCode.BROWSER_CRASHED, BROWSER_GONE)
     if gone:
         return BrowserdError(
             ErrorCode.BROWSER_CRASHED, f"The tab closed or crashed: {message}. See tab_list."

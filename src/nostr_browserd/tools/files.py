@@ -8,9 +8,12 @@ sha256 and, when small, its bytes.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import http.client
 import re
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -19,8 +22,8 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, field_validator, model_validator
 
 from ..browser.checks import multi_control, refuse_if_covered
-from ..browser.paths import configured, free_name, inside, owner_dir, write_private
-from ..browser.refs import first_line
+from ..browser.downloads import stream_to_file, watch_download
+from ..browser.paths import configured, free_name, inside, owner_dir
 from ..browser.session import Session
 from ..browser.urls import resolve
 from ..commands.params import OptionalTarget, Target
@@ -28,7 +31,6 @@ from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
-MAX_DOWNLOAD = 100 * 1024 * 1024
 MAX_REDIRECTS = 5
 FILE_INPUT_JS = """el => el.tagName === 'INPUT' && el.type === 'file'
   ? {multiple: el.multiple, disabled: el.disabled} : null"""
@@ -109,10 +111,7 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
         path = await fetch(session, params.url, directory, timeout)
     else:
         path = await click_download(session, params, directory, timeout)
-    data = path.read_bytes()
-    if len(data) > MAX_DOWNLOAD:
-        path.unlink()
-        raise BrowserdError(ErrorCode.TOO_LARGE, f"The download is over {MAX_DOWNLOAD:,} bytes.")
+    data = path.read_bytes()  # at most download_cap: both ways in stop there
     result: dict[str, Any] = {
         "name": path.name,
         "size": len(data),
@@ -139,7 +138,7 @@ async def click_download(
         if "Timeout" not in str(exc):
             raise
         raise BrowserdError(ErrorCode.TIMEOUT, "The click started no download.") from None
-    failure = await started.failure()
+    failure = await watch_download(started, session.config.download_cap)
     if failure:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"The download failed: {failure}.")
     path = free_name(directory, started.suggested_filename)
@@ -149,36 +148,48 @@ async def click_download(
 
 
 async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -> Path:
-    """GET an http(s) address with the session's cookies and save the body.
+    """GET an http(s) address with the session's cookies, streamed into a file up to the cap.
 
-    Redirects are followed here, each hop checked by the network policy like the first
-    (the browser's routes do not see this request).
+    Redirects are followed here, each hop judged by the network policy like the first (the
+    browser's routes do not see this request); an owner under ``block_private_networks``
+    connects through the egress proxy, as its pages do.
     """
-    config = session.config
+    config, pool = session.config, session.pool
     url = resolve(text, config.allowed_schemes, config.search_url)
+    egress = pool.egress if pool.policy.blocks_private(session.owner) else None
+    deadline = time.monotonic() + timeout_ms / 1000
+    saved: list[Path] = []
+
+    def open_file(headers: dict[str, str]) -> Path:
+        named = DISPOSITION.search(headers.get("Content-Disposition", ""))
+        name = unquote(named.group(1)) if named else Path(urlsplit(url).path).name
+        saved.append(free_name(directory, name))
+        return saved[-1]
+
     for _hop in range(MAX_REDIRECTS + 1):
         if urlsplit(url).scheme not in ("http", "https"):
             raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-        await session.pool.policy.refuse(url, session.owner)
+        await pool.policy.refuse(url, session.owner)
+        cookies = await session.page.context.cookies(url)
+        headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
         try:
-            response = await session.page.context.request.get(
-                url, timeout=timeout_ms, max_redirects=0
+            status, location, _ = await asyncio.to_thread(
+                stream_to_file,
+                url,
+                headers if cookies else {},
+                egress.url if egress is not None else None,
+                config.download_cap,
+                open_file,
+                deadline,
             )
-        except PlaywrightError as exc:
-            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, first_line(exc)) from None
-        location = response.headers.get("location")
-        if not (300 <= response.status < 400 and location):
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            message = f"Could not fetch {url}: {exc}"
+            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, message) from None
+        if not (300 <= status < 400 and location):
             break
         url = urljoin(url, location)
     else:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
-    if not response.ok:
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {response.status} for {url}.")
-    size = response.headers.get("content-length", "0")
-    if size.isdigit() and int(size) > MAX_DOWNLOAD:
-        raise BrowserdError(ErrorCode.TOO_LARGE, f"The download is over {MAX_DOWNLOAD:,} bytes.")
-    named = DISPOSITION.search(response.headers.get("content-disposition", ""))
-    name = unquote(named.group(1)) if named else Path(urlsplit(url).path).name
-    path = free_name(directory, name)
-    write_private(path, await response.body())
-    return path
+    if not 200 <= status < 300 or not saved:
+        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {status} for {url}.")
+    return saved[-1]

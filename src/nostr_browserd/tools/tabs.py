@@ -17,7 +17,7 @@ TOOLS = Registry()
 async def describe_tabs(session: Session) -> list[dict[str, Any]]:
     """Every tab's id, address, title and whether it is active."""
     tabs = []
-    for tab_id, page in session.tabs.items():
+    for tab_id, page in list(session.tabs.items()):  # tabs come and go while titles are read
         title = await session.tab_title(tab_id, page)
         tabs.append(
             {"tab": tab_id, "url": page.url, "title": title, "active": tab_id == session.active_tab}
