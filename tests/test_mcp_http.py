@@ -37,7 +37,10 @@ async def test_streamable_http_refuses_a_call_without_the_token(tmp_path: Path) 
     server = subprocess.Popen([CLI, *args], env=dict(os.environ), stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
     try:
-        assert b"Streamable HTTP" in await asyncio.to_thread(server.stderr.readline)
+        lines = []  # the banner, after any warning (the sandbox's, as root)
+        while len(lines) < 20 and not any(b"Streamable HTTP" in line for line in lines):
+            lines.append(await asyncio.to_thread(server.stderr.readline))
+        assert any(b"Streamable HTTP" in line for line in lines), lines
         token = token_file.read_text().strip()
         assert token_file.stat().st_mode & 0o777 == 0o600
         async with httpx.AsyncClient() as http:

@@ -10,6 +10,7 @@ import mcp.types as types
 from mcp import ClientSession
 
 from nostr_browserd.commands.catalog import REGISTRY
+from tests.fixtures.browser import SANDBOX
 from tests.fixtures.daemon import wait_until
 from tests.fixtures.mcp_client import connect, ref_of
 
@@ -19,6 +20,7 @@ def local_config(tmp_path: Path) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f'[state]\ndir = "{tmp_path / "state"}"\n[browser]\ntimeout_ms = 5000\n'
+        f"sandbox = {str(SANDBOX).lower()}\n"  # Chromium refuses its sandbox to root
         "[local]\nenabled = false\n"
     )
     return path
