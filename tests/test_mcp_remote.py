@@ -20,13 +20,12 @@ from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from tests.fixtures.daemon import (
     SdkController,
-    daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
 from tests.fixtures.mcp_client import connect, ref_of
 from tests.fixtures.site import serve_directory
-from tests.test_e2e_policy import CODE
+from tests.test_e2e_policy import CODE, agent_and_phone
 from tests.test_e2e_resilience import NOISE_PAGE
 
 ROLE = ["open", "snapshot", "screenshot", "get_title", "watch"]
@@ -105,21 +104,9 @@ async def test_a_key_not_allowed_gets_an_error_and_nothing_runs(
 async def test_a_gated_call_reports_progress_and_runs_once_approved(
     nostr_relay_url, site_url, start_daemon, tmp_path: Path
 ):
-    agent = SdkController([nostr_relay_url])
+    agent, phone, daemon, me = await agent_and_phone(nostr_relay_url, start_daemon)
     key = agent.write_key(tmp_path / "agent.nsec")
-    async with SdkController([nostr_relay_url]) as phone:
-        daemon = await start_daemon(
-            [nostr_relay_url],
-            controllers=[
-                {
-                    "pubkey": agent.npub,
-                    "name": "agent",
-                    "approver": phone.npub,
-                    "approval_timeout": 60,
-                }
-            ],
-        )
-        me = await daemon_pubkey(daemon)
+    try:
         progress: list[tuple[float, float | None, str | None]] = []
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -149,6 +136,9 @@ async def test_a_gated_call_reports_progress_and_runs_once_approved(
             await approve("deny")
             denied = await filling
             value = await session.call_tool("get_value", {"selector": "#name"})
+    finally:
+        await agent.__aexit__(None, None, None)
+        await phone.__aexit__(None, None, None)
     assert asked.startswith("agent asks to run open") and url in asked
     assert not opened.is_error and "Form" in opened.content[0].text
     assert first[1] == 60 and "waiting for approval" in first[2] and "s left" in first[2]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "BadJSON", "loads"]
+__all__ = ["MAX_DEPTH", "BadJSON", "json_object", "loads"]
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (an event in a relay frame needs 4)."""
@@ -32,6 +32,17 @@ def loads(text: str | bytes, max_depth: int = MAX_DEPTH) -> Any:
     if _brackets(text) > max_depth and _nests_deeper(value, max_depth):
         raise BadJSON(f"JSON nested deeper than {max_depth} levels")
     return value
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` holds, or None when it holds anything else or is not JSON."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = loads(text)
+    except BadJSON:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _brackets(text: str | bytes) -> int:

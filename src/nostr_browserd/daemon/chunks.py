@@ -19,6 +19,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from ..untrusted_json import json_object
+
 DEFAULT_PART_BYTES = 24_000
 PART_KEYS = frozenset({"id", "part", "parts", "sha256", "data"})
 
@@ -73,15 +75,8 @@ def split(text: str, request_id: Any, budget: int = DEFAULT_PART_BYTES) -> list[
 
 def as_part(message: str) -> dict[str, Any] | None:
     """The part a message carries, or None when it is a whole reply."""
-    if not message.startswith("{"):
-        return None
-    try:
-        obj = json.loads(message)
-    except ValueError:
-        return None
-    if isinstance(obj, dict) and set(obj) == PART_KEYS:
-        return obj
-    return None
+    obj = json_object(message)
+    return obj if obj is not None and set(obj) == PART_KEYS else None
 
 
 def reassemble(parts: Iterable[dict[str, Any]]) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..untrusted_json import json_object
+
 
 def notice(request_id: Any, tool: str, expires_in: float, text: bool) -> str:
     """``{"pending": "approval", "request", "expires_in", "message"}``, or its message as text.
@@ -35,12 +37,7 @@ def notice(request_id: Any, tool: str, expires_in: float, text: bool) -> str:
 
 def as_pending(message: str) -> dict[str, Any] | None:
     """The notice ``message`` is, or None when it is anything else (a reply, a part…)."""
-    if not message.startswith("{"):
-        return None
-    try:
-        obj = json.loads(message)
-    except ValueError:
-        return None
-    if isinstance(obj, dict) and obj.get("pending") == "approval" and "success" not in obj:
+    obj = json_object(message)
+    if obj is not None and obj.get("pending") == "approval" and "success" not in obj:
         return obj
     return None

@@ -31,6 +31,7 @@ from ..nostr.nip01 import Event
 from ..nostr.nip19 import npub_encode, parse_pubkey
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import KeySigner
+from ..untrusted_json import json_object
 from .backend import EventSink, Progress, Response
 
 log = logging.getLogger(__name__)
@@ -201,11 +202,8 @@ class RemoteBackend:
 
     def _forward(self, text: str) -> None:
         """``{"type": "events", "events": [...]}`` from a ``watch``: each event to the sinks."""
-        try:
-            pushed = json.loads(text)
-        except ValueError:
-            return
-        if not isinstance(pushed, dict) or pushed.get("type") != "events":
+        pushed = json_object(text)
+        if pushed is None or pushed.get("type") != "events":
             return
         for item in pushed.get("events") or []:
             if isinstance(item, dict) and "event" in item:
@@ -266,10 +264,7 @@ def _failure(request_id: str, code: ErrorCode, message: str) -> Response:
 
 
 def _response(request_id: str, text: str) -> Response:
-    try:
-        response = json.loads(text)
-    except ValueError:
-        response = None
-    if not isinstance(response, dict) or "success" not in response:
+    response = json_object(text)
+    if response is None or "success" not in response:
         return _failure(request_id, ErrorCode.INTERNAL, f"Not a response: {text[:200]}")
     return response
