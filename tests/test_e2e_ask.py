@@ -291,3 +291,40 @@ async def test_keys_on_the_local_channel_never_leak(
         for p in (tmp_path / "state").rglob("*")
         if p.is_file() and secret.encode() in p.read_bytes()
     ] == []
+
+
+async def test_the_keys_cli_goes_through_the_running_daemon(
+    nostr_relay_url, start_daemon, tmp_path
+):
+    """The CLI's config names another identity: only the daemon's own key can decrypt what
+    the CLI stored, so a readable key shows the command went through the local channel."""
+    import asyncio
+    import sys
+    from pathlib import Path
+
+    from nostr_browserd.daemon.keyfile import write_new_key
+
+    daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
+    other = tmp_path / "other.nsec"
+    write_new_key(other)
+    config = tmp_path / "cli.toml"
+    config.write_text(
+        f'[identity]\nnsec_file = "{other}"\n[state]\ndir = "{tmp_path / "state"}"\n'
+        f"[local]\nport = {daemon.local.port}\n"
+    )
+    cli = str(Path(sys.executable).with_name("nostr-browserd"))
+    process = await asyncio.create_subprocess_exec(
+        cli,
+        "keys",
+        "--config",
+        str(config),
+        "set",
+        "openai",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(KEY.encode()), 60)
+    assert process.returncode == 0, err
+    assert KEY.encode() not in out + err
+    assert await daemon.key_store().get("openai") == KEY
