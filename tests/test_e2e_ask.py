@@ -267,7 +267,9 @@ async def test_keys_on_the_local_channel_never_leak(
     LEAKS.secret(secret, "an API key sent on the local channel")
     daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
     caplog.set_level(logging.DEBUG)
-    async with connect(f"ws://127.0.0.1:{daemon.local.port}/agent") as ws:
+    token = daemon.local_token_path.read_text().strip()
+    url = f"ws://127.0.0.1:{daemon.local.port}/agent"
+    async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
         set_key = {
             "id": 1,
             "tool": "keys_set",

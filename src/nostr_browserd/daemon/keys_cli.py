@@ -16,10 +16,12 @@ import sys
 from typing import Any
 
 from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from ..agent.keys import KeyStore
 from ..errors import BrowserdError, ErrorCode
 from .config import Config
+from .local_ws import load_token
 
 KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
 
@@ -74,7 +76,10 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
     """The running daemon's answer over the local channel, or None when none is running."""
     if not config.local.enabled:
         return None
-    token = config.local.token()
+    try:
+        token = load_token(config.local.token_path(config.state.dir), generate=False)
+    except BrowserdError:
+        token = None  # not readable by this user: a running daemon refuses, and we say so
     headers = {"Authorization": f"Bearer {token}"} if token else None
     request_id = secrets.token_hex(4)
     try:
@@ -87,6 +92,13 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
                 answer = json.loads(raw)
                 if answer.get("id") == request_id:
                     break
+    except InvalidStatus as exc:
+        raise BrowserdError(
+            ErrorCode.FORBIDDEN,
+            f"the daemon on 127.0.0.1:{config.local.port} refused the local channel "
+            f"({exc.response.status_code}): run keys with the daemon's config, as a user who "
+            "can read its local token",
+        ) from None
     except (OSError, TimeoutError):
         return None
     if not answer.get("success"):
