@@ -1,10 +1,8 @@
 """Browser settings, checked from inside the page; and close_all."""
 
 import json
-import threading
-from http.server import ThreadingHTTPServer
 
-from tests.fixtures.site import ECHO_LOGIN, EchoHandler
+from tests.fixtures.site import ECHO_LOGIN, EchoHandler, serving
 
 
 async def js(call, script):
@@ -78,17 +76,11 @@ async def test_network_settings(call, site_url, echo_url):
     # credentials stay with their origin: another origin, even when it asks, gets none
     await call(f"set_credentials {user} {password} --origin {echo_url}")
     assert (await call(f"open {echo_url}/auth"))["data"]["title"] == "Inside"
-    other = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
-    threading.Thread(target=other.serve_forever, daemon=True).start()
-    try:
-        elsewhere = f"http://127.0.0.1:{other.server_port}"
+    with serving(EchoHandler) as elsewhere:
         assert (await call(f"open {elsewhere}/auth"))["data"]["status"] == 401
         await call(f"open {elsewhere}/headers")
         headers = json.loads(await js(call, "document.body.innerText"))
         assert "Authorization" not in headers and "Host" in headers, headers
-    finally:
-        other.shutdown()
-        other.server_close()
     await call(f"open {site_url}/catalog.html")
     assert (await call("set_offline"))["data"]["offline"] is True
     assert await js(call, "navigator.onLine") is False

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.keyfile import write_new_key
-from nostr_browserd.nostr import nip17, nip44
-from nostr_browserd.nostr.nip01 import Event, finalize_event, now
+from nostr_browserd.nostr import nip17
+from nostr_browserd.nostr.nip01 import Event
 from nostr_browserd.nostr.nip19 import npub_encode
 from nostr_browserd.nostr.nip59 import gift_wrap, make_rumor, wrap
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
-from tests.fixtures.daemon import forged_wrap, tampered
+from tests.fixtures.daemon import forged_wrap, hand_seal, tampered
 from tests.fixtures.leaks import LEAKS
 
 CLI = str(Path(sys.executable).with_name("nostr-browserd"))
@@ -56,17 +56,7 @@ async def sealed_by_another_key(daemon: KeySigner, controller: str, request: str
 
 async def with_a_bad_seal_signature(daemon: KeySigner, controller: str, request: str) -> Event:
     rumor = make_rumor(daemon.pubkey, 14, answer("forged"), [["p", controller], ["e", request]])
-    conv = nip44.conversation_key(daemon.secret, controller)
-    seal = finalize_event(
-        {
-            "kind": 13,
-            "content": nip44.encrypt(json.dumps(rumor), conv),
-            "tags": [],
-            "created_at": now(),
-        },
-        daemon.secret,
-    )
-    return gift_wrap(tampered(seal), controller)
+    return gift_wrap(tampered(hand_seal(rumor, daemon, controller)), controller)
 
 
 BAD = [by_another_key, citing_another_request, sealed_by_another_key, with_a_bad_seal_signature]

@@ -5,7 +5,7 @@ import json
 import logging
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -18,6 +18,7 @@ from tests.fixtures.daemon import (
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
+from tests.fixtures.site import serving
 
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
@@ -232,13 +233,8 @@ class GateHandler(BaseHTTPRequestHandler):
 def gate():
     """A GateHandler of its own on a free port: ``(handler, base URL)``."""
     handler = type("Gate", (GateHandler,), {"released": threading.Event()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield handler, f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler) as url:
+        yield handler, url
 
 
 async def test_one_controllers_commands_in_order_controllers_concurrently(
@@ -302,10 +298,8 @@ class CountingHandler(BaseHTTPRequestHandler):
 async def test_only_the_approver_can_approve(nostr_relay_url, start_daemon, caplog):
     caplog.set_level(logging.INFO)
     handler = type("Counting", (CountingHandler,), {"hits": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/counted"
-    try:
+    with serving(handler) as base:
+        url = f"{base}/counted"
         async with (
             SdkController([nostr_relay_url]) as agent,
             SdkController([nostr_relay_url]) as phone,
@@ -352,6 +346,3 @@ async def test_only_the_approver_can_approve(nostr_relay_url, start_daemon, capl
             assert opened["success"] and opened["data"]["title"] == "Counted", opened
             assert handler.hits == ["/counted"]
             assert await stranger.poll() == []
-    finally:
-        server.shutdown()
-        server.server_close()

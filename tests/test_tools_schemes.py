@@ -3,11 +3,12 @@ redirect cannot take a tab to ``file:`` or ``data:``; each leaves the tab where 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from tests.fixtures.site import serving
 
 START = b"""<title>Start</title>
 <a id=file href="file:///etc/passwd">file link</a>
@@ -42,13 +43,8 @@ class Pages(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def pages() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Pages)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Pages) as url:
+        yield url
 
 
 async def url_of(call) -> str:
