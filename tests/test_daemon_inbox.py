@@ -233,5 +233,10 @@ async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budge
     # the burst, plus what the budget refilled (10 a second) while the test ran
     assert strangers <= 5 + elapsed * 10 + 1
     assert strangers < len(flood) and len(inbox._wraps) == len(flood) - strangers
+    assert inbox.status() == {
+        "stranger_budget_per_minute": 600,
+        "stranger_decryptions": strangers,
+        "wraps_waiting": len(flood) - strangers,
+    }
     assert len(daemon.calls) == strangers + 4, "one per stranger's wrap, two per command"
     store.close()

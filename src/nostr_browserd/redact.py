@@ -88,3 +88,11 @@ def _parsed(text: str) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return f"[{len(text)} chars, not JSON]"
+
+
+def redact_headers(headers: dict[Any, Any]) -> dict[Any, Any]:
+    """HTTP headers with the values of credentials (``Authorization``, ``Cookie``…) hidden.
+
+    Names stay, so an approver or a request log still shows that such a header is there.
+    """
+    return {k: REDACTED if _CREDENTIAL_HEADER.search(str(k)) else v for k, v in headers.items()}

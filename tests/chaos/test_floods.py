@@ -177,13 +177,14 @@ async def test_100_approve_guesses_approve_nothing_and_the_approver_is_told(
                 await agent.send(me, f"approve {guess}")
             notices = []
             async with asyncio.timeout(60):
-                while not any("100 time(s)" in n for n in notices):
+                while len(notices) < 3:
                     notices += [r.content for r in await phone.poll() if r.sender == me]
                     await asyncio.sleep(0.05)
-            assert [n.split(" sent ", 1)[1][:40] for n in notices] == [
-                "an approve/deny code 1 time(s) so far; o",
-                "an approve/deny code 10 time(s) so far; ",
-                "an approve/deny code 100 time(s) so far;",
+            # (a relay lists gift wraps by their created_at, which NIP-59 randomises)
+            assert sorted(n.split(" code ", 1)[1].split(" time")[0] for n in notices) == [
+                "1",
+                "10",
+                "100",
             ]
             assert not opening.done() and handler.hits == [], "nothing was approved"
             await phone.send(me, f"deny {code}")

@@ -107,6 +107,7 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self._nostr_tasks: list[asyncio.Task[Any]] = []
         self._inbox_sub: Subscription | None = None
+        self._inbox: Inbox | None = None
         self._stop = asyncio.Event()
         self._rewiring: asyncio.Task[None] | None = None
         self._follow: asyncio.Task[None] | None = None
@@ -281,6 +282,7 @@ class Daemon:
             freshness=self.config.nostr.freshness,
             stranger_budget=self.config.nostr.stranger_budget,
         )
+        self._inbox = inbox
         filters = subscription_filters(
             pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
         )
@@ -304,6 +306,7 @@ class Daemon:
         if self._inbox_sub is not None:
             self._inbox_sub.close()
             self._inbox_sub = None
+            self._inbox = None
         for task in self._nostr_tasks:
             task.cancel()
         await asyncio.gather(*self._nostr_tasks, return_exceptions=True)
@@ -469,6 +472,8 @@ class Daemon:
         }
         if self.dispatcher is not None:
             status.update(self.dispatcher.status())
+        if self._inbox is not None:
+            status["inbox"] = self._inbox.status()
         if self.store is not None:
             status["store"] = self.store.counts()
             status["recent"] = [e.to_dict() for e in self.store.recent(10)]

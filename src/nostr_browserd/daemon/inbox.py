@@ -149,6 +149,14 @@ class Inbox:
         self._newest_next = True
         self._arrived = asyncio.Event()
 
+    def status(self) -> dict[str, int]:
+        """For the status page: a flood shows here before anywhere else."""
+        return {
+            "stranger_budget_per_minute": self.budget.per_minute,
+            "stranger_decryptions": self.budget.spent,
+            "wraps_waiting": len(self._wraps),
+        }
+
     def _addressed(self, event: Event) -> bool:
         """Our scheme, to us, and neither processed nor rejected before: worth a look."""
         if event.get("kind") not in self.kinds or self.pubkey not in tag_values(event, "p"):

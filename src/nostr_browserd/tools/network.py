@@ -18,21 +18,13 @@ from ..browser.pagelog import Exchange
 from ..browser.session import Session
 from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
+from ..redact import redact_headers
 
 TOOLS = Registry()
-SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token"}
-)
-REDACTED = "[redacted]"
 BODY_MAX = 10_000
 TEXT_TYPES = ("text/", "json", "javascript", "xml", "html", "css", "urlencoded")
 # Per window: pattern → the handler registered for it, so unroute removes exactly that.
 ROUTES: weakref.WeakKeyDictionary[BrowserContext, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
-def redact(headers: dict[str, str]) -> dict[str, str]:
-    """Headers with the values of credentials replaced."""
-    return {k: REDACTED if k.lower() in SECRET_HEADERS else v for k, v in headers.items()}
 
 
 class RequestsParams(Params):
@@ -101,13 +93,13 @@ async def network_request(session: Session, params: RequestParams) -> dict[str, 
     request = entry.request
     detail: dict[str, Any] = {
         **entry.summary(),
-        "request_headers": redact(await request.all_headers()),
+        "request_headers": redact_headers(await request.all_headers()),
         "timing": request.timing,
     }
     if request.post_data is not None:
         detail["post_data_bytes"] = len(request.post_data_buffer or b"")
     if entry.response is not None:
-        detail["response_headers"] = redact(await entry.response.all_headers())
+        detail["response_headers"] = redact_headers(await entry.response.all_headers())
         if params.body:
             detail.update(await response_body(entry))
     return detail

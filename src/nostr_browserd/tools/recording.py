@@ -26,7 +26,7 @@ from ..browser.paths import NAME, configured, owner_dir, write_private
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from .network import redact
+from ..redact import redact_headers
 
 TOOLS = Registry()
 # Per session: the number of the last request logged before har_start.
@@ -81,7 +81,7 @@ async def har_start(session: Session, params: NoParams) -> dict[str, Any]:
 
 
 def pairs(headers: dict[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in redact(headers).items()]
+    return [{"name": k, "value": v} for k, v in redact_headers(headers).items()]
 
 
 async def har_entry(entry: Exchange) -> dict[str, Any]:
