@@ -381,7 +381,7 @@ class Dispatcher:
             controller[:12],
             transport,
             tool,
-            json.dumps(redact(params), default=str)[:200],
+            _shortened(json.dumps(redact(params), default=str)),
             outcome,
             duration,
         )
@@ -629,6 +629,11 @@ class Dispatcher:
                 {"requester": a.requester, "approver": a.approver} for a in self._approvals.values()
             ],
         }
+
+
+def _shortened(text: str, limit: int = 200) -> str:
+    """A log line's params: long ones are cut, and say so."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def _stopping() -> BrowserdError:
