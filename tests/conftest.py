@@ -6,6 +6,7 @@ for every secret the suite used (tests/fixtures/leaks.py); a hit fails the run.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from tests.fixtures.site import *  # noqa: E402, F403
 from tests.fixtures.tls import *  # noqa: E402, F403
 
 _captured: list[tuple[str, str]] = []
-_report: list[tuple[Path, list[Hit]]] = []
+_report: list[tuple[Path, list[Hit], float]] = []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -37,14 +38,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Scan after the whole run; a hit makes the run fail (exit code 1)."""
     basetemp = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    started = time.perf_counter()
     hits = LEAKS.scan([basetemp], _captured)
     if hits:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
-    _report.append((basetemp, hits))
+    _report.append((basetemp, hits, time.perf_counter() - started))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for basetemp, hits in _report:
+    for basetemp, hits, seconds in _report:
         if hits:
             terminalreporter.write_sep(
                 "=", "secrets scan: a secret the suite used came out", red=True
@@ -54,5 +56,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"secrets scan: {len(hits)} hit(s)", red=True)
         else:
             terminalreporter.write_line(
-                f"secrets scan: none of {LEAKS.counts()} found in {basetemp} or the outputs"
+                f"secrets scan ({seconds:.1f} s): none of {LEAKS.counts()} found in {basetemp}"
+                " or the outputs"
             )
