@@ -56,6 +56,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"secrets scan: {len(hits)} hit(s)", red=True)
         else:
             terminalreporter.write_line(
-                f"secrets scan ({seconds:.1f} s): none of {LEAKS.counts()} found in {basetemp}"
-                " or the outputs"
+                f"secrets scan ({LEAKS.scanned['files']} files under {basetemp}, "
+                f"{LEAKS.scanned['outputs']} outputs, {seconds:.1f} s): "
+                f"none of {LEAKS.counts()} found"
             )
