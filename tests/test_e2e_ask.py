@@ -330,3 +330,28 @@ async def test_the_keys_cli_goes_through_the_running_daemon(
     assert process.returncode == 0, err
     assert KEY.encode() not in out + err
     assert await daemon.key_store().get("openai") == KEY
+
+
+async def test_with_an_approver_the_approver_is_asked_not_the_controller(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone, SdkController([nostr_relay_url]) as boss:
+        controller = {"approver": boss.npub, "ask": {"auto_approve": ["open"]}}
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+        )
+        fake_provider.script = [
+            call("open", url=f"{site_url}/buttons.html"),
+            call("click", "count once", selector="#count"),
+            say("Counted."),
+        ]
+        request_id = secrets.token_hex(4)
+        task = {"id": request_id, "tool": "ask", "params": {"task": "count"}}
+        await phone.send(me, json.dumps(task))
+        asked = await approval(boss, me)
+        assert 'button "Count"' in asked.content and "count once" in asked.content
+        await boss.send(me, f"approve {CODE.search(asked.content)[1]}")
+        final = await final_reply(phone, me, request_id)
+        assert final.json["data"]["status"] == "done"
+        assert not any(CODE.search(r.content) for r in phone.received)  # only the approver
+        assert await read(phone, me, "#count") == "Clicked 1"
