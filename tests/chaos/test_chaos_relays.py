@@ -189,8 +189,9 @@ async def test_a_relay_killed_and_restarted_mid_command(start_daemon) -> None:
         me = await daemon_pubkey(daemon)
         request = {"id": "mid", "tool": "wait", "params": {"ms": 1500}}
         await phone.send(me, json.dumps(request))
-        while daemon.dispatcher.status().get("running", {}) == {}:
-            await asyncio.sleep(0.02)
+        async with asyncio.timeout(30):  # until it runs
+            while daemon.dispatcher.status().get("running", {}) == {}:
+                await asyncio.sleep(0.02)
         await relay.restart()
         answer = await phone.wait_reply(lambda r: _response_id(r.content) == "mid")
         assert answer.json["success"]
