@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import pytest
 from nostr_browserd.daemon.app import login_params
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
+from nostr_browserd.login import bunker_server
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.login.bunker_server import Approval, BunkerServer
 from nostr_browserd.login.manager import IdentityManager
@@ -24,6 +26,7 @@ from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
+from nostr_browserd.supervise import stopped_readers, supervise
 from tests.fixtures.daemon import wait_until
 from tests.fixtures.leaks import LEAKS
 
@@ -447,6 +450,26 @@ async def test_the_daemon_reads_its_bunker_url_from_a_0600_file(relay_url, tmp_p
     both.write_text(config.read_text() + 'bunker_url = "bunker://…"\n')
     with pytest.raises(ConfigError, match=r"one of identity\.bunker_url_file"):
         load_config(both, {})
+
+
+async def test_the_bunker_exits_when_its_reader_is_given_up(relay_url, monkeypatch) -> None:
+    """A reader that keeps failing is given up on; the bunker process then exits with an
+    error (so systemd restarts it) instead of staying up deaf."""
+
+    async def broken(self: Channel) -> AsyncIterator[Incoming]:
+        raise RuntimeError("a bug in the reader")
+        yield  # an async generator, like the real one
+
+    monkeypatch.setattr(Channel, "messages", broken)
+    monkeypatch.setattr(bunker_server, "supervise", functools.partial(supervise, pause=0))
+    monkeypatch.setattr(bunker_server, "_HEALTH_CHECK", 0.01)
+    serving = bunker_server.serve_bunker(
+        KeySigner.generate(), [relay_url], on_ready=lambda url: None
+    )
+    with pytest.raises(BrowserdError) as err:
+        await asyncio.wait_for(serving, 30)
+    assert err.value.code is ErrorCode.UNAVAILABLE and "bunker reader" in err.value.message
+    assert stopped_readers() is None  # it went with the server
 
 
 def test_bad_bunker_url_is_invalid_params() -> None:

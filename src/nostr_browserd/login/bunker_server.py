@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import BrowserdError
+from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip46
 from ..nostr.keys import is_valid_pubkey
 from ..nostr.signer import KeySigner, Signer
 from ..ratelog import RateLimitedLog
-from ..supervise import supervise
+from ..supervise import stopped_readers, supervise
 from ..untrusted_json import loads as loads_json
 from .files import read_private_file
 from .manager import open_signer
@@ -56,6 +56,7 @@ _ALWAYS_ALLOWED = {"ping", "get_public_key", "get_relays", "switch_relays", "log
 # Requests handled at once (each may wait for the operator); beyond it, new ones are dropped
 # so that a flood from anyone on the relay cannot grow memory without bound.
 _MAX_IN_FLIGHT = 64
+_HEALTH_CHECK = 1.0  # seconds between looks at whether the reader is still served
 _ANSWERS_KEPT = 1024  # recent answers kept to repeat for re-sent request ids
 _STRANGER_ANSWERS = 3  # refused connects answered per minute, to all strangers together
 _CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
@@ -365,7 +366,8 @@ async def serve_bunker(
     on_ready: Callable[[str], None] = _print_url,
 ) -> None:
     """Serve ``signer`` until cancelled; ``on_ready`` gets the bunker:// URL (default:
-    stdout, never the log, since it carries the secret).
+    stdout, never the log, since it carries the secret).  Raises ``UNAVAILABLE`` if the
+    reader of requests keeps failing and is given up on.
     """
     approver: Approver | None
     approver = TerminalPrompt() if policy == "prompt" else None if policy == "auto" else policy
@@ -383,7 +385,13 @@ async def serve_bunker(
         on_ready(server.bunker_url)
         if nostrconnect:
             await server.accept_nostrconnect(nostrconnect)
-        await asyncio.Event().wait()
+        # Serve until cancelled, or until the reader is given up on: then exit with an error,
+        # so that whatever runs the bunker (systemd's Restart=) starts it afresh.
+        while (stopped := stopped_readers()) is None:
+            await asyncio.sleep(_HEALTH_CHECK)
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE, f"the {stopped} stopped for good; exiting to be restarted"
+        )
     finally:
         await server.aclose()
 
