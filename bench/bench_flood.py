@@ -48,7 +48,7 @@ FLOOD = 1000
 async def round_trips(controller: Controller, rounds: int) -> list[float]:
     times = []
     for _ in range(rounds):
-        reply, took = await controller.command("get_url")
+        reply, took = await controller.command("get_url", timeout=600)
         assert reply["success"], reply
         times.append(took * 1000)
     return times

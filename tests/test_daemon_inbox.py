@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from nostr_browserd.daemon.inbox import Inbox, StrangerBudget
+from nostr_browserd.daemon.inbox import OPENING_AT_ONCE, Inbox, StrangerBudget
 from nostr_browserd.daemon.store import Store
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
@@ -232,11 +232,15 @@ async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budge
     strangers = inbox.budget.spent
     # the burst, plus what the budget refilled (10 a second) while the test ran
     assert strangers <= 5 + elapsed * 10 + 1
-    assert strangers < len(flood) and len(inbox._wraps) == len(flood) - strangers
+    # what was taken but still being opened when the test stopped is neither spent nor waiting
+    taken = len(flood) - len(inbox._wraps)
+    assert strangers <= taken <= strangers + OPENING_AT_ONCE and taken < len(flood)
     assert inbox.status() == {
         "stranger_budget_per_minute": 600,
         "stranger_decryptions": strangers,
-        "wraps_waiting": len(flood) - strangers,
+        "wraps_waiting": len(inbox._wraps),
     }
-    assert len(daemon.calls) == strangers + 4, "one per stranger's wrap, two per command"
+    # one call per stranger's wrap (their seals never), two per command
+    assert strangers + 4 <= len(daemon.calls) <= taken + 4
+    assert stranger.pubkey not in {peer for _, peer in daemon.calls}
     store.close()

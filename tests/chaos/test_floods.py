@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.dispatch import CODE_ALPHABET
+from nostr_browserd.daemon.inbox import OPENING_AT_ONCE
 from nostr_browserd.daemon.store import Store
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.relay import RelayPool
@@ -88,8 +89,10 @@ async def test_a_controller_is_served_through_a_strangers_flood(
         # ...no stranger's seal was opened (the controller's was: its key is a peer too)...
         assert not {s.pubkey for s in strangers} & set(calls.peers)
         assert controller.signer.pubkey in calls.peers
-        # ...and every stranger's wrap that was decrypted is remembered.
-        assert rejected == set(strangers_seen)
+        # ...and every stranger's wrap that was decrypted is remembered (but those still being
+        # opened when the daemon stopped).
+        assert rejected <= set(strangers_seen)
+        assert len(set(strangers_seen) - rejected) <= OPENING_AT_ONCE
 
         # A restart: the relay delivers the flood again; what was rejected costs nothing.
         with DecryptCounter(user.pubkey).installed() as again:

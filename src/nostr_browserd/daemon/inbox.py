@@ -29,7 +29,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip17, nip40
@@ -49,6 +49,8 @@ WRAP_LOOKBACK = 2 * 24 * 3600
 STRANGER_BUDGET = 1200
 """Default decryptions per minute (and burst) for gift wraps that are not an allowed key's:
 a local key spends well under a second of CPU on them, a bunker 20 round trips a second."""
+OPENING_AT_ONCE = 8
+"""Events decrypted at the same time: a remote signer's round trips overlap."""
 BACKLOG_SIZE = 10_000
 """Gift wraps waiting for their first decryption; beyond it the oldest-received is dropped
 (not remembered: a restart fetches it again)."""
@@ -104,6 +106,12 @@ class StrangerBudget:
         self._refill()
         self._units -= 1
         self.spent += 1
+
+    def hold(self, units: int) -> None:
+        """Set ``units`` aside while that many wraps are being opened (``-units`` gives back):
+        opening several at once never takes more than what is left."""
+        self._refill()
+        self._units -= units
 
 
 def subscription_filters(
@@ -187,41 +195,70 @@ class Inbox:
         self._arrived.set()
 
     async def serve(self, submit: Callable[[Incoming], None]) -> None:
-        """Open queued events one at a time and hand each command to ``submit``; runs forever.
+        """Open queued events and hand each command to ``submit``, in the order they were
+        taken; runs forever.
 
-        Gift wraps are opened oldest first while the stranger budget lasts, so commands keep
-        their order.  Once strangers have spent it, the backlog is worked from both ends in
-        turn until it is empty again: newest first reaches a command sent after a burst (or
-        after a restart's re-delivery) at once, oldest first bounds the wait when a flood
-        goes on, and taking both in turn costs at most twice the better of the two.
+        Up to :data:`OPENING_AT_ONCE` are opened at the same time (a bunker's round trips
+        overlap), each gift wrap holding one unit of the stranger budget until it is open.
+        Wraps are taken oldest first while the budget lasts, so commands keep their order.
+        Once strangers have spent it, the backlog is worked from both ends in turn until it
+        is empty again: newest first reaches a command sent after a burst (or after a
+        restart's re-delivery) at once, oldest first bounds the wait when a flood goes on,
+        and taking both in turn costs at most twice the better of the two.
         """
-        while True:
-            if self._known:
-                event = self._known.popleft()
-            elif self._wraps:
-                wait = self.budget.wait_time()
-                if wait > 0:
-                    self._flooded = True
-                    self._arrived.clear()
-                    # a controller's kind 4 arriving meanwhile is not held up
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._arrived.wait(), wait)
-                    continue
-                newest = self._flooded and self._newest_next
-                self._newest_next = not newest
-                event = self._wraps.pop() if newest else self._wraps.popleft()
-            else:
-                self._flooded = False
+        opening: deque[asyncio.Task[Incoming | None]] = deque()
+        try:
+            while True:
+                while opening and opening[0].done():
+                    incoming = opening.popleft().result()
+                    if incoming is not None:
+                        submit(incoming)
                 self._arrived.clear()
-                await self._arrived.wait()
-                continue
-            try:
-                incoming = await self.open(event)
-            except Exception:  # one bad event must never stop the inbox
-                log.exception("could not process event %s", str(event.get("id", "?"))[:12])
-                continue
-            if incoming is not None:
-                submit(incoming)
+                event, wait = self._next() if len(opening) < OPENING_AT_ONCE else (None, None)
+                if event is not None:
+                    wrap = event["kind"] == GIFT_WRAP_KIND
+                    if wrap:  # now, before the next one is taken
+                        self.budget.hold(1)
+                    opening.append(asyncio.create_task(self._open_safely(event, wrap)))
+                    continue
+                waiters: set[asyncio.Future[Any]] = set(opening)
+                arrival = None
+                if len(opening) < OPENING_AT_ONCE:
+                    arrival = asyncio.ensure_future(self._arrived.wait())
+                    waiters.add(arrival)
+                try:
+                    await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if arrival is not None:
+                        arrival.cancel()
+        finally:
+            for task in opening:
+                task.cancel()
+
+    def _next(self) -> tuple[Event | None, float | None]:
+        """The next event to open, or None and how long the budget needs (None: no limit)."""
+        if self._known:
+            return self._known.popleft(), None
+        if not self._wraps:
+            self._flooded = False
+            return None, None
+        wait = self.budget.wait_time()
+        if wait > 0:
+            self._flooded = True
+            return None, wait
+        newest = self._flooded and self._newest_next
+        self._newest_next = not newest
+        return (self._wraps.pop() if newest else self._wraps.popleft()), None
+
+    async def _open_safely(self, event: Event, held: bool) -> Incoming | None:
+        try:
+            return await self.open(event)
+        except Exception:  # one bad event must never stop the inbox
+            log.exception("could not process event %s", str(event.get("id", "?"))[:12])
+            return None
+        finally:
+            if held:
+                self.budget.hold(-1)
 
     async def open(self, event: Event) -> Incoming | None:
         """The command ``event`` carries, or None when it must be ignored."""
