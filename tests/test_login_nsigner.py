@@ -83,11 +83,14 @@ async def test_transport_failure_is_a_signer_error(qrexec_standin) -> None:
 
 
 async def test_hang_times_out_and_the_next_call_starts_afresh(qrexec_standin) -> None:
+    # The limit covers the stand-in's start (a Python process importing coincurve) as well as
+    # its answer, so it must be one a loaded machine keeps: 0.3 s was not (the answering call
+    # after the hang timed out too).  The hang itself is waited for in full either way.
     qrexec_standin("hang")
-    signer = NsignerSigner("nostr_signer", timeout=0.3)
+    signer = NsignerSigner("nostr_signer", timeout=3)
     with pytest.raises(BrowserdError) as err:
         await signer.public_key()
-    assert err.value.code is ErrorCode.TIMEOUT and "0.3 s" in err.value.message
+    assert err.value.code is ErrorCode.TIMEOUT and "3 s" in err.value.message
     qrexec_standin("allow")
     try:
         assert await signer.public_key() == KEY["public_key"]
