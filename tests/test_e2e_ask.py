@@ -266,7 +266,7 @@ async def test_keys_on_the_local_channel_never_leak(
     secret = "sk-local-channel-0123456789abcdef"
     LEAKS.secret(secret, "an API key sent on the local channel")
     daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
-    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="nostr_browserd")  # ours; websockets logs headers
     token = daemon.local_token_path.read_text().strip()
     url = f"ws://127.0.0.1:{daemon.local.port}/agent"
     async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
