@@ -52,7 +52,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                 "=", "secrets scan: a secret the suite used came out", red=True
             )
             for hit in hits:
-                terminalreporter.write_line(f"{hit.what} in {hit.where}", red=True)
+                near = f": …{hit.around}…" if hit.around else ""
+                terminalreporter.write_line(f"{hit.what} in {hit.where}{near}", red=True)
             terminalreporter.write_line(f"secrets scan: {len(hits)} hit(s)", red=True)
         else:
             terminalreporter.write_line(

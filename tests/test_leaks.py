@@ -94,6 +94,13 @@ def test_what_an_owner_only_file_holds_is_a_secret_everywhere_else(outside) -> N
     }
 
 
+def test_a_hit_in_an_output_shows_where_with_the_secret_masked() -> None:
+    leaks = Leaks()
+    leaks.secret("typed-password-1", "password")
+    (hit,) = leaks.scan([], [("t: Captured log call", "DEBUG > Authorization: typed-password-1")])
+    assert hit.around == "DEBUG > Authorization: <SECRET>"
+
+
 def test_a_short_secret_is_refused() -> None:
     with pytest.raises(ValueError, match="by chance"):
         Leaks().secret("abc", "too short")
