@@ -71,7 +71,6 @@ QUOTED = re.compile(r"^(?P<indent> *)- '(?P<key>(?:[^']|'')*)'(?::(?P<inline>.*)
 KEY = re.compile(
     r'^(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)$'
 )
-ATTR = re.compile(r" \[([^\]=]+)(?:=([^\]]*))?\]")
 MASK = "••••••••"
 # A text field printed with its value: only then can a password be on show.
 SHOWS_VALUE = re.compile(r"^ *- '?(?:textbox|searchbox)\b.*\]'?: ", re.MULTILINE)
@@ -85,6 +84,7 @@ class Node:
         "attrs",
         "children",
         "inline",
+        "is_prop",
         "name",
         "parent",
         "raw",
@@ -111,6 +111,7 @@ class Node:
         # The printed lines [start, end) that came from this node and its subtree.
         self.span: tuple[int, int] | None = None
         self.ref = self.attrs.get("ref")
+        self.is_prop = role.startswith("/")  # /url:, /placeholder:
         # Something one can act on.  A named generic is usually an editable region or a
         # custom control (contenteditable, summary): the ai snapshot cannot tell them apart.
         self.actionable = self.ref is not None and (
@@ -118,10 +119,6 @@ class Node:
             or self.attrs.get("cursor") == "pointer"
             or (role == "generic" and bool(name))
         )
-
-    @property
-    def is_prop(self) -> bool:
-        return self.role.startswith("/")
 
     def box(self) -> tuple[float, float, float, float] | None:
         value = self.attrs.get("box")
@@ -173,7 +170,7 @@ def parse(raw: str) -> list[Node]:
         if role is None:
             node = Node(role="", raw=body)
         else:
-            pairs = {k: v or None for k, v in ATTR.findall(attrs)} if attrs else None
+            pairs = attributes(attrs) if attrs else None
             node = Node(role, name, pairs, inline.strip() or None if inline else None)
         depth = len(indent)
         while stack and stack[-1][0] >= depth:
@@ -185,6 +182,15 @@ def parse(raw: str) -> list[Node]:
             roots.append(node)
         stack.append((depth, node))
     return roots
+
+
+def attributes(text: str) -> dict[str, str | None]:
+    """`` [level=1] [ref=e5] [active]`` → ``{"level": "1", "ref": "e5", "active": None}``."""
+    pairs: dict[str, str | None] = {}
+    for item in text[2:-1].split("] ["):
+        key, _, value = item.partition("=")
+        pairs[key] = value or None
+    return pairs
 
 
 def quoted_key(line: str) -> tuple[str, str, str | None, str, str | None, None] | None:
