@@ -20,10 +20,16 @@ test: setup
 fuzz: setup
 	FUZZ_EXAMPLES=100000 .venv/bin/pytest -q --timeout=0 tests/fuzz
 
-# The snapshot benchmark reads the Python documentation (Debian's python3.11-doc).
+# One run, one report: bench/report.md and its charts, ours against Playwright and the peers
+# (pinned in bench/package-lock.json) on Python's docs (python3.11-doc) and a Django admin.
 bench: setup
 	@[ -d /usr/share/doc/python3.11/html ] || ./scripts/apt-install.sh python3.11-doc
-	@for b in bench/bench_*.py; do echo "== $$b"; .venv/bin/python $$b || exit 1; done
+	@command -v npm >/dev/null 2>&1 || ./scripts/apt-install.sh nodejs npm
+	@[ .venv/.bench-installed -nt pyproject.toml ] \
+	  || { .venv/bin/pip install -q -e '.[test,dev,bench]' && touch .venv/.bench-installed; }
+	@[ bench/node_modules/.package-lock.json -nt bench/package-lock.json ] \
+	  || (cd bench && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+	.venv/bin/python -m bench.run
 
 lint: setup
 	.venv/bin/ruff check .

@@ -13,7 +13,7 @@ RelayPool for transport), this measures:
 - ``daemon``: the real Daemon (inbox, SQLite replay guard, dispatcher, tool registry,
   Playwright session, audit, outbox), logged in with a local key.
 
-Usage: ``.venv/bin/python bench/bench_dm.py [rounds]`` (default 200).
+Usage: ``.venv/bin/python -m bench.bench_dm [rounds]`` (default 200); ``make bench`` runs it too.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def report(name: str, seconds: list[float]) -> float:
     return p50
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int) -> dict[str, list[float]]:
     logging.basicConfig(level=logging.ERROR)
     port = free_port()
     unlimited = sdk.RateLimit(max_reqs=500, notes_per_minute=1_000_000)
@@ -222,6 +222,7 @@ async def main(rounds: int) -> None:
     print("                          dispatcher and outbox against the same tool call)")
     print(f"daemon / ours p50: {p50['daemon'] / p50['ours']:.2f}x   (the tool's own cost included)")
     print(f"daemon / sdk  p50: {p50['daemon'] / p50['sdk']:.2f}x")
+    return {name: r.times for name, r in modes.items()}
 
 
 if __name__ == "__main__":

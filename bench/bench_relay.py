@@ -7,7 +7,8 @@ connection that carried the request.  This measures, in one run against one rela
 - ``separate``: the same responder replies on a second connection of its own;
 - ``pool``: the responder is a RelayPool (separate publish connection, TCP_QUICKACK).
 
-The requester is always a RelayPool.  Usage: ``.venv/bin/python bench/bench_relay.py [rounds]``
+The requester is always a RelayPool.  Usage: ``.venv/bin/python -m bench.bench_relay [rounds]``;
+``make bench`` runs it too.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int) -> dict[str, list[float]]:
     port = free_port()
     unlimited = nostr_sdk.RateLimit(max_reqs=500, notes_per_minute=1_000_000)
     builder = nostr_sdk.LocalRelayBuilder().addr("127.0.0.1").port(port).rate_limit(unlimited)
@@ -119,11 +120,12 @@ async def main(rounds: int) -> None:
         "separate": raw_responder(same_connection=False),
         "pool": pool_responder,
     }
-    p50 = {}
+    p50, times = {}, {}
     try:
         print(f"request→reply round trip through LocalRelay, {rounds} rounds per mode")
         for name, responder in modes.items():
-            ms = sorted(t * 1000 for t in await round_trips(url, responder, rounds))
+            times[name] = await round_trips(url, responder, rounds)
+            ms = sorted(t * 1000 for t in times[name])
             p50[name] = statistics.median(ms)
             p90 = ms[int(len(ms) * 0.9)]
             print(f"  {name:9} p50 {p50[name]:7.2f} ms   p90 {p90:7.2f} ms   max {ms[-1]:7.2f} ms")
@@ -131,6 +133,7 @@ async def main(rounds: int) -> None:
         relay.shutdown()
     print(f"same / separate p50 ratio: {p50['same'] / p50['separate']:.1f}x")
     print(f"same / pool     p50 ratio: {p50['same'] / p50['pool']:.1f}x")
+    return times
 
 
 if __name__ == "__main__":

@@ -1,0 +1,356 @@
+"""Snapshots, navigation, cold start and memory: ours against Playwright and the peers.
+
+Every tool drives its own Debian headless-shell.  Repetitions are interleaved (one of each
+tool, then the next round) so that a noisy neighbour on the machine hits every tool alike;
+the first round of each page is a warm-up and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import websockets
+from playwright.async_api import async_playwright
+
+from nostr_browserd.browser.session import LAUNCH_ARGS, BrowserConfig, BrowserPool, Session
+from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
+
+from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapshot_text
+from .sites import free_port
+
+REF = re.compile(r"\[ref=[a-z0-9]+\]")
+SMALL_MS = 300  # a page whose goto takes less gets three times the repetitions
+Probe = Callable[[], Awaitable[tuple[float, str]]]
+
+
+async def timed(action: Awaitable[Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = await action
+    return (time.perf_counter() - started) * 1000, result
+
+
+async def ours(session: Session, command: dict[str, Any]) -> dict[str, Any]:
+    """One command through the protocol layer, as every transport runs it."""
+    response = await run(REGISTRY, session, parse_request(command, REGISTRY))
+    if not response["success"]:
+        raise RuntimeError(f"ours {command}: {response['error']}")
+    return response["data"]
+
+
+class Tools:
+    """Every tool, started once; ``snapshot`` and ``navigate`` probes by tool name."""
+
+    def __init__(self) -> None:
+        self.pool = BrowserPool(BrowserConfig(result_cap=10**9, timeout_ms=TIMEOUT_MS))
+        self.mcp = PlaywrightMcp()
+        self.agent = AgentBrowser(f"bench{os.getpid()}")
+
+    async def start(self) -> None:
+        await self.pool.start()
+        self.session = await self.pool.session("bench")
+        # Playwright itself, in a plain context of the same browser: both pay the same machine.
+        assert self.pool.browser is not None
+        self.raw_page = await (await self.pool.browser.new_context()).new_page()
+        self.raw_page.set_default_timeout(TIMEOUT_MS)
+        await self.mcp.start()
+
+    async def close(self) -> None:
+        await self.mcp.close()
+        self.agent.close()
+        await self.pool.close()
+
+    def snapshot_probes(self) -> dict[str, Probe]:
+        async def raw() -> tuple[float, str]:
+            return await timed(self.raw_page.aria_snapshot(mode="ai"))
+
+        async def mine(interactive: bool) -> tuple[float, str]:
+            command = {"tool": "snapshot", "params": {"interactive": interactive}}
+            ms, data = await timed(ours(self.session, command))
+            return ms, data["snapshot"]
+
+        async def mcp() -> tuple[float, str]:
+            ms, reply = await timed(self.mcp.call("browser_snapshot"))
+            return ms, mcp_snapshot_text(reply)
+
+        async def agent(*flags: str) -> tuple[float, str]:
+            seconds, out = await self.agent.timed("snapshot", *flags)
+            return seconds * 1000, out
+
+        return {
+            "Playwright raw": raw,
+            "ours": lambda: mine(False),
+            "ours -i": lambda: mine(True),
+            "playwright-mcp": mcp,
+            "agent-browser": agent,
+            "agent-browser -i": lambda: agent("-i"),
+        }
+
+    def navigate_probes(self, url: str) -> dict[str, Callable[[], Awaitable[float]]]:
+        async def goto() -> float:
+            return (await timed(self.raw_page.goto(url)))[0]
+
+        async def mine() -> float:
+            return (await timed(ours(self.session, {"tool": "open", "params": {"url": url}})))[0]
+
+        async def mcp() -> float:
+            return (await timed(self.mcp.call("browser_navigate", url=url)))[0]
+
+        async def agent() -> float:
+            return (await self.agent.timed("open", url))[0] * 1000
+
+        return {
+            "Playwright goto": goto,
+            "ours open": mine,
+            "playwright-mcp navigate": mcp,
+            "agent-browser open": agent,
+        }
+
+
+async def snapshots_and_navigation(
+    tools: Tools, pages: dict[str, str], reps: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per page: navigation times per tool, then snapshot size, refs and time per tool."""
+    snaps: list[dict[str, Any]] = []
+    navs: list[dict[str, Any]] = []
+    for name, url in pages.items():
+        print(f"  {name}", flush=True)
+        nav_runs: dict[str, list[float]] = {}
+        rounds = reps
+        rep = 0
+        while rep <= rounds:  # round 0 is the warm-up
+            for tool, navigate in tools.navigate_probes(url).items():
+                ms = await navigate()
+                if rep:
+                    nav_runs.setdefault(tool, []).append(ms)
+                elif tool == "Playwright goto" and ms < SMALL_MS:
+                    rounds = reps * 3  # a small page: cheap to repeat, and noisier
+            rep += 1
+        navs += [{"page": name, "tool": t, "ms": ms} for t, ms in nav_runs.items()]
+        runs: dict[str, dict[str, list[float]]] = {}
+        for rep in range(rounds + 1):
+            for tool, probe in tools.snapshot_probes().items():
+                gc.collect()
+                ms, text = await probe()
+                if rep:
+                    run_ = runs.setdefault(tool, {"ms": [], "chars": [], "refs": []})
+                    run_["ms"].append(ms)
+                    run_["chars"].append(len(text))
+                    run_["refs"].append(len(REF.findall(text)))
+        snaps += [{"page": name, "tool": t, **r} for t, r in runs.items()]
+    return snaps, navs
+
+
+# --- cold start ------------------------------------------------------------------------
+
+RAW_COLD = """
+import asyncio, sys
+from playwright.async_api import async_playwright
+async def main():
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=sys.argv[1])
+        page = await browser.new_page()
+        await page.goto("about:blank")
+        print(page.url, flush=True)
+        await browser.close()
+asyncio.run(main())
+"""
+
+
+async def cold_raw() -> float:
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", RAW_COLD, CHROMIUM, stdout=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    await process.stdout.readline()
+    elapsed = time.perf_counter() - started
+    await process.wait()
+    return elapsed * 1000
+
+
+async def cold_ours() -> float:
+    """``nostr-browserd run`` (embedded relay, local channel) to its first answered command."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-cold-") as state:
+        env = {
+            **os.environ,
+            "NOSTR_BROWSERD_STATE_DIR": state,
+            "NOSTR_BROWSERD_LOCAL_PORT": str(port),
+            "NOSTR_BROWSERD_NOSTR_EMBEDDED_RELAY_PORT": str(free_port()),
+        }
+        cli = Path(sys.executable).with_name("nostr-browserd")
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            str(cli),
+            "run",
+            env=env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            async with asyncio.timeout(120):
+                while True:
+                    try:
+                        async with websockets.connect(f"ws://127.0.0.1:{port}/agent") as ws:
+                            await ws.send(json.dumps({"id": 1, "tool": "get_url"}))
+                            reply = json.loads(await ws.recv())
+                            while reply.get("type") == "event":  # pushed, not our answer
+                                reply = json.loads(await ws.recv())
+                            break
+                    except OSError:
+                        await asyncio.sleep(0.02)
+            elapsed = time.perf_counter() - started
+            if not reply.get("success"):
+                raise RuntimeError(f"ours cold start: {reply}")
+        finally:
+            process.terminate()
+            await process.wait()
+    return elapsed * 1000
+
+
+async def cold_mcp() -> float:
+    started = time.perf_counter()
+    mcp = PlaywrightMcp()
+    try:
+        await mcp.start()
+        await mcp.call("browser_navigate", url="about:blank")
+        return (time.perf_counter() - started) * 1000
+    finally:
+        await mcp.close()
+
+
+async def cold_agent() -> float:
+    agent = AgentBrowser(f"cold{os.getpid()}")
+    try:
+        return (await agent.timed("open", "about:blank"))[0] * 1000
+    finally:
+        agent.close()
+
+
+async def cold_starts(reps: int) -> list[dict[str, Any]]:
+    probes = {
+        "Playwright launch": cold_raw,
+        "ours": cold_ours,
+        "playwright-mcp": cold_mcp,
+        "agent-browser": cold_agent,
+    }
+    runs: dict[str, list[float]] = {}
+    for rep in range(reps + 1):
+        for tool, probe in probes.items():
+            ms = await probe()
+            if rep:
+                runs.setdefault(tool, []).append(ms)
+    return [{"tool": t, "ms": ms} for t, ms in runs.items()]
+
+
+# --- memory ----------------------------------------------------------------------------
+
+
+def descendants(pid: int) -> list[int]:
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        path = task / "children"
+        if path.exists():
+            children += [int(c) for c in path.read_text().split()]
+    return [c for child in children for c in (child, *descendants(child))]
+
+
+def browser_pss_mb() -> float:
+    """PSS of every Chromium process under this one (the one browser alive at the time)."""
+    total = 0
+    for pid in descendants(os.getpid()):
+        try:
+            if "chromium" not in Path(f"/proc/{pid}/cmdline").read_text():
+                continue
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1024
+
+
+async def settle() -> None:
+    gc.collect()
+    await asyncio.sleep(1.0)
+
+
+async def memory(url: str, counts: list[int]) -> list[dict[str, Any]]:
+    """PSS with 1…N contexts, each with one tab on ``url``: ours (a controller each), raw."""
+    rows = []
+    pool = BrowserPool(BrowserConfig())
+    await pool.start()
+    try:
+        for n in range(1, max(counts) + 1):
+            session = await pool.session(f"controller-{n}")
+            await ours(session, {"tool": "open", "params": {"url": url}})
+            if n in counts:
+                await settle()
+                rows.append({"tool": "ours", "contexts": n, "pss_mb": browser_pss_mb()})
+    finally:
+        await pool.close()
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        for n in range(1, max(counts) + 1):
+            page = await (await browser.new_context()).new_page()
+            await page.goto(url)
+            if n in counts:
+                await settle()
+                rows.append({"tool": "Playwright raw", "contexts": n, "pss_mb": browser_pss_mb()})
+        await browser.close()
+    return rows
+
+
+# --- where open's time goes --------------------------------------------------------------
+
+PHASES = ("until_dialog", "settle", "state")
+
+
+async def open_phases(url: str, reps: int) -> dict[str, list[float]]:
+    """``open`` through the protocol with the Session's steps timed: the tool itself (inside
+    until_dialog), waiting for the page's event handlers (settle: the load event's title read),
+    and the result's state (a fresh title read); and a bare ``page.goto`` alike."""
+    times: dict[str, list[float]] = {p: [] for p in (*PHASES, "open", "goto")}
+    originals = {name: getattr(Session, name) for name in PHASES}
+
+    def timed_phase(name: str) -> Callable[..., Awaitable[Any]]:
+        async def phase(self: Session, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await originals[name](self, *args, **kwargs)
+            finally:
+                times[name].append((time.perf_counter() - started) * 1000)
+
+        return phase
+
+    pool = BrowserPool(BrowserConfig())
+    await pool.start()
+    try:
+        session = await pool.session("phases")
+        await ours(session, {"tool": "open", "params": {"url": url}})
+        for name in PHASES:
+            setattr(Session, name, timed_phase(name))
+        for name in times:
+            times[name].clear()
+        for _ in range(reps):
+            times["open"].append(
+                (await timed(ours(session, {"tool": "open", "params": {"url": url}})))[0]
+            )
+            times["goto"].append((await timed(session.page.goto(url)))[0])
+            await session.settle()
+    finally:
+        for name, original in originals.items():
+            setattr(Session, name, original)
+        await pool.close()
+    return times

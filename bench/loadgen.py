@@ -1,0 +1,138 @@
+"""The load generator in its own process, kept light so that it does not steal the CPU it measures.
+
+Every command is gift-wrapped (nostr-sdk) before the clock starts; the timed part only sends
+pre-built ``EVENT`` frames on one WebSocket and matches replies to controllers by their ``p``
+tag, without decrypting them.  Each controller is a closed loop: its next command leaves when
+its previous reply arrives.  Replies are decrypted and checked (success, the id asked for)
+after the clock stops.
+
+Protocol on stdio: one JSON line in (``relay``, ``target`` pubkey, ``keys`` (hex secrets),
+``per_controller``, ``tool``); ``ready`` out once wrapped and subscribed; ``go`` in; one JSON
+line out with the timings, the generator's own CPU seconds and the check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import resource
+import secrets
+import sys
+import time
+from typing import Any
+
+import nostr_sdk as sdk
+from websockets.asyncio.client import connect
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def prepare(config: dict[str, Any]) -> tuple[list[sdk.Keys], list[list[tuple[str, str]]]]:
+    """Per controller, its commands as (request id, ready-to-send EVENT frame)."""
+    keys = [sdk.Keys.parse(k) for k in config["keys"]]
+    target = sdk.PublicKey.parse(config["target"])
+    run = secrets.token_hex(4)
+    plans = []
+    for i, key in enumerate(keys):
+        plan = []
+        for j in range(config["per_controller"]):
+            request_id = f"{run}-{i}-{j}"
+            request = json.dumps({"id": request_id, "tool": config["tool"]})
+            wrap = sdk.nip17_make_private_msg(key, target, request).as_json()
+            plan.append((request_id, f'["EVENT",{wrap}]'))
+        plans.append(plan)
+    return keys, plans
+
+
+def check(keys: list[sdk.Keys], replies: list[list[str]], ids: list[list[str]]) -> dict[str, Any]:
+    """Decrypt every reply: how many succeeded and answered the request they followed."""
+    ok, failed, codes = 0, 0, {}
+    for key, events, wanted in zip(keys, replies, ids, strict=True):
+        for event, request_id in zip(events, wanted, strict=False):
+            gift = sdk.UnwrappedGift.from_gift_wrap(key, sdk.Event.from_json(event))
+            reply = json.loads(gift.rumor().content())
+            if reply.get("success") and reply.get("id") == request_id:
+                ok += 1
+            else:
+                failed += 1
+                code = (reply.get("error") or {}).get("code", "wrong id")
+                codes[code] = codes.get(code, 0) + 1
+    return {"ok": ok, "failed": failed, "codes": codes}
+
+
+async def main() -> None:
+    config = json.loads(sys.stdin.readline())
+    keys, plans = prepare(config)
+    index = {k.public_key().to_hex(): i for i, k in enumerate(keys)}
+    n = len(keys)
+    replies: list[list[str]] = [[] for _ in range(n)]
+    latencies: list[float] = []
+    refused: list[str] = []
+    sent_at = [0.0] * n
+    next_command = [0] * n
+    done = asyncio.Event()
+    remaining = sum(len(p) for p in plans)
+    loop = asyncio.get_running_loop()
+    stdin = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+    async with connect(config["relay"], max_size=2**24) as ws:
+        subscription = {"kinds": [1059], "#p": list(index), "limit": 0}
+        await ws.send(json.dumps(["REQ", "replies", subscription]))
+        while json.loads(await ws.recv())[0] != "EOSE":
+            pass
+
+        async def send(i: int) -> None:
+            sent_at[i] = time.perf_counter()
+            await ws.send(plans[i][next_command[i]][1])
+            next_command[i] += 1
+
+        async def receive() -> None:
+            nonlocal remaining
+            async for raw in ws:
+                message = json.loads(raw)
+                if message[0] == "OK" and not message[2]:
+                    refused.append(message[3])
+                if message[0] != "EVENT":
+                    continue
+                event = message[2]
+                i = next((index[t[1]] for t in event["tags"] if t[0] == "p"), None)
+                if i is None:
+                    continue
+                latencies.append((time.perf_counter() - sent_at[i]) * 1000)
+                replies[i].append(json.dumps(event))
+                remaining -= 1
+                if next_command[i] < len(plans[i]):
+                    await send(i)
+                elif remaining == 0:
+                    done.set()
+
+        receiving = asyncio.create_task(receive())
+        print("ready", flush=True)
+        await stdin.readline()  # go
+        cpu, started = cpu_seconds(), time.perf_counter()
+        for i in range(n):
+            await send(i)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), config.get("timeout", 120))
+        seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+        receiving.cancel()
+    ids = [[request_id for request_id, _ in plan] for plan in plans]
+    result = {
+        "controllers": n,
+        "sent": sum(next_command),
+        "answered": len(latencies),
+        "seconds": seconds,
+        "cpu_s": cpu,
+        "latencies_ms": latencies,
+        "refused": refused[:5],
+        "check": check(keys, replies, ids),
+    }
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,465 @@
+"""bench/report.md and its PNG charts from one run's results (bench/results.json).
+
+Every figure is a median over the repetitions with its spread (min–max), and a ratio to the
+baseline measured in the same run: Playwright itself for the browser work, the minimal
+responder for the Nostr round trip and the load.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+SNAPSHOT_BASE = "Playwright raw"
+NAV_BASE = "Playwright goto"
+COLD_BASE = "Playwright launch"
+LOAD_BASE = "minimal responder"
+TARGETS = {"snapshot": 1.15, "open": 1.1, "throughput": 0.95, "p50": 1.2}
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def spread(values: list[float], unit: str = "", digits: int = 0) -> str:
+    return f"{min(values):,.{digits}f}–{max(values):,.{digits}f}{unit}"
+
+
+def mark(ok: bool) -> str:
+    return "✅" if ok else "❌"
+
+
+def pages_of(rows: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(r["page"] for r in rows))
+
+
+def snapshot_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    by = {(r["page"], r["tool"]): r for r in rows}
+    tools = list(dict.fromkeys(r["tool"] for r in rows))
+    lines = [
+        "## Snapshots",
+        "",
+        "Characters / refs / milliseconds (median, min–max), and the ratio of the time to",
+        f'{SNAPSHOT_BASE}\'s `aria_snapshot(mode="ai")` on the same page in the same run. Ours is',
+        "measured through the protocol layer (what every transport runs) without the result cap;",
+        "the default cap (20,000 characters) would page it with `--start` (see the README).",
+        "",
+        "| page | tool | characters | refs | ms (min–max) | time × raw | size × raw |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    verdicts = []
+    for page in pages_of(rows):
+        base = by[(page, SNAPSHOT_BASE)]
+        base_ms, base_chars = med(base["ms"]), med(base["chars"])
+        for tool in tools:
+            r = by.get((page, tool))
+            if r is None:
+                continue
+            ratio = med(r["ms"]) / base_ms
+            note = ""
+            if tool == "ours":
+                ok = ratio <= TARGETS["snapshot"]
+                note = f" {mark(ok)}"
+                verdicts.append(ok)
+            lines.append(
+                f"| {page} | {tool} | {med(r['chars']):,.0f} | {med(r['refs']):,.0f} | "
+                f"{med(r['ms']):,.0f} ({spread(r['ms'])}) | {ratio:.2f}×{note} | "
+                f"{med(r['chars']) / base_chars:.2f}× |"
+            )
+    lines += [
+        "",
+        f"Target: ours ≤ {TARGETS['snapshot']}× raw on every page: "
+        f"{sum(verdicts)} of {len(verdicts)} pages met.",
+        "",
+        "![snapshot size](snapshot_size.png)",
+        "![snapshot time](snapshot_time.png)",
+        "",
+    ]
+    grouped_bars(
+        rows, tools, "chars", "characters (log scale)", out / "snapshot_size.png", log=True
+    )
+    grouped_bars(
+        rows, tools, "ms", f"time, × {SNAPSHOT_BASE}", out / "snapshot_time.png", base=SNAPSHOT_BASE
+    )
+    return lines
+
+
+def grouped_bars(
+    rows: list[dict[str, Any]],
+    tools: list[str],
+    key: str,
+    label: str,
+    path: Path,
+    *,
+    log: bool = False,
+    base: str | None = None,
+) -> None:
+    pages = pages_of(rows)
+    by = {(r["page"], r["tool"]): r for r in rows}
+    width = 0.8 / len(tools)
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    for i, tool in enumerate(tools):
+        xs, ys, low, high = [], [], [], []
+        for p, page in enumerate(pages):
+            r = by.get((page, tool))
+            if r is None:
+                continue
+            scale = med(by[(page, base)][key]) if base else 1
+            values = [v / scale for v in r[key]]
+            xs.append(p + (i - (len(tools) - 1) / 2) * width)
+            ys.append(med(values))
+            low.append(med(values) - min(values))
+            high.append(max(values) - med(values))
+        ax.bar(xs, ys, width, label=tool, yerr=[low, high], capsize=2)
+    if base:
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.axhline(TARGETS["snapshot"], color="red", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(pages)), pages, rotation=15)
+    ax.set_ylabel(label)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8, ncols=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
+    by = {(r["page"], r["tool"]): r for r in rows}
+    tools = list(dict.fromkeys(r["tool"] for r in rows))
+    lines = [
+        "## Navigation",
+        "",
+        f"Milliseconds (median, min–max) and the ratio to {NAV_BASE} on the same page.",
+        "",
+        "| page | " + " | ".join(tools) + " |",
+        "| --- |" + " ---: |" * len(tools),
+    ]
+    verdicts = []
+    for page in pages_of(rows):
+        base = med(by[(page, NAV_BASE)]["ms"])
+        cells = []
+        for tool in tools:
+            r = by[(page, tool)]
+            ratio = med(r["ms"]) / base
+            note = ""
+            if tool == "ours open":
+                ok = ratio <= TARGETS["open"]
+                verdicts.append(ok)
+                note = " " + mark(ok)
+            cells.append(f"{med(r['ms']):,.0f} ({spread(r['ms'])}) {ratio:.2f}×{note}")
+        lines.append(f"| {page} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Target: `open` ≤ {TARGETS['open']}× goto on every page: "
+        f"{sum(verdicts)} of {len(verdicts)} pages met.",
+        "",
+    ]
+    return lines
+
+
+def open_phases_section(times: dict[str, list[float]]) -> list[str]:
+    names = {
+        "goto": "`page.goto` on our session's tab (its listeners and init script included)",
+        "until_dialog": "the open tool itself (goto, inside the dialog watch)",
+        "settle": "waiting for the page's event handlers: the load event reads the title",
+        "state": "the result's state: the title read fresh after a page-changing tool",
+        "open": "`open` through the protocol, all of it",
+    }
+    lines = [
+        "Where `open`'s time goes (tutorial/controlflow, median ms of the steps, same run):",
+        "",
+        "| step | ms |",
+        "| --- | ---: |",
+    ]
+    for key in ("goto", "until_dialog", "settle", "state", "open"):
+        if times.get(key):
+            lines.append(f"| {names[key]} | {med(times[key]):.1f} |")
+    return [*lines, ""]
+
+
+def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    base = med(next(r for r in rows if r["tool"] == COLD_BASE)["ms"])
+    lines = [
+        "## Cold start",
+        "",
+        "From starting the process to the first answered command (ours: `nostr-browserd run`",
+        "to a `get_url` answered on the local channel; Playwright: a Python process that",
+        "launches the browser and opens a page; playwright-mcp: the server to an answered",
+        "`browser_navigate`; agent-browser: `open` with no daemon running).",
+        "",
+        "| tool | ms (min–max) | × Playwright |",
+        "| --- | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['tool']} | {med(r['ms']):,.0f} ({spread(r['ms'])}) | "
+            f"{med(r['ms']) / base:.2f}× |"
+        )
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ys = [med(r["ms"]) for r in rows]
+    err = [
+        [y - min(r["ms"]) for y, r in zip(ys, rows, strict=True)],
+        [max(r["ms"]) - y for y, r in zip(ys, rows, strict=True)],
+    ]
+    ax.bar([r["tool"] for r in rows], ys, yerr=err, capsize=3, color="tab:gray")
+    ax.set_ylabel("ms to the first answer")
+    fig.tight_layout()
+    fig.savefig(out / "cold_start.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "", "![cold start](cold_start.png)", ""]
+
+
+def memory_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for r in rows:
+        series[r["tool"]].append((r["contexts"], r["pss_mb"]))
+    slopes = {}
+    for tool, points in series.items():
+        (n0, m0), (n1, m1) = points[0], points[-1]
+        slopes[tool] = (m1 - m0) / (n1 - n0)
+    base = slopes.get("Playwright raw") or 1
+    lines = [
+        "## Memory",
+        "",
+        "PSS of the browser's processes (MB) with N contexts, each with one tab on",
+        "tutorial/controlflow (ours: one controller each, through the tool layer).",
+        "",
+        "| tool | "
+        + " | ".join(f"{n} contexts" for n, _ in next(iter(series.values())))
+        + " | per extra context | × raw |",
+        "| --- |" + " ---: |" * (len(next(iter(series.values()))) + 2),
+    ]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for tool, points in series.items():
+        cells = " | ".join(f"{m:,.0f}" for _, m in points)
+        lines.append(f"| {tool} | {cells} | {slopes[tool]:,.1f} MB | {slopes[tool] / base:.2f}× |")
+        ax.plot([n for n, _ in points], [m for _, m in points], marker="o", label=tool)
+    ax.set_xlabel("contexts (controllers)")
+    ax.set_ylabel("PSS, MB")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "memory.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "", "![memory](memory.png)", ""]
+
+
+def round_trip_section(times: dict[str, list[float]]) -> list[str]:
+    base = med(times["sdk"])
+    names = {
+        "sdk": "minimal responder, nostr-sdk crypto",
+        "ours": "minimal responder, our crypto",
+        "tool": "… + the get_url tool",
+        "daemon": "the daemon (guard, audit, dispatch, outbox)",
+    }
+    lines = [
+        "## DM round trip, one requester (in one process)",
+        "",
+        "A NIP-17 `get_url` request and its reply through a loopback relay (bench_dm.py),",
+        "the four responders interleaved.",
+        "",
+        "| responder | p50 ms | p90 ms | × minimal |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for key, values in times.items():
+        ordered = sorted(values)
+        lines.append(
+            f"| {names.get(key, key)} | {med(values):.2f} | "
+            f"{ordered[int(len(ordered) * 0.9)]:.2f} | {med(values) / base:.2f}× |"
+        )
+    return [*lines, ""]
+
+
+def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["system"], r["controllers"])].append(r)
+    levels = sorted({n for _, n in groups})
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    lines = [
+        "## Throughput and latency under load",
+        "",
+        "The relay, the load generator (pre-signed wraps, one WebSocket, replies matched",
+        "without decrypting) and the system under test each run in their own process; each",
+        "controller sends its next `get_url` when its previous reply arrives. Medians over",
+        "the repetitions (min–max); the minimal responder is nostr-sdk's Rust crypto and our",
+        "relay pool with no browser. CPU seconds per 1,000 commands are read from /proc around",
+        "the generator's timed window.",
+        "",
+        "| controllers | system | commands/s | × minimal | p50 ms | × minimal | p95 ms | "
+        "CPU s / 1,000: system | browser | relay | generator | replies checked |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    verdicts = []
+    for n in levels:
+        base = groups[(LOAD_BASE, n)]
+        base_tp = med([r["throughput"] for r in base])
+        base_p50 = med([r["p50_ms"] for r in base])
+        for system in systems:
+            runs = groups[(system, n)]
+            tp = [r["throughput"] for r in runs]
+            p50 = [r["p50_ms"] for r in runs]
+            p95 = [r["p95_ms"] for r in runs]
+            cpu = defaultdict(list)
+            for r in runs:
+                for side, value in r["cpu_per_1000"].items():
+                    cpu[side].append(value)
+            own = cpu.get("daemon") or cpu.get("responder") or [0]
+            note_tp = note_p50 = ""
+            if system == "daemon":
+                ok_tp = med(tp) / base_tp >= TARGETS["throughput"]
+                ok_p50 = med(p50) / base_p50 <= TARGETS["p50"]
+                verdicts += [ok_tp, ok_p50]
+                note_tp, note_p50 = " " + mark(ok_tp), " " + mark(ok_p50)
+            checked = sum(r["check"]["ok"] for r in runs)
+            failed = sum(r["check"]["failed"] for r in runs)
+            lines.append(
+                f"| {n} | {system} | {med(tp):.1f} ({spread(tp, digits=1)}) | "
+                f"{med(tp) / base_tp:.2f}×{note_tp} | {med(p50):.1f} ({spread(p50, digits=1)}) | "
+                f"{med(p50) / base_p50:.2f}×{note_p50} | {med(p95):.1f} | {med(own):.2f} | "
+                f"{med(cpu.get('browser', [0])):.2f} | {med(cpu['relay']):.2f} | "
+                f"{med(cpu['generator']):.2f} | {checked} ok, {failed} failed |"
+            )
+    lines += [
+        "",
+        f"Targets (daemon against the minimal responder at the same load): throughput ≥ "
+        f"{TARGETS['throughput']}×, p50 ≤ {TARGETS['p50']}×: "
+        f"{sum(verdicts)} of {len(verdicts)} met.",
+        "",
+        "![throughput](throughput.png)",
+        "",
+    ]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for system in systems:
+        for ax, key in ((left, "throughput"), (right, "p50_ms")):
+            values = [[r[key] for r in groups[(system, n)]] for n in levels]
+            ys = [med(v) for v in values]
+            err = [
+                [y - min(v) for y, v in zip(ys, values, strict=True)],
+                [max(v) - y for y, v in zip(ys, values, strict=True)],
+            ]
+            ax.errorbar(levels, ys, yerr=err, marker="o", capsize=3, label=system)
+    left.set_ylabel("commands/s")
+    right.set_ylabel("p50 latency, ms")
+    for ax in (left, right):
+        ax.set_xlabel("controllers at once")
+        ax.set_xscale("log")
+        ax.set_xticks(levels, [str(n) for n in levels])
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "throughput.png", dpi=110)
+    plt.close(fig)
+    return lines
+
+
+def round_trip_chart(load_rows: list[dict[str, Any]], out: Path) -> list[str]:
+    """The round trip against the minimal responder: one controller, out of process."""
+    one = [r for r in load_rows if r["controllers"] == 1]
+    systems = list(dict.fromkeys(r["system"] for r in one))
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ys = [med([r["p50_ms"] for r in one if r["system"] == s]) for s in systems]
+    ax.bar(systems, ys, color=["tab:gray", "tab:blue"][: len(systems)])
+    ax.set_ylabel("p50 round trip, ms (one controller)")
+    fig.tight_layout()
+    fig.savefig(out / "round_trip.png", dpi=110)
+    plt.close(fig)
+    return ["![round trip](round_trip.png)", ""]
+
+
+def relay_section(times: dict[str, list[float]]) -> list[str]:
+    base = med(times["same"])
+    names = {
+        "same": "a raw responder replies on the connection that carried the request",
+        "separate": "… on a second connection of its own",
+        "pool": "our RelayPool (separate publish connection, TCP_QUICKACK)",
+    }
+    lines = [
+        "## Request→reply through a relay, by where the reply is published (bench_relay.py)",
+        "",
+        "| responder | p50 ms | × same connection |",
+        "| --- | ---: | ---: |",
+    ]
+    for key, values in times.items():
+        lines.append(f"| {names.get(key, key)} | {med(values):.2f} | {med(values) / base:.2f}× |")
+    return [*lines, ""]
+
+
+def profile_section(profile: dict[str, Any]) -> list[str]:
+    total = profile["total_s"]
+    per = 1000 / profile["commands"] if profile.get("commands") else None
+    lines = [
+        "## Where the daemon's time goes (cProfile, 10 controllers)",
+        "",
+        f"cProfile switched on in the daemon for the generator's timed window only "
+        f"({profile.get('commands', 0):,} `get_url` commands): own time by kind of work, of "
+        f"{total:.1f} s busy in the daemon's event loop (cProfile slows Python code, not the "
+        "C and Rust it calls; waiting in epoll is not counted).",
+        "",
+        "| kind of work | seconds | per 1,000 commands | share |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for kind, seconds in profile["kinds"].items():
+        if kind.startswith("idle"):
+            continue
+        scaled = f"{seconds * per:.2f}" if per else "–"
+        lines.append(f"| {kind} | {seconds:.2f} | {scaled} | {seconds / total:.0%} |")
+    lines += ["", "| function | own s | cumulative s | calls |", "| --- | ---: | ---: | ---: |"]
+    for f in profile["top"]:
+        lines.append(
+            f"| `{f['function']}` | {f['own_s']:.2f} | {f['cumulative_s']:.2f} | {f['calls']:,} |"
+        )
+    return [*lines, ""]
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    m = results["machine"]
+    lines = [
+        "# Benchmarks: nostr-browserd against Playwright, playwright-mcp and agent-browser",
+        "",
+        f"One `make bench` run on {results['date']}: {m['cpu']}, {m['cores']} cores, "
+        f"{m['memory_gb']} GB, Linux {m['kernel']}, Python {m['python']}; load average "
+        f"{m['load_before']:.1f} before and {m.get('load_after', 0):.1f} after (the machine is "
+        "shared: compare ratios, not times). Peers: "
+        + ", ".join(f"{k} {v}" for k, v in results["versions"].items())
+        + "; every tool drives Debian's chromium-headless-shell. "
+        f"Medians of {results['reps']} repetitions after a warm-up ({results['reps'] * 3} on "
+        "pages that load in under 0.3 s, which are noisier); the whole run took "
+        f"{results.get('seconds', 0) / 60:.1f} minutes.",
+        "",
+    ]
+    for name, error in results.get("failed", {}).items():
+        lines += [f"**The {name} part failed in this run:** `{error}`", ""]
+    if "snapshots" in results:
+        lines += snapshot_section(results["snapshots"], out)
+        lines += navigation_section(results["navigation"])
+    if "open_phases" in results:
+        lines += open_phases_section(results["open_phases"])
+    if "cold_start" in results:
+        lines += cold_section(results["cold_start"], out)
+    if "memory" in results:
+        lines += memory_section(results["memory"], out)
+    if "load" in results:
+        lines += load_section(results["load"], out)
+        lines += round_trip_chart(results["load"], out)
+    if "round_trip" in results:
+        lines += round_trip_section(results["round_trip"])
+    if "relay" in results:
+        lines += relay_section(results["relay"])
+    if "profile" in results:
+        lines += profile_section(results["profile"])
+    (out / "report.md").write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    here = Path(__file__).resolve().parent
+    write(json.loads((here / "results.json").read_text()), here)
+    sys.exit(0)

@@ -1,0 +1,149 @@
+"""``make bench``: every measurement in one run, then bench/report.md and its charts.
+
+``python -m bench.run [--reps N] [--only snapshots,load,…]`` writes bench/results.json,
+bench/report.md and bench/*.png.  Every figure is reported as a ratio to a baseline measured
+in the same run, because the machine is shared and its speed is not ours to know.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+import traceback
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import bench_dm, bench_relay, browser_bench, load, profile, report, sites
+from .peers import versions
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("snapshots", "cold", "memory", "relay", "load", "profile")
+# bench_dm's in-process daemon gets no command on main since the inbox rework (its warm-up
+# times out); the load part's one-controller row is the same round trip, out of process.
+OPTIONAL = ("round_trip",)
+
+
+def machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(int(memory) / 1024**2, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "load_before": os.getloadavg()[0],
+    }
+
+
+def part(results: dict[str, Any], name: str) -> contextlib.AbstractContextManager[None]:
+    """Run one part; a failure is recorded for the report and the next part still runs."""
+
+    @contextlib.contextmanager
+    def guarded() -> Iterator[None]:
+        started = time.monotonic()
+        print(name, flush=True)
+        try:
+            yield
+        except Exception as exc:
+            traceback.print_exc()
+            results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[:300]
+        results.setdefault("part_seconds", {})[name] = time.monotonic() - started
+        (HERE / "results.json").write_text(json.dumps(results, indent=1))
+
+    return guarded()
+
+
+async def browser_parts(
+    results: dict[str, Any], parts: set[str], reps: int, only_pages: list[str] | None
+) -> None:
+    if "snapshots" in parts:
+        with part(results, "snapshots"), sites.docs() as docs, sites.django_admin() as admin:
+            pages = {name: docs + path for name, path in sites.DOC_PAGES.items()}
+            pages |= {name: admin + path for name, path in sites.ADMIN_PAGES.items()}
+            pages = {k: v for k, v in pages.items() if not only_pages or k in only_pages}
+            tools = browser_bench.Tools()
+            await tools.start()
+            try:
+                snaps, navs = await browser_bench.snapshots_and_navigation(tools, pages, reps)
+            finally:
+                await tools.close()
+            results["snapshots"], results["navigation"] = snaps, navs
+    if "snapshots" in parts:
+        with part(results, "open_phases"), sites.docs() as docs:
+            url = docs + sites.DOC_PAGES["controlflow"]
+            results["open_phases"] = await browser_bench.open_phases(url, reps * 3)
+    if "cold" in parts:
+        with part(results, "cold"):
+            results["cold_start"] = await browser_bench.cold_starts(reps)
+    if "memory" in parts:
+        with part(results, "memory"), sites.docs() as docs:
+            url = docs + sites.DOC_PAGES["controlflow"]
+            results["memory"] = await browser_bench.memory(url, [1, 2, 4, 8])
+    if "round_trip" in parts:
+        with part(results, "round_trip"):
+            times = await bench_dm.main(100)
+            results["round_trip"] = {k: [t * 1000 for t in v] for k, v in times.items()}
+    if "relay" in parts:
+        with part(results, "relay"):
+            times = await bench_relay.main(100)
+            results["relay"] = {k: [t * 1000 for t in v] for k, v in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--reps", type=int, default=3, help="repetitions after the warm-up")
+    parser.add_argument(
+        "--only", default=",".join(PARTS), help=f"parts: {', '.join(PARTS + OPTIONAL)}"
+    )
+    parser.add_argument("--pages", help="comma-separated pages (default: all)")
+    parser.add_argument("--levels", default="1,10,50", help="controllers at once, per run")
+    args = parser.parse_args()
+    parts = set(args.only.split(","))
+    logging.basicConfig(level=logging.ERROR)
+    results: dict[str, Any] = {}
+    if parts != set(PARTS) and (HERE / "results.json").exists():  # redo some parts only
+        results = json.loads((HERE / "results.json").read_text())
+        results.pop("failed", None)
+    results |= {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "versions": versions(),
+        "reps": args.reps,
+    }
+    pages = args.pages.split(",") if args.pages else None
+    asyncio.run(browser_parts(results, parts, args.reps, pages))
+    if "load" in parts:
+        with part(results, "load"):
+            results["load"] = load.load([int(n) for n in args.levels.split(",")], args.reps)
+    if "profile" in parts:
+        with part(results, "profile"), tempfile.TemporaryDirectory() as where:
+            stats = str(Path(where) / "daemon.prof")
+            rows = load.load([10], 1, profile=stats, systems=("daemon",))
+            results["profile"] = profile.summary(stats)
+            results["profile"]["commands"] = rows[0]["answered"]
+    results["machine"]["load_after"] = os.getloadavg()[0]
+    results["seconds"] = sum(results["part_seconds"].values())
+    (HERE / "results.json").write_text(json.dumps(results, indent=1))
+    report.write(results, HERE)
+    print(f"bench/report.md written ({results['seconds']:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
