@@ -178,7 +178,7 @@ async def main(rounds: int) -> dict[str, list[float]]:
                 return answer(content, page.url)
 
             async def from_tool(content: str) -> str:
-                return json.dumps(await run(REGISTRY, session, parse_request(content)))
+                return json.dumps(await run(REGISTRY, session, parse_request(content, REGISTRY)))
 
             keys, ours, tool = sdk.Keys.generate(), KeySigner.generate(), KeySigner.generate()
             tasks.append(await start_responder(url, sdk_responder(keys)))

@@ -13,6 +13,7 @@ import pytest
 from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.netpolicy import NetworkPolicy
 from nostr_browserd.tools import fetch as scrape
+from tests.fixtures.browser import command
 
 
 @pytest.fixture
@@ -64,8 +65,8 @@ async def test_upload_sends_only_files_from_the_uploads_directory(call, site_url
 
 async def test_files_are_off_until_configured(call, site_url):
     await call(f"open {site_url}/catalog.html")
-    for command in ("upload #one a.txt", "download #dl", "state_save login"):
-        assert (await call(command))["error"]["code"] == "UNAVAILABLE", command
+    for line in ("upload #one a.txt", "download #dl", "state_save login"):
+        assert (await call(line))["error"]["code"] == "UNAVAILABLE", line
 
 
 async def test_download_by_click_and_by_url(call, site_url, echo_url, dirs, session):
@@ -94,7 +95,9 @@ async def test_download_by_click_and_by_url(call, site_url, echo_url, dirs, sess
     assert (await call("download #twice --timeout-ms 300"))["error"]["code"] == "TIMEOUT"
 
 
-async def test_states_are_private_to_their_owner(call, site_url, dirs, browser_pool, session):
+async def test_states_are_private_to_their_owner(
+    call, site_url, dirs, browser_pool, dispatcher, session
+):
     await call(f"open {site_url}/catalog.html")
     await call("cookies_set sid abc123")
     await call("storage_local_set theme dark")
@@ -119,12 +122,9 @@ async def test_states_are_private_to_their_owner(call, site_url, dirs, browser_p
 
     other = await browser_pool.session("catalog-stranger")
     try:
-        from nostr_browserd.commands.catalog import REGISTRY
-        from nostr_browserd.commands.protocol import parse_request, run
-
-        theirs = await run(REGISTRY, other, parse_request("state_load work", REGISTRY))
+        theirs = await command(dispatcher, other, "state_load work")
         assert theirs["error"]["code"] == "INVALID_PARAMS"
-        listed = await run(REGISTRY, other, parse_request("state_list", REGISTRY))
+        listed = await command(dispatcher, other, "state_list")
         assert listed["data"]["states"] == []
     finally:
         await other.close()

@@ -2,8 +2,7 @@
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.commands.protocol import parse_request, run
+from tests.fixtures.browser import command
 
 
 @pytest.fixture
@@ -46,7 +45,7 @@ async def test_web_storage(page, kind):
     assert (await page(f"storage_{kind}_get"))["error"]["code"] == "REFUSED"
 
 
-async def test_clipboard_is_per_session(page, browser_pool, site_url):
+async def test_clipboard_is_per_session(page, browser_pool, dispatcher, site_url):
     assert (await page("clipboard_read"))["data"]["text"] == ""
     await page("clipboard_write pasted words")
     await page("focus #log")
@@ -63,14 +62,12 @@ async def test_clipboard_is_per_session(page, browser_pool, site_url):
 
     other = await browser_pool.session("catalog-clipboard-stranger")
     try:
-        await run(REGISTRY, other, parse_request(f"open {site_url}/catalog.html", REGISTRY))
-        theirs = await run(REGISTRY, other, parse_request("clipboard_read", REGISTRY))
+        await command(dispatcher, other, f"open {site_url}/catalog.html")
+        theirs = await command(dispatcher, other, "clipboard_read")
         assert theirs["data"]["text"] == ""
         # even with permission, the browser's shared clipboard holds nothing of ours
         await other.page.context.grant_permissions(["clipboard-read"], origin=site_url)
-        leaked = await run(
-            REGISTRY, other, parse_request("eval navigator.clipboard.readText()", REGISTRY)
-        )
+        leaked = await command(dispatcher, other, "eval navigator.clipboard.readText()")
         assert leaked["data"]["result"] == "", leaked
     finally:
         await other.close()

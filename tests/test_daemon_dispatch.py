@@ -3,7 +3,8 @@
 import pytest
 
 from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.daemon.dispatch import APPROVAL, is_text, permits
+from nostr_browserd.commands.protocol import is_text
+from nostr_browserd.daemon.dispatch import APPROVAL, permits
 from nostr_browserd.errors import BrowserdError
 
 BATCH_WITH_CLICK = {"commands": [{"tool": "get_url"}, {"tool": "click", "params": {"ref": "@e1"}}]}
@@ -101,14 +102,11 @@ async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
 
 
 async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
-    import asyncio
-
-    from nostr_browserd.commands.catalog import REGISTRY
+    from nostr_browserd.browser.session import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.dispatch import Dispatcher
     from nostr_browserd.daemon.inbox import Incoming
-    from nostr_browserd.daemon.store import Store
     from nostr_browserd.errors import ErrorCode
+    from tests.fixtures.browser import local_dispatcher
 
     pk = "ab" * 32
     replies = []
@@ -117,22 +115,13 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
         replies.append((incoming.scheme, text))
         return True
 
-    store = Store(tmp_path / "s.sqlite3")
-    dispatcher = Dispatcher(
-        registry=REGISTRY,
-        browser=None,
-        store=store,
-        reply=reply,
-        send=reply,
-        controllers={pk: ControllerConfig(pubkey=pk)},
-        command_timeout=1,
-        queue_size=1,
-    )
+    pool = BrowserPool()  # never started: a refusal runs nothing
+    dispatcher = local_dispatcher(pool, tmp_path, reply, {pk: ControllerConfig(pubkey=pk)})
     stale = Incoming(pk, "nip04", "get url", "e" * 64, "e" * 64, 0)
     dispatcher.submit(
         Incoming(**{**stale.__dict__, "refusal": BrowserdError(ErrorCode.REFUSED, "stale")})
     )
-    await asyncio.gather(*dispatcher._tasks)
+    await dispatcher.close()  # answers what it was given, then stops
     assert replies and replies[0][0] == "nip04", "the refusal itself goes back in its own scheme"
     assert dispatcher.scheme_of(pk) == "nip17", "but later replies keep the controller's scheme"
-    store.close()
+    dispatcher.store.close()

@@ -10,8 +10,6 @@ import pytest_asyncio
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.commands.protocol import handle_message
 from nostr_browserd.daemon.local_ws import LocalServer, load_token
 from nostr_browserd.errors import BrowserdError
 
@@ -19,10 +17,10 @@ TOKEN = "s3cret-t0ken"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-async def start_server(session, token=TOKEN):
+async def start_server(session, dispatcher, token=TOKEN):
     async def handle(owner, raw):
         assert owner == "local"
-        return await handle_message(REGISTRY, session, raw)
+        return await dispatcher.handle_local(session.owner, raw)  # this test's own session
 
     server = LocalServer(
         handle, lambda: {"version": "test", "tabs": len(session.tabs)}, port=0, token=token
@@ -33,8 +31,8 @@ async def start_server(session, token=TOKEN):
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def server(session):
-    server = await start_server(session)
+async def server(session, dispatcher):
+    server = await start_server(session, dispatcher)
     yield server
     await server.close()
 

@@ -1,5 +1,6 @@
 """The protocol: JSON and the text grammar parse to one Request; replies are coded."""
 
+import asyncio
 import json
 import re
 
@@ -7,14 +8,13 @@ import pytest
 
 from nostr_browserd.browser.urls import resolve
 from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.commands.protocol import (
-    Request,
-    cap,
-    handle_message,
-    parse_request,
-    render_text,
-)
+from nostr_browserd.commands.protocol import Request, cap, parse_request
+from nostr_browserd.commands.render import render_text
+from nostr_browserd.daemon.config import ControllerConfig
+from nostr_browserd.daemon.inbox import Incoming
 from nostr_browserd.errors import BrowserdError
+from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.browser import local_dispatcher
 
 GRAMMAR = [
     ("open example.com", "open", {"url": "example.com"}),
@@ -281,10 +281,10 @@ async def test_timeout_is_reported(call, site_url):
     assert response["error"]["code"] == "TIMEOUT"
 
 
-async def test_handle_message_answers_in_kind(session, site_url):
-    text = await handle_message(REGISTRY, session, f"open {site_url}/index.html")
+async def test_a_message_is_answered_in_kind(message, site_url):
+    text = await message(f"open {site_url}/index.html")
     assert text.startswith("status: 200\n[t1] Test site http://")
-    reply = json.loads(await handle_message(REGISTRY, session, '{"id": 9, "tool": "get_title"}'))
+    reply = json.loads(await message('{"id": 9, "tool": "get_title"}'))
     assert reply == {
         "id": 9,
         "success": True,
@@ -295,14 +295,13 @@ async def test_handle_message_answers_in_kind(session, site_url):
             "dialog": None,
         },
     }
-    assert (await handle_message(REGISTRY, session, "frobnicate")).startswith("✗ UNKNOWN_TOOL")
-    bad = json.loads(await handle_message(REGISTRY, session, "{oops"))
+    assert (await message("frobnicate")).startswith("✗ UNKNOWN_TOOL")
+    bad = json.loads(await message("{oops"))
     assert bad["error"]["code"] == "INVALID_PARAMS"
 
 
-async def test_text_replies_show_nested_results_without_reprs_or_base64(session, site_url):
-    async def text(line: str) -> str:
-        return await handle_message(REGISTRY, session, line)
+async def test_text_replies_show_nested_results_without_reprs_or_base64(message, site_url):
+    text = message
 
     await text(f"open {site_url}/devtools.html")
     await text("click #log")
@@ -321,3 +320,32 @@ async def test_text_replies_show_nested_results_without_reprs_or_base64(session,
     assert re.search(r"^  - n: 1, ref: @e\d+, role: button, name: Log$", annotated, re.M)
     for reply in (console, cookies, help_fill, shot, annotated):
         assert not re.search(r"[{}]|'\w+': |True|False|None|iVBOR", reply), reply
+
+
+@pytest.mark.parametrize("scheme", ["nip17", "nip04"])
+async def test_a_dm_text_reply_keeps_to_the_configured_result_cap(
+    browser_pool, tmp_path, monkeypatch, scheme
+):
+    """A result cap set above the default holds for text replies by DM (it was ignored)."""
+    monkeypatch.setattr(browser_pool.config, "result_cap", 50_000)
+    phone = KeySigner.generate().pubkey
+    replies: asyncio.Queue[str] = asyncio.Queue()
+
+    async def reply(incoming: Incoming, wire: str, request_id: object) -> bool:
+        replies.put_nowait(wire)
+        return True
+
+    controllers = {phone: ControllerConfig(pubkey=phone)}
+    dispatcher = local_dispatcher(browser_pool, tmp_path, reply, controllers)
+    try:
+        answers = []
+        for line in ("eval 'x'.repeat(30000)", "eval 'y'.repeat(60000)"):
+            dispatcher.submit(Incoming(phone, scheme, line, "e" * 64, "f" * 64, 0))
+            answers.append(await replies.get())
+    finally:
+        await dispatcher.close()
+        dispatcher.store.close()
+        await (await browser_pool.session(phone)).close()
+    whole, cut = answers
+    assert "x" * 30_000 in whole and "cut" not in whole  # the default cap (20,000) would cut it
+    assert "y" * 40_000 in cut and "y" * 50_000 not in cut and "cut" in cut

@@ -8,41 +8,37 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
-from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.commands.protocol import parse_request, run
-from tests.fixtures.browser import TEST_BROWSER
+from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 
-async def send(session, command):
-    return await run(REGISTRY, session, parse_request(command, REGISTRY))
-
-
-async def test_owners_do_not_share_cookies(browser_pool, site_url):
+async def test_owners_do_not_share_cookies(browser_pool, dispatcher, site_url):
     alice = await browser_pool.session("alice-test")
     bob = await browser_pool.session("bob-test")
     try:
         assert alice.context is not bob.context
-        await send(alice, f"open {site_url}/index.html")
-        await send(bob, f"open {site_url}/index.html")
-        await send(alice, "eval document.cookie = 'who=alice'")
-        assert (await send(bob, "eval document.cookie"))["data"]["result"] == ""
-        assert (await send(alice, "eval document.cookie"))["data"]["result"] == "who=alice"
+        await command(dispatcher, alice, f"open {site_url}/index.html")
+        await command(dispatcher, bob, f"open {site_url}/index.html")
+        await command(dispatcher, alice, "eval document.cookie = 'who=alice'")
+        theirs = await command(dispatcher, bob, "eval document.cookie")
+        assert theirs["data"]["result"] == ""
+        mine = await command(dispatcher, alice, "eval document.cookie")
+        assert mine["data"]["result"] == "who=alice"
         assert await browser_pool.session("alice-test") is alice
     finally:
         await alice.close()
         await bob.close()
 
 
-async def test_killed_browser_is_relaunched(browser_pool, site_url):
+async def test_killed_browser_is_relaunched(browser_pool, dispatcher, site_url):
     session = await browser_pool.session("crash-test")
     try:
-        assert (await send(session, f"open {site_url}/index.html"))["success"]
+        assert (await command(dispatcher, session, f"open {site_url}/index.html"))["success"]
         cdp = await browser_pool.browser.new_browser_cdp_session()
         with pytest.raises(PlaywrightError):  # the browser dies mid-call
             await cdp.send("Browser.crash")
-        hit = await send(session, "get title")
+        hit = await command(dispatcher, session, "get title")
         assert hit["success"] is False and hit["error"]["code"] == "BROWSER_CRASHED", hit
-        again = await send(session, f"open {site_url}/form.html")
+        again = await command(dispatcher, session, f"open {site_url}/form.html")
         assert again["success"], again
         assert again["data"]["title"] == "Form"
         assert browser_pool.alive
@@ -149,12 +145,12 @@ async def test_download_and_console_error_events(session, call, site_url):
     }
 
 
-async def test_pool_listeners_hear_every_owner(browser_pool, site_url):
+async def test_pool_listeners_hear_every_owner(browser_pool, dispatcher, site_url):
     heard = []
     browser_pool.on_event(heard.append)
     try:
         carol = await browser_pool.session("carol-test")
-        await send(carol, f"open {site_url}/index.html")
+        await command(dispatcher, carol, f"open {site_url}/index.html")
         await carol.close()
     finally:
         browser_pool.listeners.remove(heard.append)
@@ -202,11 +198,14 @@ async def test_remote_browser_over_cdp(site_url, tmp_path):
                 endpoint = line.split("DevTools listening on ", 1)[1].strip()
         pool = BrowserPool(BrowserConfig(cdp_endpoint=endpoint, **TEST_BROWSER))
         await pool.start()
+        dispatcher = local_dispatcher(pool, tmp_path)
         try:
             session = await pool.session("remote")
-            response = await send(session, f"open {site_url}/form.html")
+            response = await command(dispatcher, session, f"open {site_url}/form.html")
             assert response["data"]["title"] == "Form"
         finally:
+            await dispatcher.close()
+            dispatcher.store.close()
             await pool.close()
     finally:
         os.killpg(chromium.pid, signal.SIGKILL)

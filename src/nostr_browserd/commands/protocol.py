@@ -4,7 +4,8 @@
 ``{"id", "success": false, "error": {"code", "message"}}``.  People may type the
 agent-browser style grammar instead (``click @e2``, ``fill @e3 "hello"``, ``snapshot -i``);
 it is parsed with each tool's own ``args`` and ``flags`` from the registry, and such a
-request gets a text reply that reads well on a phone (``render.render_text``).
+request gets a text reply that reads well on a phone (``render.render_text``).  ``encode``
+is the one place a response becomes its wire form, text or JSON, cut to the result cap.
 """
 
 from __future__ import annotations
@@ -37,13 +38,18 @@ class Request(BaseModel):
     text: bool = Field(False, exclude=True, description="came as text: reply in text")
 
 
+def is_text(raw: str | dict[str, Any]) -> bool:
+    """Whether a message is a line of the text grammar (``click @e2``): it gets a text reply."""
+    return isinstance(raw, str) and not raw.lstrip().startswith("{")
+
+
 def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
     """A JSON object (or its text), or a line of the text grammar, as a ``Request``.
 
     Any malformed input, JSON or text, raises ``BrowserdError(INVALID_PARAMS)`` and
     nothing else: the command is answered, never lost.
     """
-    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+    if isinstance(raw, str) and not is_text(raw):
         try:
             raw = loads_json(raw)
         except BadJSON as exc:
@@ -174,15 +180,8 @@ def longest_string(node: Any) -> tuple[Any, Any, str]:
     return best
 
 
-async def handle_message(registry: Registry, session: Any, raw: str) -> str:
-    """Parse, run and encode one message: JSON in, JSON out; text in, text out."""
-    text = not raw.lstrip().startswith("{")
-    try:
-        request = parse_request(raw, registry)
-    except BrowserdError as exc:
-        response: dict[str, Any] = {"id": None, "success": False, "error": exc.to_dict()}
-    else:
-        response = await run(registry, session, request)
-    if text:
-        return render_text(response, session.config.result_cap)
-    return json.dumps(response, ensure_ascii=False)
+def encode(response: dict[str, Any], as_text: bool, cap: int) -> str:
+    """A response's wire form: text for a person (answer cut to ``cap``), else compact JSON."""
+    if as_text:
+        return render_text(response, cap)
+    return json.dumps(response, ensure_ascii=False, separators=(",", ":"))

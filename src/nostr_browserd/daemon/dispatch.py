@@ -5,13 +5,17 @@
 - One queue per controller: a controller's commands run one after another, in the order they
   arrived; different controllers run concurrently, each in its own browser session.  The queue
   is bounded: a flood gets ``UNAVAILABLE`` instead of memory.
-- A per-command timeout.  A ``batch`` (the tool layer's: commands run in order, stopping at
-  the first failure) is judged by every command in it, for the role and for consent.
+- A per-command timeout.  A request is judged, for the role and for consent, by every tool
+  it would run (``Registry.is_gated``, ``Registry.tools_run_by``): a batch's commands, a
+  find's action.
 - Consent: a controller with an ``approver`` has each gated command held while the approver
   is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
   short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
   the timeout or a shutdown answer the requester with ``DENIED``.
 - Login and API-key tools never run here: they belong to the local control channel.
+- One path for every transport: ``Dispatcher.handle`` parses, polices, runs, encodes
+  (``protocol.encode``, with the configured result cap), delivers and audits a command,
+  whether it came by DM, on the local channel or over MCP.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any, Protocol
 from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
 from ..commands.catalog import describe
-from ..commands.protocol import Request, parse_request, render_text, run
+from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
@@ -57,6 +61,15 @@ Send = Callable[[str, str, Scheme], Awaitable[bool]]
 LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Waiting = Callable[[float], Awaitable[None]]
 Response = dict[str, Any]
+Deliver = Callable[[str, Any], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A handled command: the response, and its wire form (text or JSON, as it came)."""
+
+    response: Response
+    wire: str
 
 
 class Asker(Protocol):
@@ -115,18 +128,6 @@ def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, 
         "approver": controller.approver is not None,
         "tools": [t for t in catalog["tools"] if may_list(registry, controller.role, t["name"])],
     }
-
-
-def is_text(raw: str) -> bool:
-    """A request in the text grammar (``click @e2``) gets a text reply."""
-    return not raw.lstrip().startswith("{")
-
-
-def render(response: Response, text: bool) -> str:
-    """The reply's wire form: a readable text for a text request, else compact JSON."""
-    if text:
-        return render_text(response)
-    return json.dumps(response, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass
@@ -207,10 +208,10 @@ class Dispatcher:
             error = incoming.refusal or BrowserdError(
                 ErrorCode.FORBIDDEN, "This key may only approve or deny held commands."
             )
-            self._spawn(self._answer_without_running(incoming, error))
+            self._spawn(self._handle(incoming, error))
             return
         if self._closing:
-            self._spawn(self._answer_without_running(incoming, _stopping()))
+            self._spawn(self._handle(incoming, _stopping()))
             return
         queue = self._queues.get(incoming.sender)
         if queue is None:
@@ -221,12 +222,12 @@ class Dispatcher:
                 ErrorCode.UNAVAILABLE,
                 f"{queue.qsize()} commands are already waiting; send this one again later.",
             )
-            self._spawn(self._answer_without_running(incoming, error))
+            self._spawn(self._handle(incoming, error))
             return
         try:
             self._hold(incoming)
         except BrowserdError as exc:  # a full disk: it could not be answered after a crash
-            self._spawn(self._answer_without_running(incoming, exc))
+            self._spawn(self._handle(incoming, exc))
             return
         self._schemes[incoming.sender] = incoming.scheme
         queue.put_nowait(incoming)
@@ -254,7 +255,7 @@ class Dispatcher:
     async def _work(self, queue: asyncio.Queue[Incoming | None]) -> None:
         while (incoming := await queue.get()) is not None:
             if self._closing:
-                await self._answer_without_running(incoming, _stopping())
+                await self._handle(incoming, _stopping())
             else:
                 self._store_quietly(self.store.mark_running, incoming.outer_id)
                 await self._handle(incoming)
@@ -289,57 +290,94 @@ class Dispatcher:
                 )
             incoming = Incoming(held.sender, held.scheme, "", held.event_id, held.outer_id, 0)  # type: ignore[arg-type]
             response = error_response(held.request_id, error)
-            delivered = await self._deliver(incoming, render(response, held.text), held.request_id)
+            wire = self.encode(response, held.text)
+            delivered = await self._deliver(incoming, wire, held.request_id)
             request = Request(id=held.request_id, tool=held.tool) if held.tool else None
             self._audit(held.sender, held.scheme, request, response, time.perf_counter(), delivered)
             if delivered:
                 self._store_quietly(self.store.release, held.outer_id)
 
-    # --- one DM command ----------------------------------------------------------------
+    # --- one command, from any transport ------------------------------------------------
 
-    async def _handle(self, incoming: Incoming) -> None:
+    async def handle(
+        self,
+        owner: str,
+        raw: str | dict[str, Any],
+        *,
+        transport: str,
+        local: bool = False,
+        deliver: Deliver | None = None,
+        refusal: BrowserdError | None = None,
+    ) -> Answer:
+        """Parse, police, run, encode, deliver and audit one command: every transport's path.
+
+        ``local`` is this machine's standing (the local channel, MCP ``--local``): full role,
+        no approval, the local-only tools; otherwise ``owner`` must be an allow-listed
+        controller.  With a ``refusal`` nothing runs: the sender gets that error, with its
+        request's id when the message parses.  ``deliver`` sends a message to the sender (a
+        DM) and says whether it went out: the reply, and before it any notice that the
+        command waits for its approver; without it the caller sends ``Answer.wire`` itself.
+        """
         started = time.perf_counter()
-        text = is_text(incoming.content)
         request: Request | None = None
+        as_text = is_text(raw)
         try:
-            request = parse_request(incoming.content, self.registry)
-            controller = self.controllers.get(incoming.sender)
-            if controller is None:  # removed by a reload while queued
-                raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
-            self._running[incoming.sender] = request.tool
-            if request.tool == "ask":
-                response = await self._ask(incoming.sender, request, controller)
-            else:
-                held = request  # bound for the notice below
-
-                async def waiting(seconds: float) -> None:
-                    text = notice(held.id, held.tool, seconds, is_text(incoming.content))
-                    await self._deliver(incoming, text, held.id)
-
-                response = await self.execute(incoming.sender, request, controller, waiting)
+            request = parse_request(raw, self.registry)
+            if refusal is not None:
+                raise refusal
+            response = await self._serve(owner, request, local, as_text, deliver)
         except BrowserdError as exc:
-            response = error_response(request.id if request else None, exc)
+            response = error_response(request.id if request else None, refusal or exc)
         except Exception:
-            log.exception("command from %s failed unexpectedly", incoming.sender[:12])
-            response = error_response(
-                request.id if request else None,
-                BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
-            )
-        finally:
-            self._running.pop(incoming.sender, None)
-        delivered = await self._deliver(incoming, render(response, text), response.get("id"))
-        self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
+            log.exception("command from %s failed unexpectedly", owner[:12])
+            internal = BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it.")
+            response = error_response(request.id if request else None, refusal or internal)
+        wire = self.encode(response, as_text)
+        delivered = True if deliver is None else await deliver(wire, response.get("id"))
+        self._audit(owner, transport, request, response, started, delivered)
+        return Answer(response, wire)
 
-    async def _answer_without_running(self, incoming: Incoming, error: BrowserdError) -> None:
-        started = time.perf_counter()
-        request = None
-        with contextlib.suppress(BrowserdError):
-            request = parse_request(incoming.content, self.registry)
-        response = error_response(request.id if request else None, error)
-        delivered = await self._deliver(
-            incoming, render(response, is_text(incoming.content)), response["id"]
+    def encode(self, response: Response, as_text: bool) -> str:
+        """``protocol.encode`` with the configured result cap."""
+        return encode(response, as_text, self.browser.config.result_cap)
+
+    async def _serve(
+        self, owner: str, request: Request, local: bool, as_text: bool, deliver: Deliver | None
+    ) -> Response:
+        if local:
+            if request.tool in LOCAL_ONLY and self._local_tools is not None:
+                data = await self._local_tools(request.tool, request.params or {})
+                return {"id": request.id, "success": True, "data": data}
+            return await self.execute(owner, request, None)
+        controller = self.controllers.get(owner)
+        if controller is None:  # removed by a reload while queued
+            raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
+        self._running[owner] = request.tool
+        try:
+            if request.tool == "ask":
+                return await self._ask(owner, request, controller)
+
+            async def waiting(seconds: float) -> None:
+                if deliver is not None:
+                    await deliver(notice(request.id, request.tool, seconds, as_text), request.id)
+
+            return await self.execute(owner, request, controller, waiting)
+        finally:
+            self._running.pop(owner, None)
+
+    async def _handle(self, incoming: Incoming, refusal: BrowserdError | None = None) -> None:
+        """One DM: its reply goes back by DM, in the scheme it came in."""
+
+        async def deliver(wire: str, request_id: Any) -> bool:
+            return await self._deliver(incoming, wire, request_id)
+
+        await self.handle(
+            incoming.sender,
+            incoming.content,
+            transport=incoming.scheme,
+            deliver=deliver,
+            refusal=refusal,
         )
-        self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
 
     async def _deliver(self, incoming: Incoming, text: str, request_id: Any) -> bool:
         try:
@@ -390,34 +428,7 @@ class Dispatcher:
 
     async def handle_local(self, owner: str, raw: str) -> str:
         """One request from the loopback WebSocket: full role, no approval, login tools too."""
-        try:
-            request = parse_request(raw, self.registry)
-        except BrowserdError as exc:
-            response = error_response(None, exc)
-            self._audit(owner, "local", None, response, time.perf_counter())
-        else:
-            response = await self.run_local(owner, request)
-        return render(response, is_text(raw))
-
-    async def run_local(self, owner: str, request: Request, transport: str = "local") -> Response:
-        """Run a parsed request from this machine (the WebSocket, MCP ``--local``); audited."""
-        started = time.perf_counter()
-        try:
-            if request.tool in LOCAL_ONLY and self._local_tools is not None:
-                data = await self._local_tools(request.tool, request.params or {})
-                response = {"id": request.id, "success": True, "data": data}
-            else:
-                response = await self.execute(owner, request, None)
-        except BrowserdError as exc:
-            response = error_response(request.id, exc)
-        except Exception:
-            log.exception("local command failed unexpectedly")
-            response = error_response(
-                request.id,
-                BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it."),
-            )
-        self._audit(owner, transport, request, response, started)
-        return response
+        return (await self.handle(owner, raw, transport="local", local=True)).wire
 
     # --- running -----------------------------------------------------------------------
 
@@ -518,7 +529,7 @@ class Dispatcher:
         stopped = self.asker.stop(incoming.sender)
         note = "Stopping the running ask turn." if stopped else "No ask turn is running."
         response = {"id": request.id, "success": True, "data": {"stopped": stopped, "note": note}}
-        await self._deliver(incoming, render(response, is_text(incoming.content)), request.id)
+        await self._deliver(incoming, self.encode(response, is_text(incoming.content)), request.id)
         self._audit(incoming.sender, incoming.scheme, request, response, time.perf_counter())
 
     async def notify(self, recipient: str, text: str) -> bool:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..commands.catalog import REGISTRY
-from ..commands.protocol import parse_request, render_text
+from ..commands.protocol import is_text, parse_request
+from ..commands.render import render_text
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
 from ..nostr import nip17
@@ -112,7 +113,7 @@ class DaemonMessage:
 
 def _build_request(words: list[str]) -> tuple[dict[str, Any], bool]:
     """The JSON request for the command words, and whether they were the text grammar."""
-    raw = " ".join(words) if words[0].lstrip().startswith("{") else shlex.join(words)
+    raw = shlex.join(words) if is_text(words[0]) else " ".join(words)
     request = parse_request(raw, REGISTRY)
     if request.id is None:
         request.id = secrets.token_hex(4)
@@ -183,7 +184,7 @@ async def send_command(args: argparse.Namespace) -> int:
     print(
         json.dumps(response, indent=2, ensure_ascii=False)
         if args.json or not text
-        else render_text(response)
+        else render_text(response, len(whole))  # the daemon already cut it to its cap
     )
     if saved:
         print(f"saved {saved}", file=sys.stderr)

@@ -1,6 +1,6 @@
 """``mcp --local``: the browser in this process, behind the daemon's own dispatcher.
 
-The calls take the path a local WebSocket command takes (``Dispatcher.run_local``): the
+The calls take the path every command takes (``Dispatcher.handle``, as the local channel): the
 registry validates, the session runs it under its lock, the audit log records it (transport
 ``mcp``).  No relay and no identity are involved.
 """
@@ -13,7 +13,6 @@ from typing import Any
 
 from ..browser.session import BrowserPool
 from ..commands.catalog import REGISTRY
-from ..commands.protocol import Request
 from ..daemon.config import Config, make_browser_dirs
 from ..daemon.dispatch import Dispatcher
 from ..daemon.local_ws import OWNER
@@ -66,8 +65,9 @@ class LocalBackend:
     async def call(self, tool: str, params: dict[str, Any], progress: Progress) -> Response:
         """Run one tool as the local owner (nothing here ever waits for an approver)."""
         assert self.dispatcher is not None, "start() first"
-        request = Request(id=secrets.token_hex(4), tool=tool, params=params)
-        return await self.dispatcher.run_local(OWNER, request, transport="mcp")
+        request = {"id": secrets.token_hex(4), "tool": tool, "params": params}
+        answer = await self.dispatcher.handle(OWNER, request, transport="mcp", local=True)
+        return answer.response
 
     def on_event(self, sink: EventSink) -> None:
         """Report this session's browser events (tab_changed, dialog, download…) to ``sink``."""
