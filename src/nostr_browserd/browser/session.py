@@ -39,6 +39,7 @@ from .egress import EgressProxy
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
+from .tab import Tab
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,11 @@ class PendingDialog:
 
 
 class Session:
-    """One owner's browsing: a BrowserContext, its tabs, the active tab and dialog state."""
+    """One owner's browsing: its windows and tabs, the active tab, frames, dialogs, events.
+
+    What belongs to one tab (its page, window, title, last snapshot and screenshot) is a
+    ``Tab`` in ``tabs``; ``tab`` is the active one.
+    """
 
     # A page that opens popups without end gets this many tabs; the rest are closed at once.
     MAX_TABS = 50
@@ -188,8 +193,8 @@ class Session:
         self.config = pool.config
         self.lock = asyncio.Lock()
         self.context: BrowserContext | None = None
-        self.tabs: dict[str, Page] = {}
-        self.active_tab: str | None = None
+        self.tabs: dict[str, Tab] = {}
+        self.tab: Tab | None = None
         self.dialog: PendingDialog | None = None
         self.last_alert: dict[str, Any] | None = None
         self._next_tab = 1
@@ -201,9 +206,7 @@ class Session:
         self.tab_opened = asyncio.Event()
         self.popups_closed = 0
         self._alerts: dict[str, int] = {}
-        # Per tab, the title as last read or reported; page events forget it.  The version
-        # changes with every report or event, so a read it raced with is not kept.
-        self._titles: dict[str, str] = {}
+        # Changes with every title report or page event, so a title read it raced is not kept.
         self._title_version = 0
         self.log = PageLog()
         # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
@@ -214,9 +217,6 @@ class Session:
         self.frame: Frame | None = None
         self.frame_tab: str | None = None
         self.frame_note: str | None = None
-        # Per tab: the latest snapshot (its params and text) and screenshot, for the diffs.
-        self.snapshots: dict[str, tuple[dict[str, Any], str]] = {}
-        self.screenshots: dict[str, bytes] = {}
         # Events a controller asked to be sent (watch): marked for the daemon to forward.
         self.watching: frozenset[str] = frozenset()
 
@@ -226,8 +226,7 @@ class Session:
         """Attach a fresh context (first use, or after a relaunch) and open one tab."""
         self.context = context
         self.tabs.clear()
-        self._titles.clear()
-        self.active_tab = None
+        self.tab = None
         self.dialog = None
         self.frame = None
         self.windows.clear()
@@ -250,7 +249,7 @@ class Session:
     async def close_window(self, window: str) -> list[str]:
         """Close a window other than w1 and forget its tabs; returns their ids."""
         context = self.windows.pop(window)
-        closed = [t for t, page in self.tabs.items() if page.context is context]
+        closed = [t.id for t in self.tabs.values() if t.window == window]
         await context.close()
         for tab_id in closed:
             self.forget(tab_id)
@@ -278,7 +277,8 @@ class Session:
 
     def _on_page(self, page: Page) -> None:
         """A new page in one of our contexts (a popup, or ours): a tab, unless too many."""
-        if page in self.tabs.values() or len(self.tabs) < self.MAX_TABS:
+        known = any(tab.page is page for tab in self.tabs.values())
+        if known or len(self.tabs) < self.MAX_TABS:
             self._track(page)
             return
         self.popups_closed += 1
@@ -288,17 +288,18 @@ class Session:
 
     def _track(self, page: Page) -> str:
         """Give a page a tab id (idempotent) and make it active: popups come to the front."""
-        for tab_id, known in self.tabs.items():
-            if known is page:
-                return tab_id
+        for known in self.tabs.values():
+            if known.page is page:
+                return known.id
         tab_id = f"t{self._next_tab}"
         self._next_tab += 1
-        self.tabs[tab_id] = page
+        window = next(w for w, c in self.windows.items() if c is page.context)
+        tab = self.tabs[tab_id] = Tab(tab_id, page, window)
         self.tab_opened.set()
         page.on("dialog", lambda d: self._on_dialog(tab_id, d))
-        page.on("framenavigated", lambda f: self._on_navigated(tab_id, f))
-        page.on("domcontentloaded", lambda _p: self._title_changed(tab_id))
-        page.on("load", lambda p: self._on_load(tab_id, p))
+        page.on("framenavigated", lambda f: self._on_navigated(tab, f))
+        page.on("domcontentloaded", lambda _p: self._title_changed(tab))
+        page.on("load", lambda _p: self._on_load(tab))
         page.on("close", lambda _p: self.forget(tab_id))
         page.on("download", lambda d: self._on_download(tab_id, d))
         page.on("console", lambda m: self._on_console(tab_id, m))
@@ -315,62 +316,64 @@ class Session:
 
     def switch(self, tab_id: str) -> Page:
         """Make ``tab_id`` the active tab."""
-        page = self.tabs.get(tab_id)
-        if page is None:
+        tab = self.tabs.get(tab_id)
+        if tab is None:
             raise BrowserdError(
                 ErrorCode.INVALID_PARAMS,
                 f"No tab {tab_id!r}; open tabs: {', '.join(self.tabs) or 'none'}.",
             )
-        if self.active_tab != tab_id:
-            self.active_tab = tab_id
-            self._background(self._announce("tab_changed", tab_id, page))
-        return page
+        if self.tab is not tab:
+            self.tab = tab
+            self._background(self._announce("tab_changed", tab))
+        return tab.page
 
-    async def _announce(self, event: str, tab_id: str, page: Page) -> None:
+    @property
+    def active_tab(self) -> str | None:
+        """The active tab's id."""
+        return self.tab.id if self.tab is not None else None
+
+    async def _announce(self, event: str, tab: Tab) -> None:
         """Emit a tab's ``{"url", "title", "tab"}`` event."""
-        url = page.url
-        self._emit(event, {"url": url, "title": await self.tab_title(tab_id, page), "tab": tab_id})
+        url = tab.page.url
+        self._emit(event, {"url": url, "title": await self.tab_title(tab), "tab": tab.id})
 
-    async def tab_title(self, tab_id: str, page: Page, fresh: bool = False) -> str | None:
+    async def tab_title(self, tab: Tab, fresh: bool = False) -> str | None:
         """A tab's title, or None while a dialog blocks its scripts (or it is gone).
 
         Cached: the page reports its title as it changes and navigation forgets it.  Only a
         command that acted on the page asks ``fresh``: the report of a change it caused may
         still be on its way.
         """
-        if self.dialog is not None and self.dialog.tab == tab_id:
+        if self.dialog is not None and self.dialog.tab == tab.id:
             return None
-        if not fresh and tab_id in self._titles:
-            return self._titles[tab_id]
+        if not fresh and tab.title is not None:
+            return tab.title
         version = self._title_version
         with contextlib.suppress(Exception):
-            title = await asyncio.wait_for(page.title(), 2)
-            if version == self._title_version and tab_id in self.tabs:
-                self._titles[tab_id] = title
+            title = await asyncio.wait_for(tab.page.title(), 2)
+            if version == self._title_version:
+                tab.title = title
             return title
         return None
 
-    def _title_changed(self, tab_id: str, title: str | None = None) -> None:
+    def _title_changed(self, tab: Tab, title: str | None = None) -> None:
         """Keep a tab's reported title, or forget its title (None) when its document changed."""
         self._title_version += 1
-        if title is None:
-            self._titles.pop(tab_id, None)
-        else:
-            self._titles[tab_id] = title
+        tab.title = title
 
     def _on_title(self, source: dict[str, Any], title: Any) -> None:
         """The title observer's report from a tab's top document."""
-        for tab_id, page in self.tabs.items():
-            if page is source["page"] and isinstance(title, str):
-                self._title_changed(tab_id, title)
+        for tab in self.tabs.values():
+            if tab.page is source["page"] and isinstance(title, str):
+                self._title_changed(tab, title)
 
-    def _on_navigated(self, tab_id: str, frame: Frame) -> None:
+    def _on_navigated(self, tab: Tab, frame: Frame) -> None:
         if frame.parent_frame is None:
-            self._title_changed(tab_id)
+            self._title_changed(tab)
 
-    def _on_load(self, tab_id: str, page: Page) -> None:
-        self._title_changed(tab_id)
-        self._background(self._announce("load", tab_id, page))
+    def _on_load(self, tab: Tab) -> None:
+        self._title_changed(tab)
+        self._background(self._announce("load", tab))
 
     async def settle(self) -> None:
         """Let event handlers' work finish, so a command's events go out before its reply."""
@@ -391,16 +394,13 @@ class Session:
 
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
-        self.tabs.pop(tab_id, None)
-        self._titles.pop(tab_id, None)
-        self.snapshots.pop(tab_id, None)
-        self.screenshots.pop(tab_id, None)
+        tab = self.tabs.pop(tab_id, None)
         if self.frame_tab == tab_id:
             self.frame = None
         if self.dialog and self.dialog.tab == tab_id:
             self.dialog = None
-        if self.active_tab == tab_id:
-            self.active_tab = None
+        if tab is not None and self.tab is tab:
+            self.tab = None
             if self.tabs:
                 self.switch(list(self.tabs)[-1])
 
@@ -445,7 +445,7 @@ class Session:
     @property
     def page_or_none(self) -> Page | None:
         """The active tab's page without the dialog check (for url and state)."""
-        return self.tabs.get(self.active_tab) if self.active_tab else None
+        return self.tab.page if self.tab is not None else None
 
     @property
     def active_frame(self) -> Frame | None:
@@ -566,10 +566,10 @@ class Session:
 
     async def state(self, fresh: bool = True) -> dict[str, Any]:
         """url, title, tab and dialog: merged into every result (``fresh``: see tab_title)."""
-        page = self.page_or_none
-        state: dict[str, Any] = {"url": page.url if page else None, "title": None}
-        if page is not None and self.active_tab is not None and self.dialog is None:
-            state["title"] = await self.tab_title(self.active_tab, page, fresh)
+        tab = self.tab
+        state: dict[str, Any] = {"url": tab.page.url if tab else None, "title": None}
+        if tab is not None and self.dialog is None:
+            state["title"] = await self.tab_title(tab, fresh)
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}

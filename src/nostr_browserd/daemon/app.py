@@ -486,9 +486,9 @@ class Daemon:
             owner = session.owner
             if len(owner) == 64 and all(c in "0123456789abcdef" for c in owner):
                 owner = npub_encode(owner)
-            for tab_id, page in session.tabs.items():
-                active = tab_id == session.active_tab
-                tabs.append({"owner": owner, "tab": tab_id, "url": page.url, "active": active})
+            for tab in session.tabs.values():
+                active = tab is session.tab
+                tabs.append({"owner": owner, "tab": tab.id, "url": tab.page.url, "active": active})
         return tabs
 
     def _dm_state(self) -> str:

@@ -59,9 +59,9 @@ async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, 
     Without an earlier snapshot in this tab, an interactive one is taken first.
     """
     page = session.page
-    latest = session.snapshots.get(session.active_tab or "")
+    latest = session.tab.snapshot if session.tab is not None else None
     text = (
-        latest[1]
+        latest.text
         if latest
         else (await remembered_snapshot(session, SnapshotParams(interactive=True))).text
     )

@@ -46,9 +46,9 @@ async def diff_snapshot(session: Session, params: SnapshotParams) -> dict[str, A
 
     With no options it snapshots the way the previous snapshot was taken.
     """
-    previous = session.snapshots.get(session.active_tab or "")
+    previous = session.tab.snapshot if session.tab is not None else None
     if previous is not None and not params.model_fields_set:
-        params = SnapshotParams(**previous[0])
+        params = SnapshotParams(**previous.params)
     rendered = await remembered_snapshot(session, params)
     if previous is None:
         return {
@@ -56,8 +56,8 @@ async def diff_snapshot(session: Session, params: SnapshotParams) -> dict[str, A
             "snapshot": rendered.text,
             "note": "No earlier snapshot in this tab: this one is the baseline for the next diff.",
         }
-    result = unified(previous[1], rendered.text)
-    if previous[0] != params.model_dump():
+    result = unified(previous.text, rendered.text)
+    if previous.params != params.model_dump():
         result["note"] = "The previous snapshot was taken with other options."
     return result
 
@@ -173,7 +173,7 @@ async def diff_screenshot(session: Session, params: DiffScreenshotParams) -> dic
         except binascii.Error:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "baseline is not base64.") from None
     else:
-        before = session.screenshots.get(session.active_tab or "", b"")
+        before = session.tab.screenshot if session.tab is not None else None
         if not before:
             raise BrowserdError(
                 ErrorCode.INVALID_PARAMS,
@@ -191,7 +191,8 @@ async def diff_screenshot(session: Session, params: DiffScreenshotParams) -> dic
         raise BrowserdError(
             ErrorCode.INVALID_PARAMS, "The baseline is not a PNG or JPEG."
         ) from None
-    session.screenshots[session.active_tab or ""] = after
+    if session.tab is not None:
+        session.tab.screenshot = after
     total = compared["width"] * compared["height"]
     image = binary(
         session, base64.b64decode(compared["png"]), "image/png", "use a smaller viewport"

@@ -50,8 +50,8 @@ async def screenshot(session: Session, params: ScreenshotParams) -> dict[str, An
         f"image/{params.format}",
         "use format=jpeg with a lower quality, drop full_page, or capture one element",
     )
-    if session.active_tab is not None:  # the baseline of diff_screenshot
-        session.screenshots[session.active_tab] = data
+    if session.tab is not None:  # the baseline of diff_screenshot
+        session.tab.screenshot = data
     return result
 
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from ..browser.session import Session
 from ..browser.snapshot import Options, Rendered, take
+from ..browser.tab import Snapshot
 from ..commands.params import OptionalTarget, Target
 from ..commands.registry import Handler, NoParams, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -79,8 +80,8 @@ async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rende
     )
     page, frame = session.page, session.active_frame
     rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
-    if session.active_tab is not None:
-        session.snapshots[session.active_tab] = (params.model_dump(), rendered.text)
+    if session.tab is not None:
+        session.tab.snapshot = Snapshot(params.model_dump(), rendered.text)
     return rendered
 
 

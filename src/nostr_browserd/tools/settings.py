@@ -94,8 +94,8 @@ async def settle(session: Session, **changes: Any) -> None:
         WATCHED.add(context)
         context.on("page", lambda page: in_background(page, settings))
     try:
-        for page in list(session.tabs.values()):
-            await apply(page, settings, set(changes))
+        for tab in list(session.tabs.values()):
+            await apply(tab.page, settings, set(changes))
     except PlaywrightError as exc:
         for key in changes:
             settings.pop(key, None)

@@ -17,10 +17,10 @@ TOOLS = Registry()
 async def describe_tabs(session: Session) -> list[dict[str, Any]]:
     """Every tab's id, address, title and whether it is active."""
     tabs = []
-    for tab_id, page in list(session.tabs.items()):  # tabs come and go while titles are read
-        title = await session.tab_title(tab_id, page)
+    for tab in list(session.tabs.values()):  # tabs come and go while titles are read
+        title = await session.tab_title(tab)
         tabs.append(
-            {"tab": tab_id, "url": page.url, "title": title, "active": tab_id == session.active_tab}
+            {"tab": tab.id, "url": tab.page.url, "title": title, "active": tab is session.tab}
         )
     return tabs
 
@@ -67,11 +67,11 @@ async def tab_close(session: Session, params: TabId) -> dict[str, Any]:
     tab_id = params.tab or session.active_tab
     if tab_id is None:
         return {"closed": None, "note": "No tab is open."}
-    page = session.tabs.get(tab_id)
-    if page is None:
+    tab = session.tabs.get(tab_id)
+    if tab is None:
         session.switch(tab_id)  # raises, naming the open tabs
         return {}
-    await page.close()
+    await tab.page.close()
     session.forget(tab_id)
     return {"closed": tab_id, "remaining": list(session.tabs)}
 

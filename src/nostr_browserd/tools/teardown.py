@@ -21,6 +21,6 @@ async def close_all(session: Session, params: NoParams) -> dict[str, Any]:
     for tab_id in closed:
         old = session.tabs.get(tab_id)
         if old is not None:
-            await old.close()
+            await old.page.close()
         session.forget(tab_id)
     return {"closed": closed, "active": fresh}

@@ -37,19 +37,13 @@ async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any
     return result
 
 
-def window_of(session: Session, tab: str) -> str | None:
-    """The window a tab belongs to."""
-    context = session.tabs[tab].context
-    return next((w for w, c in session.windows.items() if c is context), None)
-
-
 @TOOLS.tool("window_list", family="windows", gated=False)
 async def window_list(session: Session, params: NoParams) -> dict[str, Any]:
     """Every window with its tabs; the active tab is marked."""
     tabs = await describe_tabs(session)
     return {
         "windows": [
-            {"window": w, "tabs": [t for t in tabs if window_of(session, t["tab"]) == w]}
+            {"window": w, "tabs": [t for t in tabs if session.tabs[t["tab"]].window == w]}
             for w in session.windows
         ]
     }
