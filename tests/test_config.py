@@ -173,7 +173,7 @@ def test_example_config_is_valid():
 
 def test_one_key_source_at_most(tmp_path):
     text = '[identity]\nnsec_file = "/k"\nnsec_env = "K"\n'
-    with pytest.raises(ConfigError, match=r"nsec_file, identity\.nsec_env, not several"):
+    with pytest.raises(ConfigError, match=r"give exactly one of nsec, nsec_file, nsec_env"):
         load_config(write(tmp_path, text), {})
 
 

@@ -46,7 +46,8 @@ async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon, c
         )
         assert switched["data"]["pubkey"] == new
         # The Nostr side follows the new identity: it answers DMs sent to the new key.
-        await wait_until(lambda: daemon._inbox_sub is not None and daemon.outbox is not None)
+        await wait_until(lambda: daemon.link is not None and daemon.link.pubkey == new)
+        await wait_until(lambda: daemon.link.listening)
         assert (await phone.command(new, {"tool": "get_url"}))["success"]
         logged_out = await local(daemon, {"id": 3, "tool": "logout"})
         assert logged_out["data"]["logged_in"] is False
@@ -65,7 +66,7 @@ async def test_read_only_identity_serves_the_local_channel_and_says_why(
     state = daemon.status()
     assert state["identity"]["readonly"] and state["direct_messages"].startswith("off: ")
     assert "cannot read or answer direct messages" in state["direct_messages"]
-    assert daemon._inbox_sub is None
+    assert not daemon.link.listening
     opened = await local(daemon, f"open {site_url}/form.html")
     assert "form.html" in opened
     http_status = await asyncio.to_thread(fetch_status, daemon.local.port, daemon.local.token)
@@ -109,15 +110,18 @@ async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tm
 
 def test_login_params_for_each_way_of_holding_the_key(tmp_path):
     from nostr_browserd.daemon.app import login_params
-    from nostr_browserd.daemon.config import IdentityConfig
+    from nostr_browserd.daemon.config import IdentityConfig, NsignerConfig
+    from nostr_browserd.login.params import LocalLogin, NsignerLogin, SeedLogin
 
     generated = login_params(IdentityConfig(), tmp_path)
-    assert generated == {"method": "local", "nsec_file": str(tmp_path / "identity.nsec")}
+    assert generated == LocalLogin(method="local", nsec_file=tmp_path / "identity.nsec")
     assert (tmp_path / "identity.nsec").stat().st_mode & 0o777 == 0o600
-    assert login_params(IdentityConfig(nsec_env="K"), tmp_path)["nsec_env"] == "K"
-    assert login_params(IdentityConfig(credential="nsec"), tmp_path)["credential"] == "nsec"
+    assert login_params(IdentityConfig(nsec_env="K"), tmp_path).nsec_env == "K"
+    assert login_params(IdentityConfig(credential="nsec"), tmp_path).credential == "nsec"
     seed = IdentityConfig(method="seed", seed_file="/s", account=2)
-    assert login_params(seed, tmp_path) == {"method": "seed", "seed_file": "/s", "account": 2}
+    assert login_params(seed, tmp_path) == SeedLogin(method="seed", seed_file="/s", account=2)
+    qube = IdentityConfig(method="nsigner", nsigner=NsignerConfig(device="vault", index=3))
+    assert login_params(qube, tmp_path) == NsignerLogin(method="nsigner", device="vault", index=3)
 
 
 async def test_the_local_token_from_a_credential_mode_checked(

@@ -135,7 +135,7 @@ async def test_replies_also_go_to_the_controllers_inbox_relays(
         me = await daemon_pubkey(daemon)
         await wait_for_kinds(phone, phone.pubkey, {10050})
         async with asyncio.timeout(20):
-            while phone.pubkey not in daemon.outbox._inboxes:
+            while not daemon.link.outbox.reaches_inbox_of(phone.pubkey):
                 await asyncio.sleep(0.05)
         assert (await phone.command(me, {"tool": "get_url"}))["success"]
         async with SdkController([inbox.url], phone.keys) as inbox_only:
@@ -172,7 +172,7 @@ async def test_inbox_relays_that_demand_auth(local_relay_factory, start_daemon, 
     LEAKS.output(out + err, "nostr-browserd send's output")
     assert proc.returncode == 0, err.decode()
     assert json.loads(out)["success"]
-    assert daemon.pool.status()[relay.url].authenticated
+    assert daemon.link.relay_status()[relay.url].authenticated
 
 
 async def test_a_password_never_reaches_the_log_or_the_store(

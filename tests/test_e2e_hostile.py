@@ -52,7 +52,7 @@ async def test_strangers_and_forged_seals_run_nothing_and_get_no_reply(
         assert daemon.browser.sessions()[0].owner == phone.pubkey
         assert len(daemon.browser.sessions()) == 1
         # The three did reach the daemon (they were dropped there, not lost on the way).
-        await wait_until(lambda: daemon.pool.status()[nostr_relay_url].counts["events"] >= 4)
+        await wait_until(lambda: daemon.link.relay_status()[nostr_relay_url].counts["events"] >= 4)
         assert commands_run(daemon) == ["get_url"] and await stranger.poll() == []
 
 
@@ -79,7 +79,8 @@ async def test_bad_signatures_run_nothing_and_get_no_reply(permissive_relay, sta
                 assert (await raw.publish(event, 5)).ok  # this relay takes anything
         answer = await phone.command(me, {"tool": "get_url"})
         assert answer["success"]
-        assert daemon.pool.status()[permissive_relay.url].counts["invalid"] == 2, "they arrived"
+        invalid = daemon.link.relay_status()[permissive_relay.url].counts["invalid"]
+        assert invalid == 2, "they arrived"
         assert commands_run(daemon) == ["get_url"]
         assert len(phone.received) == 1
 
@@ -104,7 +105,7 @@ async def test_a_replayed_command_runs_once(nostr_relay_url, local_relay_factory
         assert sync["success"]
         assert daemon.store.was_seen(rewrapped["id"]), "the new wrap reached the replay guard"
         # The original wrap did come again, through the relay that had never seen it.
-        await wait_until(lambda: daemon.pool.status()[second.url].counts["events"] >= 1)
+        await wait_until(lambda: daemon.link.relay_status()[second.url].counts["events"] >= 1)
         assert commands_run(daemon) == ["get_title", "get_url"]
         assert [r.json.get("id") for r in phone.received] == ["r1", sync["id"]]
 
@@ -126,9 +127,9 @@ async def test_one_command_through_two_relays_runs_once(
         assert len(phone.received) == 3
         # Each command did reach the daemon through both relays (or this proves nothing).
         await wait_until(
-            lambda: all(daemon.pool.status()[url].counts["events"] >= 3 for url in relays)
+            lambda: all(daemon.link.relay_status()[url].counts["events"] >= 3 for url in relays)
         )
-        assert sum(s.counts["duplicates"] for s in daemon.pool.status().values()) >= 3
+        assert sum(s.counts["duplicates"] for s in daemon.link.relay_status().values()) >= 3
         assert commands_run(daemon) == ["get_title", "get_url", "get_url"]
 
 
@@ -148,7 +149,7 @@ async def test_a_restart_on_the_same_relays_runs_nothing_again(
         assert sync["success"]
         assert commands_run(second) == ["get_title", "get_url", "get_url"]
         # The relay did hand the second daemon the two old commands again (and the new one).
-        await wait_until(lambda: second.pool.status()[nostr_relay_url].counts["events"] >= 3)
+        await wait_until(lambda: second.link.relay_status()[nostr_relay_url].counts["events"] >= 3)
         assert commands_run(second) == ["get_title", "get_url", "get_url"]
         replies = [json.loads(r.content)["id"] for r in phone.received]
         assert len(replies) == len(set(replies)) == 3

@@ -57,8 +57,8 @@ async def test_serving_through_a_relay_restart(local_relay_factory, start_daemon
         me = await daemon_pubkey(daemon)
         assert (await phone.command(me, {"tool": "get_url"}))["success"]
         await relay.restart()  # in memory: it comes back empty, every client is dropped
-        await wait_until(lambda: daemon.pool.status()[relay.url].state != "connected", 10)
-        await wait_until(lambda: daemon.pool.status()[relay.url].state == "connected", 30)
+        await wait_until(lambda: daemon.link.relay_status()[relay.url].state != "connected", 10)
+        await wait_until(lambda: daemon.link.relay_status()[relay.url].state == "connected", 30)
         answer = await phone.command(me, {"tool": "get_url"}, timeout=30)
         assert answer["success"]
 

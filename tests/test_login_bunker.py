@@ -22,6 +22,7 @@ from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.login.bunker_server import Approval, BunkerServer
 from nostr_browserd.login.manager import IdentityManager
 from nostr_browserd.login.nip46_channel import Channel, Incoming
+from nostr_browserd.login.params import Nip46Login
 from nostr_browserd.nostr import nip46
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.relay import RelayPool
@@ -437,7 +438,7 @@ async def test_the_daemon_reads_its_bunker_url_from_a_0600_file(relay_url, tmp_p
         config = tmp_path / "config.toml"
         config.write_text(f'[identity]\nmethod = "nip46"\nbunker_url_file = "{url_file}"\n')
         params = login_params(load_config(config, {}).identity, tmp_path)
-        assert params == {"method": "nip46", "bunker_url_file": str(url_file)}
+        assert params == Nip46Login(method="nip46", bunker_url_file=url_file)
         manager = IdentityManager()
         url_file.chmod(0o644)
         with pytest.raises(BrowserdError) as err:

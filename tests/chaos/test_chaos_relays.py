@@ -139,7 +139,7 @@ async def test_a_relay_spewing_noise(local_relay_factory, start_daemon, noise) -
         me = await daemon_pubkey(daemon)
         answer = await command_once(phone, daemon, me, {"tool": "wait", "params": {"ms": 1}})
         assert answer["success"]
-        status = daemon.pool.status()[bad.url]
+        status = daemon.link.relay_status()[bad.url]
         if noise in ("garbage", "deep JSON"):  # each frame dropped, the connections kept
             assert status.counts["bad_messages"] >= len(NOISES[noise])
             assert status.counts["connects"] == 2, status.last_error

@@ -10,7 +10,6 @@ channel and status, and says plainly that it cannot read or answer direct messag
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 import time
@@ -24,65 +23,37 @@ from ..browser.session import BrowserPool
 from ..commands.catalog import REGISTRY
 from ..errors import BrowserdError
 from ..login.manager import IdentityManager
+from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
-from ..nostr import nip17
-from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
-from ..nostr.relay import RelayPool, Subscription
-from ..nostr.signer import Signer
-from ..supervise import stopped_readers, supervise
+from ..supervise import stopped_readers
 from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
-from .inbox import Inbox, Scheme, subscription_filters
+from .inbox import Scheme
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .keys_cli import KEY_TOOLS, run_key_tool
+from .link import NostrLink
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
-from .outbox import Outbox
 from .push import EventForwarder
 from .store import Store
 
 log = logging.getLogger(__name__)
 
-RELAY_LIST_KIND = 10002
-PROFILE_KIND = 0
 
-
-def login_params(identity: IdentityConfig, state_dir: Path) -> dict[str, Any]:
+def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod:
     """The ``login`` params for the configured identity.
 
     A local identity with no key configured (file, environment variable or systemd
     credential) uses a key generated once into the state directory.
     """
-    method = identity.method
-    if method == "local" and identity.nsec_env:
-        return {"method": "local", "nsec_env": identity.nsec_env}
-    if method == "local" and identity.credential:
-        return {"method": "local", "credential": identity.credential}
-    if method == "local":
-        path = identity.nsec_file or state_dir / DEFAULT_IDENTITY_FILE
-        if identity.nsec_file is None and ensure_key(path):
-            log.warning("generated a new identity in %s (mode 0600)", path)
-        return {"method": "local", "nsec_file": str(path)}
-    if method == "seed":
-        params = {
-            "method": "seed",
-            "seed_file": str(identity.seed_file),
-            "account": identity.account,
-        }
-        if identity.passphrase_file:
-            params["passphrase_file"] = str(identity.passphrase_file)
-        return params
-    if method == "readonly":
-        return {"method": "readonly", "npub": identity.npub}
-    if method == "nip46" and identity.bunker_url_file:
-        return {"method": "nip46", "bunker_url_file": str(identity.bunker_url_file)}
-    if method == "nip46":
-        return {"method": "nip46", "bunker_url": identity.bunker_url}
-    n = identity.nsigner
-    return {"method": "nsigner", "device": n.device, "service": n.service, "index": n.index}
+    default = state_dir / DEFAULT_IDENTITY_FILE
+    login = identity.login(default)
+    if isinstance(login, LocalLogin) and login.nsec_file == default and ensure_key(default):
+        log.warning("generated a new identity in %s (mode 0600)", default)
+    return login
 
 
 class Daemon:
@@ -97,20 +68,14 @@ class Daemon:
         self.embedded: EmbeddedRelay | None = None
         self.relays: list[str] = list(config.nostr.relays)
         self.browser = BrowserPool(config.browser)
-        self.pool: RelayPool | None = None
-        self.discovery: RelayPool | None = None
-        self.outbox: Outbox | None = None
+        self.link: NostrLink | None = None
         self.dispatcher: Dispatcher | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
         self._tasks: list[asyncio.Task[Any]] = []
-        self._nostr_tasks: list[asyncio.Task[Any]] = []
-        self._inbox_sub: Subscription | None = None
-        self._inbox: Inbox | None = None
         self._stop = asyncio.Event()
         self._rewiring: asyncio.Task[None] | None = None
-        self._follow: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -146,7 +111,7 @@ class Daemon:
             self.config.browser.result_cap,
         )
         await self._connect_nostr()
-        if self.outbox is not None:  # what a killed daemon left unanswered
+        if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
@@ -188,8 +153,8 @@ class Daemon:
         """Finish running commands and their replies, then close everything, in reverse."""
         self._stop.set()
         notify("STOPPING=1")
-        if self._inbox_sub is not None:
-            self._inbox_sub.close()
+        if self.link is not None:
+            self.link.stop_listening()
         if self.dispatcher is not None:
             await self.dispatcher.close()
         if self.local is not None:
@@ -224,12 +189,8 @@ class Daemon:
         if self.dispatcher is not None:
             self.dispatcher.controllers = config.allowed()
             log.info("reloaded the allow-list: %d controller(s)", len(config.allowed()))
-        if self.outbox is not None:  # follow the new list's DM inbox relays
-            if self._follow is not None:
-                self._follow.cancel()
-                self._nostr_tasks.remove(self._follow)
-            self._follow = asyncio.create_task(self._follow_controller_inboxes())
-            self._nostr_tasks.append(self._follow)
+        if self.link is not None:  # follow the new list's DM inbox relays
+            self.link.follow_controllers()
 
     async def _prune_store(self) -> None:
         """Hourly: forget seen and rejected ids older than the retention (far beyond any
@@ -262,129 +223,24 @@ class Daemon:
         if not self.identity.logged_in:
             log.warning("not logged in: direct messages are off until login on the local channel")
             return
-        signer: Signer = self.identity.signer
-        pubkey = await signer.public_key()
         if self.identity.readonly:
             log.warning("%s", READ_ONLY_MESSAGE)
-            self.pool = RelayPool(self.relays)
-            await self.pool.start()
-            return
-        self.pool = RelayPool(self.relays, auth_signer=signer)
-        await self.pool.start()
-        self.outbox = Outbox(signer, self.pool, timeout=self.config.nostr.publish_timeout)
         assert self.dispatcher is not None and self.store is not None
-        inbox = Inbox(
-            signer,
-            pubkey,
-            self.store,
-            is_known=self.dispatcher.is_known,
-            schemes=self.config.nostr.dm,
-            freshness=self.config.nostr.freshness,
-            stranger_budget=self.config.nostr.stranger_budget,
+        self.link = NostrLink(
+            self.identity.signer,
+            readonly=self.identity.readonly,
+            relays=self.relays,
+            config=self.config.nostr,
+            store=self.store,
+            dispatcher=self.dispatcher,
+            controllers=self.config.allowed,
         )
-        self._inbox = inbox
-        filters = subscription_filters(
-            pubkey, self.config.nostr.dm, now(), self.config.nostr.freshness
-        )
-        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
-        read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
-        self._nostr_tasks.append(read)
-        if self.config.nostr.discovery_relays:
-            self.discovery = RelayPool(self.config.nostr.discovery_relays)
-            await self.discovery.start()
-        self._nostr_tasks.append(asyncio.create_task(self._announce(signer)))
-        self._follow = asyncio.create_task(self._follow_controller_inboxes())
-        self._nostr_tasks.append(self._follow)
-        log.info(
-            "listening for %s on %s as %s",
-            "/".join(self.config.nostr.dm),
-            self.relays,
-            npub_encode(pubkey),
-        )
+        await self.link.start()
 
     async def _disconnect_nostr(self) -> None:
-        if self._inbox_sub is not None:
-            self._inbox_sub.close()
-            self._inbox_sub = None
-            self._inbox = None
-        for task in self._nostr_tasks:
-            task.cancel()
-        await asyncio.gather(*self._nostr_tasks, return_exceptions=True)
-        self._nostr_tasks.clear()
-        self._follow = None
-        if self.outbox is not None:
-            await self.outbox.close()
-            self.outbox = None
-        for pool in (self.pool, self.discovery):
-            if pool is not None:
-                await pool.close()
-        self.pool = self.discovery = None
-
-    async def _read_inbox(self, inbox: Inbox, sub: Subscription) -> None:
-        """Drain the subscription into the inbox's backlog; a second task opens what waits."""
-        assert self.dispatcher is not None
-        opening = asyncio.create_task(inbox.serve(self.dispatcher.submit))
-        try:
-            async for event in sub:
-                try:
-                    inbox.take(event)
-                except Exception:  # one bad event must never stop the inbox
-                    log.exception("could not sort event %s", str(event.get("id", "?"))[:12])
-        finally:
-            opening.cancel()
-            await asyncio.gather(opening, return_exceptions=True)
-
-    async def _announce(self, signer: Signer) -> None:
-        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
-
-        Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
-        these go to our relays and to the discovery relays (indexers) too.
-        """
-        nostr = self.config.nostr
-        public = [url for url in self.relays if not url.startswith("ws://127.")] or self.relays
-        templates = [
-            nip17.inbox_relays_event_template(public),
-            {
-                "kind": RELAY_LIST_KIND,
-                "content": "",
-                "tags": [["r", url] for url in public],
-                "created_at": now(),
-            },
-            {
-                "kind": PROFILE_KIND,
-                "content": json.dumps({"name": nostr.name, "about": nostr.about, "bot": True}),
-                "tags": [],
-                "created_at": now(),
-            },
-        ]
-        for template in templates:
-            try:
-                event = await signer.sign_event(template)
-                for pool in (self.pool, self.discovery):
-                    if pool is not None:
-                        result = await pool.publish(event, nostr.publish_timeout)
-                        if not result.ok:
-                            log.warning("kind %s not accepted: %s", event["kind"], result.refused)
-            except Exception:
-                log.exception("could not publish kind %s", template["kind"])
-
-    async def _follow_controller_inboxes(self) -> None:
-        """Learn controllers' kind 10050 DM inbox relays so replies also reach them there."""
-        authors = list(self.config.allowed())
-        if not authors or self.pool is None:
-            return
-        filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]
-        subs = [p.subscribe(filters) for p in (self.pool, self.discovery) if p is not None]
-        try:
-            await asyncio.gather(*(self._learn(sub) for sub in subs))
-        finally:
-            for sub in subs:
-                sub.close()
-
-    async def _learn(self, sub: Subscription) -> None:
-        async for event in sub:
-            if self.outbox is not None:
-                await self.outbox.learn_inbox(event)
+        if self.link is not None:
+            link, self.link = self.link, None
+            await link.close()
 
     def _identity_changed(self, status: dict[str, Any]) -> None:
         """After login/switch/logout on the local channel, rebuild the Nostr side."""
@@ -400,14 +256,10 @@ class Daemon:
     # --- callbacks for the dispatcher --------------------------------------------------
 
     async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
-        if self.outbox is None:
-            return False
-        return await self.outbox.reply(incoming, text, request_id)
+        return self.link is not None and await self.link.reply(incoming, text, request_id)
 
     async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
-        if self.outbox is None:
-            return False
-        return await self.outbox.send(recipient, text, scheme=scheme)
+        return self.link is not None and await self.link.send(recipient, text, scheme)
 
     def _browser_event(self, event: dict[str, Any]) -> None:
         """Push the local session's events to local clients; forward watched ones by DM."""
@@ -442,8 +294,8 @@ class Daemon:
         """Identity, relays and their state, controllers, queues, recent commands."""
         login = self.identity.status()
         relays = {}
-        if self.pool is not None:
-            for url, st in self.pool.status().items():
+        if self.link is not None:
+            for url, st in self.link.relay_status().items():
                 relays[url] = {
                     "state": st.state,
                     "publish_state": st.publish_state,
@@ -472,8 +324,8 @@ class Daemon:
         }
         if self.dispatcher is not None:
             status.update(self.dispatcher.status())
-        if self._inbox is not None:
-            status["inbox"] = self._inbox.status()
+        if self.link is not None and self.link.inbox is not None:
+            status["inbox"] = self.link.inbox.status()
         if self.store is not None:
             status["store"] = self.store.counts()
             status["recent"] = [e.to_dict() for e in self.store.recent(10)]

@@ -33,6 +33,7 @@ from pydantic import (
 from ..browser.session import BrowserConfig
 from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
+from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
 from .inbox import STRANGER_BUDGET
 from .keyfile import DEFAULT_TOKEN_FILE
@@ -116,12 +117,28 @@ class IdentityConfig(Section):
             )
         if field and getattr(self, field) in (None, ""):
             raise ValueError(f"method {self.method!r} needs identity.{field}")
-        sources = [f for f in ("nsec_file", "nsec_env", "credential") if getattr(self, f)]
-        if len(sources) > 1:
-            raise ValueError(f"give one of identity.{', identity.'.join(sources)}, not several")
         if self.method == "readonly":
             self.npub = parse_pubkey(self.npub or "")
+        try:  # the login tools' own rules (one key source…), not a copy of them
+            self.login(Path("identity.nsec"))
+        except ValidationError as exc:
+            messages = (e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            raise ValueError("; ".join(messages)) from None
         return self
+
+    def login(self, default_key: Path) -> LoginMethod:
+        """This section as the ``login`` tool's params: the same model, the same rules.
+
+        A local identity that names no key uses ``default_key``.
+        """
+        model = LOGIN_MODELS[self.method]
+        given = self.model_dump(exclude={"nsigner"}, exclude_none=True)
+        if self.method == "nsigner":
+            given |= self.nsigner.model_dump()
+        fields = {k: v for k, v in given.items() if k in model.model_fields}
+        if fields == {"method": "local"}:
+            fields["nsec_file"] = default_key
+        return LoginParams.model_validate(fields).root
 
 
 def _pubkey(value: Any) -> str:

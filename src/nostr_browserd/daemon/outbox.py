@@ -115,6 +115,10 @@ class Outbox:
             self._inboxes[author] = (created, pool)
             log.info("replies to %s also go to its inbox relays %s", author[:12], extra)
 
+    def reaches_inbox_of(self, author: str) -> bool:
+        """Whether replies to ``author`` also go to relays its kind 10050 named."""
+        return author in self._inboxes
+
     async def close(self) -> None:
         """Disconnect from the controllers' inbox relays (the main pool is not ours)."""
         await asyncio.gather(*(pool.close() for _, pool in self._inboxes.values()))

@@ -16,6 +16,7 @@ from .nsigner import DEFAULT_SERVICE
 from .seed import MAX_ACCOUNT
 
 __all__ = [
+    "LOGIN_MODELS",
     "LocalLogin",
     "LoginMethod",
     "LoginParams",
@@ -107,6 +108,14 @@ class NsignerLogin(_Login):
     index: int = Field(0, ge=0, description="key slot on the signer")
     timeout: float = Field(30.0, gt=0, le=3600, description="seconds to wait per request")
 
+
+LOGIN_MODELS: dict[str, type[BaseModel]] = {
+    "local": LocalLogin,
+    "seed": SeedLogin,
+    "readonly": ReadOnlyLogin,
+    "nip46": Nip46Login,
+    "nsigner": NsignerLogin,
+}
 
 LoginMethod = Annotated[
     LocalLogin | SeedLogin | ReadOnlyLogin | Nip46Login | NsignerLogin,

@@ -1,0 +1,219 @@
+"""The daemon's Nostr side for one identity: relays, the inbox, the outbox, announcements.
+
+Everything here belongs to the identity logged in now and goes together: ``start`` connects
+the relay pools, subscribes to the DMs addressed to us, announces where to reach us and
+follows the controllers' DM inbox relays; ``close`` undoes all of it.  Switching identity
+closes one link and starts another, so nothing of the old key outlives it.  A read-only
+identity gets the relay pool (for status) and nothing that would need a signature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..nostr import nip17
+from ..nostr.nip01 import now
+from ..nostr.nip19 import npub_encode
+from ..nostr.relay import RelayPool, RelayStatus, Subscription
+from ..nostr.signer import Signer
+from ..supervise import supervise
+from .config import ControllerConfig, NostrConfig
+from .dispatch import Dispatcher
+from .inbox import Inbox, Incoming, Scheme, subscription_filters
+from .outbox import Outbox
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+RELAY_LIST_KIND = 10002
+PROFILE_KIND = 0
+
+
+class NostrLink:
+    """Relay pools, inbox subscription, outbox and their tasks, for one signer."""
+
+    def __init__(
+        self,
+        signer: Signer,
+        *,
+        readonly: bool,
+        relays: list[str],
+        config: NostrConfig,
+        store: Store,
+        dispatcher: Dispatcher,
+        controllers: Callable[[], dict[str, ControllerConfig]],
+    ) -> None:
+        self.signer, self.readonly, self.relays = signer, readonly, relays
+        self.config, self.store, self.dispatcher = config, store, dispatcher
+        self.controllers = controllers
+        self.pubkey: str | None = None
+        self.pool: RelayPool | None = None
+        self.discovery: RelayPool | None = None
+        self.outbox: Outbox | None = None
+        self.inbox: Inbox | None = None
+        self._inbox_sub: Subscription | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._follow: asyncio.Task[None] | None = None
+
+    @property
+    def listening(self) -> bool:
+        """Whether direct messages are being read and can be answered."""
+        return self._inbox_sub is not None and self.outbox is not None
+
+    async def start(self) -> None:
+        """Connect, subscribe to our DMs, announce ourselves, follow the controllers."""
+        self.pubkey = await self.signer.public_key()
+        if self.readonly:
+            self.pool = RelayPool(self.relays)
+            await self.pool.start()
+            return
+        signer, pubkey = self.signer, self.pubkey
+        self.pool = RelayPool(self.relays, auth_signer=signer)
+        await self.pool.start()
+        self.outbox = Outbox(signer, self.pool, timeout=self.config.publish_timeout)
+        self.inbox = inbox = Inbox(
+            signer,
+            pubkey,
+            self.store,
+            is_known=self.dispatcher.is_known,
+            schemes=self.config.dm,
+            freshness=self.config.freshness,
+            stranger_budget=self.config.stranger_budget,
+        )
+        filters = subscription_filters(pubkey, self.config.dm, now(), self.config.freshness)
+        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
+        read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
+        self._tasks.append(read)
+        if self.config.discovery_relays:
+            self.discovery = RelayPool(self.config.discovery_relays)
+            await self.discovery.start()
+        self._tasks.append(asyncio.create_task(self._announce()))
+        self.follow_controllers()
+        log.info(
+            "listening for %s on %s as %s",
+            "/".join(self.config.dm),
+            self.relays,
+            npub_encode(pubkey),
+        )
+
+    def stop_listening(self) -> None:
+        """Take no more DMs (the first step of a stop); replies can still go out."""
+        if self._inbox_sub is not None:
+            self._inbox_sub.close()
+            self._inbox_sub = None
+
+    async def close(self) -> None:
+        """Stop every task, close the outbox and the relay pools."""
+        self.stop_listening()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        self._follow = None
+        self.inbox = None
+        if self.outbox is not None:
+            await self.outbox.close()
+            self.outbox = None
+        for pool in (self.pool, self.discovery):
+            if pool is not None:
+                await pool.close()
+        self.pool = self.discovery = None
+
+    # --- replies -------------------------------------------------------------------------
+
+    async def reply(self, incoming: Incoming, text: str, request_id: Any) -> bool:
+        """Answer a DM in its own scheme; False when we cannot send."""
+        if self.outbox is None:
+            return False
+        return await self.outbox.reply(incoming, text, request_id)
+
+    async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        """Send a DM of our own (an approval request, a watched event)."""
+        if self.outbox is None:
+            return False
+        return await self.outbox.send(recipient, text, scheme=scheme)
+
+    def relay_status(self) -> dict[str, RelayStatus]:
+        """Each relay's connection state, for the status page."""
+        return self.pool.status() if self.pool is not None else {}
+
+    # --- tasks ---------------------------------------------------------------------------
+
+    async def _read_inbox(self, inbox: Inbox, sub: Subscription) -> None:
+        """Drain the subscription into the inbox's backlog; a second task opens what waits."""
+        opening = asyncio.create_task(inbox.serve(self.dispatcher.submit))
+        try:
+            async for event in sub:
+                try:
+                    inbox.take(event)
+                except Exception:  # one bad event must never stop the inbox
+                    log.exception("could not sort event %s", str(event.get("id", "?"))[:12])
+        finally:
+            opening.cancel()
+            await asyncio.gather(opening, return_exceptions=True)
+
+    async def _announce(self) -> None:
+        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
+
+        Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
+        these go to our relays and to the discovery relays (indexers) too.
+        """
+        config = self.config
+        public = [url for url in self.relays if not url.startswith("ws://127.")] or self.relays
+        templates = [
+            nip17.inbox_relays_event_template(public),
+            {
+                "kind": RELAY_LIST_KIND,
+                "content": "",
+                "tags": [["r", url] for url in public],
+                "created_at": now(),
+            },
+            {
+                "kind": PROFILE_KIND,
+                "content": json.dumps({"name": config.name, "about": config.about, "bot": True}),
+                "tags": [],
+                "created_at": now(),
+            },
+        ]
+        for template in templates:
+            try:
+                event = await self.signer.sign_event(template)
+                for pool in (self.pool, self.discovery):
+                    if pool is not None:
+                        result = await pool.publish(event, config.publish_timeout)
+                        if not result.ok:
+                            log.warning("kind %s not accepted: %s", event["kind"], result.refused)
+            except Exception:
+                log.exception("could not publish kind %s", template["kind"])
+
+    def follow_controllers(self) -> None:
+        """(Re)start following the allow-list's DM inbox relays (after a reload too)."""
+        if self.outbox is None:
+            return
+        if self._follow is not None:
+            self._follow.cancel()
+            self._tasks.remove(self._follow)
+        self._follow = asyncio.create_task(self._follow_controller_inboxes())
+        self._tasks.append(self._follow)
+
+    async def _follow_controller_inboxes(self) -> None:
+        """Learn controllers' kind 10050 DM inbox relays so replies also reach them there."""
+        authors = list(self.controllers())
+        if not authors or self.pool is None:
+            return
+        filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]
+        subs = [p.subscribe(filters) for p in (self.pool, self.discovery) if p is not None]
+        try:
+            await asyncio.gather(*(self._learn(sub) for sub in subs))
+        finally:
+            for sub in subs:
+                sub.close()
+
+    async def _learn(self, sub: Subscription) -> None:
+        async for event in sub:
+            if self.outbox is not None:
+                await self.outbox.learn_inbox(event)
