@@ -39,6 +39,8 @@ def test_the_policy_fields_agree_with_each_other():
     delegating = {t.name for t in REGISTRY if t.delegates}
     assert delegating == {"batch"} | {t.name for t in REGISTRY if t.name.startswith("find_")}
     assert [t.name for t in REGISTRY if t.delegates_only] == ["batch"]
+    free_but_acting = {t.name for t in REGISTRY if not t.gated and not t.read_only}
+    assert free_but_acting == {"scroll", "scroll_into_view", "ask"}
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,14 @@ class AskParams(Params):
     stop: bool = Field(False, description="end the running turn")
 
 
-@TOOLS.tool("ask", family="agent", gated=False, params=AskParams, args=("*task",))
+@TOOLS.tool(
+    "ask",
+    family="agent",
+    gated=False,  # each step it takes is judged (and held for consent) on its own
+    params=AskParams,
+    args=("*task",),
+    read_only=False,  # its steps may change the page: no host should run it unasked
+)
 async def ask(session: Any, params: AskParams) -> dict[str, Any]:
     """Have a model do a task on your tabs; you approve each step that changes something.
 
