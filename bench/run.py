@@ -26,10 +26,7 @@ from . import bench_dm, bench_relay, browser_bench, load, profile, report, sites
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "cold", "memory", "relay", "load", "profile")
-# bench_dm's in-process daemon gets no command on main since the inbox rework (its warm-up
-# times out); the load part's one-controller row is the same round trip, out of process.
-OPTIONAL = ("round_trip",)
+PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile")
 
 
 def machine() -> dict[str, Any]:
@@ -109,9 +106,7 @@ async def browser_parts(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--reps", type=int, default=3, help="repetitions after the warm-up")
-    parser.add_argument(
-        "--only", default=",".join(PARTS), help=f"parts: {', '.join(PARTS + OPTIONAL)}"
-    )
+    parser.add_argument("--only", default=",".join(PARTS), help=f"parts: {', '.join(PARTS)}")
     parser.add_argument("--pages", help="comma-separated pages (default: all)")
     parser.add_argument("--levels", default="1,10,50", help="controllers at once, per run")
     args = parser.parse_args()
