@@ -125,3 +125,31 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     assert replies and replies[0][0] == "nip04", "the refusal itself goes back in its own scheme"
     assert dispatcher.scheme_of(pk) == "nip17", "but later replies keep the controller's scheme"
     dispatcher.store.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "params"),
+    [
+        ("stream_enable", {}),
+        ("stream_status", {}),
+        ("stream_disable", {}),
+        ("batch", {"commands": [{"tool": "get_url"}, {"tool": "stream_enable"}]}),
+    ],
+)
+async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
+    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.commands.protocol import Request
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.errors import ErrorCode
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    pool = BrowserPool()  # never started: the refusal comes before any session
+    dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: ControllerConfig(pubkey=pk)})
+    with pytest.raises(BrowserdError) as refused:
+        await dispatcher.execute(pk, Request(tool=tool, params=params), dispatcher.controllers[pk])
+    assert refused.value.code == ErrorCode.FORBIDDEN
+    assert "relay is no video channel" in refused.value.message
+    assert "watch and screenshot" in refused.value.message
+    await dispatcher.close()
+    dispatcher.store.close()

@@ -39,6 +39,7 @@ from .egress import EgressProxy
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
+from .screencast import Fanout, Screencast
 from .tab import Tab
 
 log = logging.getLogger(__name__)
@@ -219,6 +220,8 @@ class Session:
         self.frame_note: str | None = None
         # Events a controller asked to be sent (watch): marked for the daemon to forward.
         self.watching: frozenset[str] = frozenset()
+        # The live view's screencast of the active tab (stream_enable), when on.
+        self.screencast: Screencast | None = None
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -325,6 +328,8 @@ class Session:
         if self.tab is not tab:
             self.tab = tab
             self._background(self._announce("tab_changed", tab))
+            if self.screencast is not None:  # the live view follows the active tab
+                self._background(self.screencast.start(tab.id, tab.page))
         return tab.page
 
     @property
@@ -374,6 +379,10 @@ class Session:
     def _on_load(self, tab: Tab) -> None:
         self._title_changed(tab)
         self._background(self._announce("load", tab))
+        cast = self.screencast
+        if cast is not None and cast.tab == tab.id and cast.quiet:
+            # Started while the tab was opening: Chrome sent nothing, so start it again.
+            self._background(cast.start(tab.id, tab.page))
 
     async def settle(self) -> None:
         """Let event handlers' work finish, so a command's events go out before its reply."""
@@ -595,6 +604,8 @@ class BrowserPool:
         self.listeners: list[EventCallback] = []
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
+        # The live view's viewers (the local WebSocket's connections) and their counters.
+        self.frames = Fanout()
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
@@ -679,6 +690,10 @@ class BrowserPool:
             self._sessions[key] = session
             await self.revive(session)
         return session
+
+    def existing(self, owner: str) -> Session | None:
+        """The session of ``owner`` if it has one already (never starts one)."""
+        return self._sessions.get("shared" if self.config.isolation == "shared" else owner)
 
     async def revive(self, session: Session) -> bool:
         """Relaunch a dead browser and rebind ``session`` if it lost its context.

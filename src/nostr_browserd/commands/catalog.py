@@ -38,6 +38,7 @@ from ..tools import (
     script,
     settings,
     storage,
+    stream,
     tabs,
     teardown,
     wait,
@@ -77,6 +78,7 @@ FAMILIES = (
     diff,
     windows,
     events,
+    stream,
     agent,
 )
 

@@ -16,6 +16,8 @@ The policy is in explicit fields, never in the family name (which is for display
 - ``idempotent``: running it twice with the same params does no more than once;
 - ``needs_session``: it runs on a browser session, under its lock (``help`` does not);
 - ``waits``: it waits for the page to change, so the reply's state is read fresh;
+- ``local_only``: it works on this machine only (the live view's stream): refused over
+  messages and to ``ask``;
 - ``delegates(params)``: the calls it hands on (a batch's commands, a find's action), so a
   policy judges those too; ``delegates_only``: it does nothing but run them (a batch).
 """
@@ -65,6 +67,7 @@ class Tool(Generic[P]):
     idempotent: bool = True
     needs_session: bool = True
     waits: bool = False
+    local_only: bool = False
     delegates: Delegates | None = None
     delegates_only: bool = False
     takes_registry: bool = False
@@ -115,6 +118,7 @@ class Registry:
         idempotent: bool | None = None,
         needs_session: bool = True,
         waits: bool = False,
+        local_only: bool = False,
         delegates: Delegates | None = None,
         delegates_only: bool = False,
     ) -> Callable[[Handler], Handler]:
@@ -150,6 +154,7 @@ class Registry:
                     idempotent=quiet if idempotent is None else idempotent,
                     needs_session=needs_session,
                     waits=waits,
+                    local_only=local_only,
                     delegates=delegates,
                     delegates_only=delegates_only,
                     takes_registry=len(inspect.signature(handler).parameters) == 3,
@@ -226,6 +231,10 @@ class Registry:
             return [name]
         inner = [t for call, p in tool.delegates(params) for t in self.tools_run_by(call, p)]
         return inner if tool.delegates_only else [name, *inner]
+
+    def local_only(self, name: str, params: dict[str, Any]) -> bool:
+        """Whether running ``name`` with ``params`` would run a tool kept to this machine."""
+        return any(self.get(t).local_only for t in self.tools_run_by(name, params))
 
     def schemas(self) -> list[dict[str, Any]]:
         """Every tool's schema, in registration order."""

@@ -27,6 +27,7 @@ from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.nip19 import npub_encode
 from ..supervise import stopped_readers
+from ..tools.stream import live_state
 from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
@@ -122,6 +123,8 @@ class Daemon:
                 self.status,
                 port=local.port,
                 token=load_token(self.local_token_path, generate=local.generated),
+                frames=self.browser.frames,
+                live=self._live,
             )
             await self.local.start()
             self.browser.policy.deny_port(self.local.port)  # no page reaches the status page
@@ -330,6 +333,14 @@ class Daemon:
             status["store"] = self.store.counts()
             status["recent"] = [e.to_dict() for e in self.store.recent(10)]
         return status
+
+    async def _live(self) -> dict[str, Any]:
+        """What the /live page shows beside the picture: the local tab, the last commands."""
+        return await live_state(
+            self.browser.existing(OWNER),
+            self.browser.frames,
+            [e.to_dict() for e in self.store.recent(10)] if self.store is not None else [],
+        )
 
     def _tabs(self) -> list[dict[str, Any]]:
         """Every session's tabs: whose (an npub, or "local"), the id, the address."""

@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
 KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
 LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
+NO_STREAM_BY_MESSAGE = (
+    "{} works only on the local control channel (the live view): a relay is no video "
+    "channel. Over messages, follow along with watch and screenshot."
+)
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 # An approval prompt is sent whole: in parts a phone shows in full, or not at all.
@@ -448,6 +452,8 @@ class Dispatcher:
                 ErrorCode.FORBIDDEN,
                 f"{request.tool} works only on the local control channel, never over messages.",
             )
+        if controller is not None and self.registry.local_only(request.tool, request.params):
+            raise BrowserdError(ErrorCode.FORBIDDEN, NO_STREAM_BY_MESSAGE.format(request.tool))
         if request.tool == "ask":
             raise BrowserdError(
                 ErrorCode.FORBIDDEN,
@@ -501,7 +507,11 @@ class Dispatcher:
         started = time.perf_counter()
         response: Response | None = None
         try:
-            if request.tool in LOCAL_ONLY or request.tool == "ask":
+            if (
+                request.tool in LOCAL_ONLY
+                or request.tool == "ask"
+                or self.registry.local_only(request.tool, request.params)
+            ):
                 raise BrowserdError(ErrorCode.FORBIDDEN, f"{request.tool} is not for ask.")
             self.registry.get(request.tool)
             session = await self.browser.session(owner)

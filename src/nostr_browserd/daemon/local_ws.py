@@ -8,10 +8,18 @@ included) or ``Sec-Fetch-Mode`` (every request a browser makes, a top-level navi
 included) is refused with 403, and the socket binds to loopback unless told otherwise and
 then answers only to loopback ``Host`` names (against DNS rebinding).  ``GET /`` answers the
 daemon's status as JSON, for curl with the token.
+
+One exception, made narrow: ``/live``, the live view a person watches in a browser (see
+live_page.py).  ``GET /live`` returns a static page with no data; its WebSocket is let in
+only from that page's own origin (``http://127.0.0.1:PORT``), and gets nothing until its
+first message carries the token.  Viewers (``/agent`` clients and ``/live`` pages) are sent
+the stream's frames with flow control (browser/screencast.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -26,10 +34,12 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from ..browser.screencast import Fanout
 from ..errors import BrowserdError, ErrorCode
 from ..login.files import read_private_file
 from ..net import is_loopback_host
 from .keyfile import ensure_token
+from .live_page import page_response
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +47,10 @@ DEFAULT_PORT = 17777
 OWNER = "local"
 Handle = Callable[[str, str], Awaitable[str]]
 Status = Callable[[], dict[str, Any]]
+Live = Callable[[], Awaitable[dict[str, Any]]]
+LIVE = "/live"
+LIVE_TOKEN_SECONDS = 10.0  # a /live socket that sends no token by then is closed
+LIVE_EVERY = 1.0  # seconds between the live page's updates of the tab and commands
 
 
 class LocalServer:
@@ -51,6 +65,8 @@ class LocalServer:
         port: int = DEFAULT_PORT,
         token: str,
         path: str = "/agent",
+        frames: Fanout | None = None,
+        live: Live | None = None,
     ) -> None:
         self.handle = handle
         self.status = status
@@ -62,6 +78,8 @@ class LocalServer:
         self._token = token.encode()
         self.path = path
         self.clients: set[ServerConnection] = set()
+        self.frames = frames if frames is not None else Fanout()
+        self.live = live
         self._server: Server | None = None
 
     async def start(self) -> None:
@@ -99,6 +117,8 @@ class LocalServer:
 
     def _check(self, connection: ServerConnection, request: Request) -> Response | None:
         """Refuse web pages and wrong tokens; answer GET / with status; pass /agent on."""
+        if urlsplit(request.path).path == LIVE:
+            return self._check_live(request)
         if "Origin" in request.headers:  # "null" too: sandboxed frames and file: pages send it
             return reply(HTTPStatus.FORBIDDEN, {"error": "Web pages may not use this socket."})
         if "Sec-Fetch-Mode" in request.headers:  # a browser: navigations carry no Origin
@@ -118,17 +138,70 @@ class LocalServer:
             return reply(HTTPStatus.NOT_FOUND, {"error": f"Connect to {self.path}."})
         return None
 
+    def _check_live(self, request: Request) -> Response | None:
+        """``/live``: the static page to anyone on loopback; its socket from its origin only."""
+        host = request.headers.get("Host", "")
+        if self.loopback and not is_loopback_host(host):
+            return reply(HTTPStatus.FORBIDDEN, {"error": "Use 127.0.0.1 or localhost."})
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            return page_response()
+        if request.headers.get("Origin") != f"http://{host}" or not host.endswith(f":{self.port}"):
+            return reply(HTTPStatus.FORBIDDEN, {"error": "Only the live page may use /live."})
+        return None
+
     def _authorised(self, request: Request) -> bool:
         """The header's token, compared as bytes in constant time (any character is a 401)."""
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer "):
             return False
         # websockets decodes header bytes as ISO-8859-1: this gives the bytes sent back.
-        offered = header[7:].encode("latin-1", "replace")
+        return self._token_matches(header[7:].encode("latin-1", "replace"))
+
+    def _token_matches(self, offered: bytes) -> bool:
         return hmac.compare_digest(offered, self._token)
 
-    async def _serve(self, connection: ServerConnection) -> None:
+    async def _serve_live(self, connection: ServerConnection) -> None:
+        """A live page: the token first, then frames, events and updates; it runs nothing."""
+        try:
+            async with asyncio.timeout(LIVE_TOKEN_SECONDS):
+                first = await connection.recv()
+            offered = json.loads(first).get("token", "")
+        except (TimeoutError, ValueError, AttributeError, ConnectionClosed):
+            offered = ""
+        if not isinstance(offered, str) or not self._token_matches(offered.encode()):
+            await connection.close(4401, "the token is missing or wrong")
+            return
         self.clients.add(connection)
+        self.frames.add(connection, connection.send)
+        updates = asyncio.create_task(self._live_updates(connection))
+        try:
+            async for _ignored in connection:  # a viewer's messages are never commands
+                pass
+        except ConnectionClosed:
+            pass
+        finally:
+            updates.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await updates
+            self.frames.remove(connection)
+            self.clients.discard(connection)
+
+    async def _live_updates(self, connection: ServerConnection) -> None:
+        """Every second: the active tab's address and title, the stream, the last commands."""
+        if self.live is None:
+            return
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                state = await self.live()
+                await connection.send(json.dumps({"type": "live", **state}, default=str))
+                await asyncio.sleep(LIVE_EVERY)
+
+    async def _serve(self, connection: ServerConnection) -> None:
+        if connection.request is not None and urlsplit(connection.request.path).path == LIVE:
+            await self._serve_live(connection)
+            return
+        self.clients.add(connection)
+        self.frames.add(connection, connection.send)
         try:
             async for message in connection:
                 raw = message if isinstance(message, str) else message.decode("utf-8", "replace")
@@ -147,6 +220,7 @@ class LocalServer:
         except ConnectionClosed:
             pass
         finally:
+            self.frames.remove(connection)
             self.clients.discard(connection)
 
 
