@@ -15,7 +15,6 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from nostr_browserd.browser.screencast import Fanout
 from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.commands.protocol import handle_message
 from nostr_browserd.daemon.local_ws import LocalServer
 from nostr_browserd.tools.stream import live_state
 
@@ -23,11 +22,11 @@ TOKEN = "l1ve-t0ken"
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def live(session, browser_pool):
+async def live(session, browser_pool, dispatcher):
     """A local server whose viewers get ``session``'s stream; stream off afterwards."""
 
     async def handle(owner, raw):
-        return await handle_message(REGISTRY, session, raw)
+        return await dispatcher.handle_local(session.owner, raw)  # this test's own session
 
     recent = [{"at": "now", "controller": "local", "transport": "local", "tool": "open"}]
     recent[0]["outcome"] = "ok"
