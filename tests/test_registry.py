@@ -40,7 +40,16 @@ def test_the_policy_fields_agree_with_each_other():
     assert delegating == {"batch"} | {t.name for t in REGISTRY if t.name.startswith("find_")}
     assert [t.name for t in REGISTRY if t.delegates_only] == ["batch"]
     free_but_acting = {t.name for t in REGISTRY if not t.gated and not t.read_only}
-    assert free_but_acting == {"scroll", "scroll_into_view", "ask"}
+    # scrolling moves the page; the live view's switches change the daemon, not the page
+    assert free_but_acting == {
+        "scroll",
+        "scroll_into_view",
+        "ask",
+        "stream_enable",
+        "stream_disable",
+    }
+    local_only = {t.name for t in REGISTRY if t.local_only}
+    assert local_only == {"stream_enable", "stream_status", "stream_disable"}
 
 
 @pytest.mark.parametrize(
