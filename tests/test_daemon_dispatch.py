@@ -153,3 +153,14 @@ async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
     assert "watch and screenshot" in refused.value.message
     await dispatcher.close()
     dispatcher.store.close()
+
+
+def test_a_controllers_help_lists_no_tool_it_would_be_refused():
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.daemon.dispatch import role_catalog
+
+    listed = {
+        t["name"] for t in role_catalog(REGISTRY, ControllerConfig(pubkey="ab" * 32))["tools"]
+    }
+    assert "click" in listed and "get_url" in listed
+    assert not {"stream_enable", "stream_status", "stream_disable"} & listed

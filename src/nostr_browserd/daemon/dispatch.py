@@ -124,13 +124,19 @@ def may_list(registry: Registry, role: Role, tool: str) -> bool:
 def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, Any]:
     """``help`` for a controller: its role, whether it has an approver, and its tools only.
 
-    Every role may ask: an agent (``mcp --to``) learns from it which tools to offer.
+    Every role may ask: an agent (``mcp --to``) learns from it which tools to offer.  Tools
+    kept to this machine (the live view) are refused to every controller, so not listed.
     """
     catalog = describe(registry, None)
     return {
         "role": controller.role,
         "approver": controller.approver is not None,
-        "tools": [t for t in catalog["tools"] if may_list(registry, controller.role, t["name"])],
+        "tools": [
+            t
+            for t in catalog["tools"]
+            if may_list(registry, controller.role, t["name"])
+            and not registry.get(t["name"]).local_only
+        ],
     }
 
 
