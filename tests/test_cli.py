@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from nostr_browserd.daemon.cli import main
-from nostr_browserd.daemon.store import Store
+from nostr_browserd.daemon.store import SqliteStore
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.nip19 import npub_encode
 
@@ -26,7 +26,7 @@ def test_keygen_writes_an_owner_only_key_and_prints_its_npub(tmp_path, capsys):
 def test_status_without_a_daemon_says_so_and_shows_the_audit(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NOSTR_BROWSERD_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("NOSTR_BROWSERD_LOCAL_PORT", "1")
-    store = Store(tmp_path / "state.sqlite3")
+    store = SqliteStore(tmp_path / "state.sqlite3")
     for tool, outcome in [("open", "ok"), ("click", "ELEMENT_NOT_FOUND")]:
         store.audit(
             controller="ab" * 32,

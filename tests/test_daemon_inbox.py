@@ -6,7 +6,7 @@ import time
 import pytest
 
 from nostr_browserd.daemon.inbox import OPENING_AT_ONCE, Inbox, StrangerBudget
-from nostr_browserd.daemon.store import Store
+from nostr_browserd.daemon.store import SqliteStore
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
 from nostr_browserd.nostr.nip01 import finalize_event, now
@@ -18,7 +18,7 @@ from tests.fixtures.daemon import forged_wrap, tampered
 @pytest.fixture
 def parties(tmp_path):
     daemon, controller, stranger = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
-    store = Store(tmp_path / "state.sqlite3")
+    store = SqliteStore(tmp_path / "state.sqlite3")
     inbox = Inbox(
         daemon,
         daemon.pubkey,
@@ -130,7 +130,7 @@ async def test_schemes_not_accepted_and_not_for_us(tmp_path):
     inbox = Inbox(
         daemon,
         daemon.pubkey,
-        Store(tmp_path / "s.sqlite3"),
+        SqliteStore(tmp_path / "s.sqlite3"),
         is_known=lambda pk: True,
         schemes=["nip17"],
         freshness=600,
@@ -167,7 +167,7 @@ class CountingSigner(KeySigner):
 
 
 def counting_inbox(tmp_path, daemon, controller, **kw):
-    store = Store(tmp_path / "state.sqlite3")
+    store = SqliteStore(tmp_path / "state.sqlite3")
     inbox = Inbox(
         daemon,
         daemon.pubkey,

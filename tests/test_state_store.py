@@ -1,29 +1,68 @@
-"""The replay guard and the audit log in SQLite."""
+"""The state store (replay guard, held commands, audit log, conversations) on both backends.
+
+Every test that takes ``open_store`` runs twice: on SQLite and on a real PostgreSQL server
+(tests/fixtures/postgres.py).  ``open_store()`` opens another instance on the same database:
+a restart, or a second worker.
+"""
 
 import json
 import stat
+import threading
 import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 
-from nostr_browserd.daemon.store import Store
+import pytest
+
+from nostr_browserd.daemon.config import ConfigError, load_config
+from nostr_browserd.daemon.store import SqliteStore, Store
+from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.keys import generate_secret
 from nostr_browserd.nostr.nip19 import nsec_encode
 from nostr_browserd.redact import REDACTED, redact
+from tests.fixtures.postgres import fresh_database
 
 
-def test_claim_is_true_once_and_survives_a_restart(tmp_path):
-    store = Store(tmp_path / "state.sqlite3")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_store(request, tmp_path) -> Iterator[Callable[[], Store]]:
+    """Opens stores on one fresh database of the backend; closes them all afterwards."""
+    opened: list[Store] = []
+    if request.param == "sqlite":
+        path = tmp_path / "sub" / "state.sqlite3"
+
+        def make() -> Store:
+            return SqliteStore(path)
+    else:
+        from nostr_browserd.daemon.store.postgres import PostgresStore
+
+        url = fresh_database(request.getfixturevalue("postgres_dsn"))
+
+        def make() -> Store:
+            return PostgresStore(url)
+
+    def opener() -> Store:
+        opened.append(make())
+        return opened[-1]
+
+    yield opener
+    for store in opened:
+        store.close()
+
+
+def test_claim_is_true_once_and_survives_a_restart(open_store):
+    store = open_store()
     assert store.claim(["wrap1", "rumor1"])
     assert not store.claim(["wrap1", "rumor1"])
     assert not store.claim(["wrap2", "rumor1"]), "a re-wrapped old rumor is a replay"
     assert store.was_seen("wrap2"), "the new wrap id is remembered even so"
     store.close()
-    reopened = Store(tmp_path / "state.sqlite3")
+    reopened = open_store()
     assert not reopened.claim(["wrap1"])
     assert reopened.claim(["wrap3"])
 
 
-def test_prune_forgets_only_old_ids(tmp_path):
-    store = Store(tmp_path / "s.sqlite3")
+def test_prune_forgets_only_old_ids(open_store):
+    store = open_store()
     now = time.time()
     store.claim(["old"], now=now - 1000)
     store.claim(["new"], now=now)
@@ -32,14 +71,14 @@ def test_prune_forgets_only_old_ids(tmp_path):
 
 
 def test_wal_mode_and_private_directory(tmp_path):
-    store = Store(tmp_path / "sub" / "s.sqlite3")
+    store = SqliteStore(tmp_path / "sub" / "s.sqlite3")
     mode = store._db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     assert stat.S_IMODE((tmp_path / "sub").stat().st_mode) == 0o700
 
 
-def test_audit_redacts_and_lists_newest_first(tmp_path):
-    store = Store(tmp_path / "s.sqlite3")
+def test_audit_redacts_and_lists_newest_first(open_store):
+    store = open_store()
     nsec = nsec_encode(generate_secret())
     store.audit(
         controller="aa",
@@ -62,8 +101,7 @@ def test_audit_redacts_and_lists_newest_first(tmp_path):
     recent = store.recent(10)
     assert [e.request_id for e in recent] == ["2", "1"]
     assert recent[0].params == {"method": "local", "nsec": REDACTED, "note": f"key {REDACTED}"}
-    raw = (tmp_path / "s.sqlite3").read_bytes() + (tmp_path / "s.sqlite3-wal").read_bytes()
-    assert nsec.encode() not in raw
+    assert nsec not in json.dumps(store._rows("SELECT params FROM audit"))
     assert store.counts() == {"seen_ids": 0, "rejected_ids": 0, "commands": 2}
     json.dumps([e.to_dict() for e in recent])
 
@@ -81,8 +119,8 @@ def test_redact_typed_text_secret_keys_and_bunker_urls():
     assert redact({"url": "http://x/?k=" + "ab" * 32}) == {"url": f"http://x/?k={REDACTED}"}
 
 
-def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(tmp_path):
-    store = Store(tmp_path / "s.sqlite3")
+def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(open_store):
+    store = open_store()
     now = time.time()
     for i in range(10):
         store.reject(f"wrap{i}", now=now - 100 + i)
@@ -99,7 +137,7 @@ def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(tmp_path):
             duration_ms=1.0,
         )
     store.close()
-    store = Store(tmp_path / "s.sqlite3")
+    store = open_store()
     assert store.was_rejected("wrap3") and not store.was_seen("wrap3")
     assert store.prune(older_than=5000, now=now) == 2, "the ancient rejected id and seen id"
     assert store.trim(max_rejected=4, audit_age=3600, max_audit=3) == 6 + 2
@@ -110,8 +148,8 @@ def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(tmp_path):
         "wrap9",
     ]
     assert [e.request_id for e in store.recent(10)] == ["4", "3", "2"]
-    store._db.execute("UPDATE audit SET at = at - 7200")
-    assert store.trim(max_rejected=4, audit_age=3600, max_audit=3) == 3, "old audit rows go"
+    later = time.time() + 7200
+    assert store.trim(max_rejected=4, audit_age=3600, max_audit=3, now=later) == 3, "old ones go"
     assert store.counts() == {"seen_ids": 0, "rejected_ids": 4, "commands": 0}
 
 
@@ -143,3 +181,106 @@ def test_one_redaction_walks_every_nested_command():
         "value": "[1 chars]",
         "secret": True,
     }
+
+
+def test_held_commands_and_conversations_survive_a_restart(open_store):
+    store = open_store()
+    for n in (1, 2):
+        store.hold(
+            outer_id=f"wrap{n}",
+            event_id=f"rumor{n}",
+            sender="aa",
+            scheme="nip17",
+            request_id={"n": n},
+            text=n == 2,
+            tool="open",
+        )
+    store.mark_running("wrap1")
+    store.hold(
+        outer_id="wrap2",
+        event_id="rumor2",
+        sender="aa",
+        scheme="nip04",
+        request_id="again",
+        text=False,
+        tool="click",
+    )
+    store.save_conversation("aa", [{"role": "user", "content": "hi"}])
+    store.save_conversation("aa", [{"role": "user", "content": "hi again"}])
+    store.close()
+    store = open_store()
+    held = store.unanswered()
+    assert [(h.outer_id, h.running, h.request_id, h.scheme, h.text) for h in held] == [
+        ("wrap1", True, {"n": 1}, "nip17", False),
+        ("wrap2", False, "again", "nip04", False),
+    ], "held again: replaced, not running, oldest first by its newest hold"
+    store.release("wrap1")
+    assert [h.outer_id for h in store.unanswered()] == ["wrap2"]
+    assert store.conversation("aa") == [{"role": "user", "content": "hi again"}]
+    store.forget_conversation("aa")
+    assert store.conversation("aa") == [] and store.conversation("bb") == []
+
+
+def test_two_workers_racing_claim_every_id_exactly_once(open_store):
+    """Two stores on one database (two workers), each claiming every id from its own thread."""
+    ids = [f"rumor{i}" for i in range(300)]
+    workers = [open_store(), open_store()]
+    start = threading.Barrier(len(workers))
+    won: Counter[str] = Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work(store: Store) -> None:
+        try:
+            start.wait()
+            for i, rumor in enumerate(ids):
+                if store.claim([f"wrap{i}-{id(store)}", rumor]):
+                    with lock:
+                        won[rumor] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(store,)) for store in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert sorted(won) == sorted(ids) and set(won.values()) == {1}, "each id claimed once"
+    assert workers[0].counts()["seen_ids"] == len(ids) * 3
+
+
+def test_migrations_are_recorded_and_a_newer_schema_is_refused(open_store):
+    store = open_store()
+    assert store._rows("SELECT max(version) FROM schema_version")[0][0] >= 1
+    open_store().close()  # opening again migrates nothing
+    assert store._rows("SELECT count(*) FROM schema_version")[0][0] == len(
+        store._rows("SELECT version FROM schema_version GROUP BY version")
+    )
+    store._execute("INSERT INTO schema_version (version) VALUES (999)")
+    with pytest.raises(BrowserdError, match="schema version 999"):
+        open_store()
+
+
+def test_the_database_url_is_checked_and_its_password_never_shown(tmp_path, postgres_dsn):
+    from nostr_browserd.daemon.store.postgres import PostgresStore, describe
+    from tests.fixtures.relays import free_port
+
+    config = tmp_path / "c.toml"
+    config.write_text('[state]\ndatabase = "mysql://u:s3cr3t-pw@db/x"\n')
+    with pytest.raises(ConfigError, match=r"state\.database") as refused:
+        load_config(config, {})
+    assert "s3cr3t-pw" not in str(refused.value)
+    config.write_text('[state]\ndatabase = "postgresql://u:s3cr3t-pw@db:5432/x?sslmode"\n')
+    with pytest.raises(ConfigError, match=r"state\.database") as refused:
+        load_config(config, {})
+    assert "s3cr3t-pw" not in str(refused.value)
+    url = "postgresql://u:s3cr3t-pw@127.0.0.1:5432/x"
+    config.write_text(f'[state]\ndatabase = "{url}"\n')
+    assert load_config(config, {}).state.database == url
+    assert describe(url) == "postgresql://u@127.0.0.1:5432/x"
+    nobody = f"postgresql://u:s3cr3t-pw@127.0.0.1:{free_port()}/x"
+    with pytest.raises(BrowserdError, match="cannot be reached") as unreachable:
+        PostgresStore(nobody, wait=1.0)
+    assert "s3cr3t-pw" not in unreachable.value.message
+    assert f"u@127.0.0.1:{nobody.rsplit(':', 1)[1]}" in unreachable.value.message

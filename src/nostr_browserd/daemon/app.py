@@ -39,7 +39,7 @@ from .link import NostrLink
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .push import EventForwarder
-from .store import Store
+from .store import Store, open_store
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class Daemon:
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_browser_dirs(self.config.browser)
-        self.store = Store(self.state_dir / "state.sqlite3")
+        self.store = open_store(self.config.state)
         await self.identity.login(login_params(self.config.identity, self.state_dir))
         if self.config.nostr.uses_embedded_relay:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
@@ -330,7 +330,7 @@ class Daemon:
         if self.link is not None and self.link.inbox is not None:
             status["inbox"] = self.link.inbox.status()
         if self.store is not None:
-            status["store"] = self.store.counts()
+            status["store"] = {"database": self.store.where, **self.store.counts()}
             status["recent"] = [e.to_dict() for e in self.store.recent(10)]
         return status
 

@@ -227,11 +227,14 @@ def _status(config: Config, as_json: bool) -> int:
             return EXIT_FAILED
     if status is None:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
-        db = config.state.dir / "state.sqlite3"
-        if db.exists():
-            from .store import Store
+        if config.state.database or (config.state.dir / "state.sqlite3").exists():
+            from .store import open_store
 
-            store = Store(db)
+            try:
+                store = open_store(config.state)
+            except BrowserdError as exc:
+                print(f"nostr-browserd: {exc.message}", file=sys.stderr)
+                return EXIT_NOT_RUNNING
             try:
                 _print_recent([e.to_dict() for e in store.recent(10)])
             finally:

@@ -262,8 +262,27 @@ class StateConfig(Section):
     rejected_max_ids: int = Field(default=100_000, ge=1)
     audit_retention: float = Field(default=90 * 86400.0, gt=0)
     audit_max_rows: int = Field(default=100_000, ge=1)
+    # A PostgreSQL URL moves the store there (several daemons can share it); None: SQLite.
+    database: str | None = None
 
     _path = field_validator("dir", mode="before")(_expand_path)
+
+    @field_validator("database")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        """Refuse anything but a readable ``postgresql://`` URL, never echoing it (a password)."""
+        if value is None:
+            return None
+        from psycopg.conninfo import conninfo_to_dict
+
+        example = "postgresql://user@host:5432/dbname"
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError(f"must be a PostgreSQL URL such as {example}")
+        try:
+            conninfo_to_dict(value)
+        except Exception:  # psycopg's message may quote the URL, password included
+            raise ValueError(f"is not a valid PostgreSQL URL (expected {example})") from None
+        return value
 
 
 class LocalConfig(Section):

@@ -16,7 +16,7 @@ from ..commands.catalog import REGISTRY
 from ..daemon.config import Config, make_browser_dirs
 from ..daemon.dispatch import Dispatcher
 from ..daemon.local_ws import OWNER
-from ..daemon.store import Store
+from ..daemon.store import Store, open_store
 from .backend import EventSink, Progress, Response
 
 SESSIONS_WITH_US = frozenset({OWNER, "shared"})  # whose browser events are ours to report
@@ -35,7 +35,7 @@ class LocalBackend:
     async def start(self) -> None:
         """Create the browser's directories, open the audit log, launch Chromium."""
         make_browser_dirs(self.config.browser)
-        self.store = Store(self.config.state.dir / "state.sqlite3")
+        self.store = open_store(self.config.state)
         await self.browser.start()
         self.browser.on_event(self._event)
         self.dispatcher = Dispatcher(

@@ -1,0 +1,309 @@
+"""The state store's interface, and the SQL both backends share.
+
+Seen ids must survive a restart: a relay re-delivers everything since our subscription's
+``since`` (two days back for gift wraps), and a command seen again must not run again.  The
+ids of gift wraps that carried no command (a stranger's, forged, unreadable) are kept too, so
+that re-delivery costs no decryption.  Every table is bounded: :meth:`Store.prune` drops rows
+by age and :meth:`Store.trim` by count.
+
+A command is also held in ``pending`` from the moment it is queued until its reply went out,
+so a daemon killed meanwhile answers it at its next start, as not run or as interrupted, and
+never runs it again (its ids stay claimed).  A write that fails (a full disk, a lost database
+server) raises ``UNAVAILABLE``; ids that could not be claimed are kept in memory and written
+with the next claim that succeeds.
+
+The SQL below is written once, with ``?`` placeholders, in the dialect SQLite (3.35+) and
+PostgreSQL share (``ON CONFLICT``, ``RETURNING``); a backend supplies the connection, the
+schema and its migrations.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import BrowserdError, ErrorCode
+from ...redact import redact
+
+# Each migration is a list of statements; a database at version n runs the steps after n.
+Migrations = Sequence[Sequence[str]]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One command as it was recorded."""
+
+    at: float
+    controller: str
+    transport: str
+    request_id: str | None
+    tool: str | None
+    params: Any
+    outcome: str
+    duration_ms: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, for the status page."""
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A command that was queued or running when the daemon stopped without answering it."""
+
+    outer_id: str
+    event_id: str
+    sender: str
+    scheme: str
+    request_id: Any
+    text: bool
+    tool: str | None
+    running: bool
+
+
+def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[int, list[str]]]:
+    """The migrations a database at ``version`` still needs, numbered from 1.
+
+    A database migrated by a newer release is refused rather than written with an old schema.
+    """
+    if version > len(migrations):
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE,
+            f"The state store {where} has schema version {version}; this nostr-browserd knows"
+            f" {len(migrations)} at most: upgrade it.",
+        )
+    return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
+
+
+class Store(ABC):
+    """The replay guard, the held commands, the audit log and ``ask``'s conversations."""
+
+    # How the dialect says "no limit" before an OFFSET.
+    unlimited = "LIMIT -1"
+
+    def __init__(self) -> None:
+        self._owed: set[str] = set()  # claimed while the store was unwritable: written later
+
+    @property
+    @abstractmethod
+    def where(self) -> str:
+        """The store's place, for messages and the status page (never a password)."""
+
+    @abstractmethod
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
+        """Run one statement in its own transaction: its rows and its row count.
+
+        A failure to write or reach the store raises ``UNAVAILABLE``.
+        """
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the connection(s); the store is unusable afterwards."""
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._execute(sql, params)[0]
+
+    def _change(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._execute(sql, params)[1]
+
+    def claim(self, ids: Iterable[str], now: float | None = None) -> bool:
+        """Record ``ids`` as processed; True only if none of them had been seen before.
+
+        One statement, ``INSERT … ON CONFLICT DO NOTHING RETURNING id``: of several workers
+        claiming the same id at once exactly one gets it back.  Every id is recorded either
+        way, so a wrap seen for the first time around an old rumor is remembered as well.
+        When the write fails the ids are still remembered (in memory, written with the next
+        claim that succeeds) and ``UNAVAILABLE`` is raised.
+        """
+        at = time.time() if now is None else now
+        ids = list(dict.fromkeys(ids))
+        fresh = not any(i in self._owed for i in ids)
+        todo = list(dict.fromkeys([*self._owed, *ids]))
+        if not todo:
+            return fresh
+        values = ", ".join(["(?, ?)"] * len(todo))
+        try:
+            rows = self._rows(
+                f"INSERT INTO seen (id, at) VALUES {values} ON CONFLICT DO NOTHING RETURNING id",
+                [v for event_id in todo for v in (event_id, at)],
+            )
+        except BrowserdError:
+            self._owed.update(ids)
+            raise
+        self._owed.clear()
+        inserted = {row[0] for row in rows}
+        return fresh and all(i in inserted for i in ids)
+
+    def was_seen(self, event_id: str) -> bool:
+        """Whether ``event_id`` was claimed already (a cheap check before unwrapping)."""
+        if event_id in self._owed:
+            return True
+        return bool(self._rows("SELECT 1 FROM seen WHERE id = ?", (event_id,)))
+
+    def reject(self, event_id: str, now: float | None = None) -> None:
+        """Remember a gift wrap that carried no command, so it is never decrypted again."""
+        at = time.time() if now is None else now
+        self._change(
+            "INSERT INTO rejected (id, at) VALUES (?, ?) ON CONFLICT DO NOTHING", (event_id, at)
+        )
+
+    def was_rejected(self, event_id: str) -> bool:
+        """Whether ``event_id`` was rejected already (checked before any decryption)."""
+        return bool(self._rows("SELECT 1 FROM rejected WHERE id = ?", (event_id,)))
+
+    def hold(
+        self,
+        *,
+        outer_id: str,
+        event_id: str,
+        sender: str,
+        scheme: str,
+        request_id: Any,
+        text: bool,
+        tool: str | None,
+    ) -> None:
+        """Keep a queued command until :meth:`release`: a restart answers what is left."""
+        self._change(
+            "INSERT INTO pending (outer_id, event_id, sender, scheme, request_id, text, tool,"
+            " running, at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (outer_id) DO UPDATE"
+            " SET event_id = excluded.event_id, sender = excluded.sender,"
+            " scheme = excluded.scheme, request_id = excluded.request_id, text = excluded.text,"
+            " tool = excluded.tool, running = 0, at = excluded.at",
+            (
+                outer_id,
+                event_id,
+                sender,
+                scheme,
+                json.dumps(request_id),
+                int(text),
+                tool,
+                time.time(),
+            ),
+        )
+
+    def mark_running(self, outer_id: str) -> None:
+        """The held command has started: after a crash it may have been partly done."""
+        self._change("UPDATE pending SET running = 1 WHERE outer_id = ?", (outer_id,))
+
+    def release(self, outer_id: str) -> None:
+        """The held command was answered."""
+        self._change("DELETE FROM pending WHERE outer_id = ?", (outer_id,))
+
+    def unanswered(self) -> list[Pending]:
+        """Commands a stopped daemon held without answering them, oldest first."""
+        rows = self._rows(
+            "SELECT outer_id, event_id, sender, scheme, request_id, text, tool, running"
+            " FROM pending ORDER BY at"
+        )
+        return [
+            Pending(r[0], r[1], r[2], r[3], json.loads(r[4]), bool(r[5]), r[6], bool(r[7]))
+            for r in rows
+        ]
+
+    def prune(self, older_than: float, now: float | None = None) -> int:
+        """Forget seen and rejected ids older than ``older_than`` seconds; returns how many."""
+        cutoff = (time.time() if now is None else now) - older_than
+        return sum(
+            self._change(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
+            for table in ("seen", "rejected", "pending")
+        )
+
+    def trim(
+        self, *, max_rejected: int, audit_age: float, max_audit: int, now: float | None = None
+    ) -> int:
+        """Keep the newest ``max_rejected`` rejected ids, and audit rows younger than
+        ``audit_age`` seconds, at most ``max_audit`` of them; returns how many rows went.
+
+        Seen ids are never cut by count: forgetting one early would let its command run again.
+        """
+        cutoff = (time.time() if now is None else now) - audit_age
+        gone = self._change(
+            "DELETE FROM rejected WHERE id IN"
+            f" (SELECT id FROM rejected ORDER BY at DESC {self.unlimited} OFFSET ?)",
+            (max_rejected,),
+        )
+        gone += self._change("DELETE FROM audit WHERE at < ?", (cutoff,))
+        gone += self._change(
+            f"DELETE FROM audit WHERE n IN (SELECT n FROM audit ORDER BY n DESC {self.unlimited}"
+            " OFFSET ?)",
+            (max_audit,),
+        )
+        return gone
+
+    def audit(
+        self,
+        *,
+        controller: str,
+        transport: str,
+        request_id: str | None,
+        tool: str | None,
+        params: Any,
+        outcome: str,
+        duration_ms: float | None,
+    ) -> AuditEntry:
+        """Append one command (params redacted here, whatever the caller passed)."""
+        entry = AuditEntry(
+            time.time(),
+            controller,
+            transport,
+            request_id,
+            tool,
+            redact(params),
+            outcome,
+            duration_ms,
+        )
+        self._change(
+            "INSERT INTO audit (at, controller, transport, request_id, tool, params, outcome,"
+            " duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.at,
+                controller,
+                transport,
+                request_id,
+                tool,
+                json.dumps(entry.params, ensure_ascii=False, default=str),
+                outcome,
+                duration_ms,
+            ),
+        )
+        return entry
+
+    def recent(self, limit: int = 20) -> list[AuditEntry]:
+        """The last ``limit`` commands, newest first."""
+        rows = self._rows(
+            "SELECT at, controller, transport, request_id, tool, params, outcome, duration_ms"
+            " FROM audit ORDER BY n DESC LIMIT ?",
+            (limit,),
+        )
+        return [AuditEntry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
+
+    def conversation(self, controller: str) -> list[dict[str, Any]]:
+        """``controller``'s ``ask`` conversation (empty when none, or unreadable)."""
+        rows = self._rows("SELECT transcript FROM conversation WHERE controller = ?", (controller,))
+        try:
+            transcript = json.loads(rows[0][0]) if rows else []
+        except ValueError:
+            return []
+        return transcript if isinstance(transcript, list) else []
+
+    def save_conversation(self, controller: str, transcript: list[dict[str, Any]]) -> None:
+        """Keep ``controller``'s conversation across turns and restarts."""
+        self._change(
+            "INSERT INTO conversation (controller, transcript, at) VALUES (?, ?, ?)"
+            " ON CONFLICT (controller) DO UPDATE SET transcript = excluded.transcript,"
+            " at = excluded.at",
+            (controller, json.dumps(transcript, ensure_ascii=False), time.time()),
+        )
+
+    def forget_conversation(self, controller: str) -> None:
+        """``ask --new``: the next turn starts with nothing behind it."""
+        self._change("DELETE FROM conversation WHERE controller = ?", (controller,))
+
+    def counts(self) -> dict[str, int]:
+        """Sizes for the status page."""
+        tables = {"seen_ids": "seen", "rejected_ids": "rejected", "commands": "audit"}
+        return {name: self._rows(f"SELECT count(*) FROM {t}")[0][0] for name, t in tables.items()}

@@ -1,0 +1,116 @@
+"""The state store on PostgreSQL: ``[state] database = "postgresql://…"``.
+
+Several daemons sharing one identity can share this store: a claim is one ``INSERT … ON
+CONFLICT DO NOTHING RETURNING``, so of all the workers that receive a command exactly one gets
+its ids back.  The store's interface is synchronous (its callers are), so this uses psycopg 3's
+synchronous connections from a small pool, each statement in its own (autocommit) transaction;
+docs/design.md says why and what it costs.  The schema is migrated on open, under an advisory
+lock so that workers starting together migrate once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ...errors import BrowserdError, ErrorCode
+from .base import Migrations, Store, steps_after
+
+MIGRATIONS: Migrations = (
+    (
+        "CREATE TABLE seen (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX seen_at ON seen (at)",
+        "CREATE TABLE rejected (id TEXT PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX rejected_at ON rejected (at)",
+        "CREATE TABLE pending (outer_id TEXT PRIMARY KEY, event_id TEXT NOT NULL,"
+        " sender TEXT NOT NULL, scheme TEXT NOT NULL, request_id TEXT, text INTEGER NOT NULL,"
+        " tool TEXT, running INTEGER NOT NULL DEFAULT 0, at DOUBLE PRECISION NOT NULL)",
+        "CREATE TABLE audit (n BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        " at DOUBLE PRECISION NOT NULL, controller TEXT NOT NULL, transport TEXT NOT NULL,"
+        " request_id TEXT, tool TEXT, params TEXT, outcome TEXT NOT NULL,"
+        " duration_ms DOUBLE PRECISION)",
+        "CREATE INDEX audit_at ON audit (at)",
+        "CREATE TABLE conversation (controller TEXT PRIMARY KEY, transcript TEXT NOT NULL,"
+        " at DOUBLE PRECISION NOT NULL)",
+    ),
+)
+
+MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time
+CONNECT_TIMEOUT = 10.0
+
+
+def describe(dsn: str) -> str:
+    """``postgresql://user@host:port/db``: where the store is, without its password."""
+    parts = conninfo_to_dict(dsn)
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+
+
+class PostgresStore(Store):
+    """The store in the PostgreSQL database at ``dsn``."""
+
+    unlimited = "LIMIT ALL"
+
+    def __init__(
+        self, dsn: str, *, max_connections: int = 4, wait: float = CONNECT_TIMEOUT
+    ) -> None:
+        super().__init__()
+        self._where = describe(dsn)
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=max_connections,
+            kwargs={"autocommit": True},
+            open=False,
+            name="state",
+        )
+        try:
+            self._pool.open(wait=True, timeout=wait)
+            self._migrate()
+        except PoolTimeout:
+            self._pool.close()
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                f"The state store {self._where} cannot be reached"
+                f" (no connection within {wait:g} s): check [state] database.",
+            ) from None
+        except BaseException:
+            self._pool.close()
+            raise
+
+    @property
+    def where(self) -> str:
+        return self._where
+
+    def _migrate(self) -> None:
+        with self._pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+            version = (row[0] if row else None) or 0
+            for n, steps in steps_after(version, MIGRATIONS, self.where):
+                for step in steps:
+                    conn.execute(step.encode())
+                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (n,))
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
+        try:
+            with self._pool.connection() as conn:
+                cur = conn.execute(sql.replace("?", "%s").encode(), params)
+                rows = cur.fetchall() if cur.description else []
+                return rows, cur.rowcount
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                f"The daemon's state store {self.where} cannot be written"
+                f" ({type(exc).__name__}: {str(exc).strip()}). Nothing was lost.",
+            ) from None
+
+    def close(self) -> None:
+        """Close every connection of the pool."""
+        self._pool.close()
