@@ -19,7 +19,7 @@ import pytest
 
 from nostr_browserd.daemon.dispatch import CODE_ALPHABET
 from nostr_browserd.daemon.inbox import OPENING_AT_ONCE
-from nostr_browserd.daemon.store import Store
+from nostr_browserd.daemon.store import SqliteStore
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
@@ -105,7 +105,7 @@ async def test_a_controller_is_served_through_a_strangers_flood(
 
 def rejected_among(state: Path, wrap_keys: dict[str, str]) -> set[str]:
     """The one-time keys of the wraps the stopped daemon's store remembers as rejected."""
-    store = Store(state / "state.sqlite3")
+    store = SqliteStore(state / "state.sqlite3")
     try:
         return {key for key, event_id in wrap_keys.items() if store.was_rejected(event_id)}
     finally:

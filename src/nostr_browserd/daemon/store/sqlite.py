@@ -48,7 +48,7 @@ class SqliteStore(Store):
 
     @property
     def where(self) -> str:
-        return f"in {self.path.parent}"
+        return str(self.path)
 
     def _migrate(self) -> None:
         """Run the missing migrations in one write transaction (another process waits)."""
@@ -72,8 +72,8 @@ class SqliteStore(Store):
         except sqlite3.OperationalError as exc:
             raise BrowserdError(
                 ErrorCode.UNAVAILABLE,
-                f"The daemon's state store {self.where} cannot be written ({exc}):"
-                " free some space there. Nothing was lost.",
+                f"The daemon's state store {self.path} cannot be written ({exc}):"
+                f" free some space in {self.path.parent}. Nothing was lost.",
             ) from None
         return rows, cur.rowcount
 
