@@ -32,6 +32,18 @@ def test_defaults_without_a_file():
     assert config.allowed() == {}
 
 
+def test_a_file_without_identity_starts_with_none(tmp_path):
+    """Issue 15: a config file that names no identity waits for login; no file at all (the
+    zero-config run) keeps the generated key, and the environment can still name one."""
+    path = tmp_path / "c.toml"
+    path.write_text("[nostr]\nembedded_relay = true\n")
+    none = load_config(path, {}).identity
+    assert none.method == "none" and none.login(tmp_path / "k") is None
+    assert load_config(None, {}).identity.method == "local"
+    env = {"NOSTR_BROWSERD_IDENTITY_METHOD": "local"}
+    assert load_config(path, env).identity.method == "local"
+
+
 def test_state_dir_prefers_systemd_then_xdg(monkeypatch):
     monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/nostr-browserd")
     assert load_config(None, {}).state.dir == Path("/var/lib/nostr-browserd")

@@ -52,7 +52,8 @@ async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon, c
         logged_out = await local(daemon, {"id": 3, "tool": "logout"})
         assert logged_out["data"]["logged_in"] is False
         await wait_until(lambda: daemon.status()["direct_messages"].startswith("off"))
-        assert (await local(daemon, {"id": 4, "tool": "get_url"}))["success"], "browser still works"
+        refused = await local(daemon, {"id": 4, "tool": "get_url"})
+        assert refused["error"]["code"] == "NOT_LOGGED_IN", "logged out means logged out"
         audit = json.dumps([e.to_dict() for e in daemon.store.recent(20)])
         assert nsec_encode(secret) not in audit and "switch_identity" in audit
         assert "switch_identity" in caplog.text and nsec_encode(secret) not in caplog.text

@@ -176,15 +176,30 @@ async def test_sighup_reloads_the_allow_list(daemon_process, tmp_path):
     key = tmp_path / "controller.nsec"
     controller = await keygen(key)
     config = tmp_path / "config.toml"
-    config.write_text("[nostr]\nembedded_relay = true\n")
+    config.write_text('[identity]\nmethod = "local"\n[nostr]\nembedded_relay = true\n')
     daemon = daemon_process(config=config)
     await daemon.wait_for("Send it a command")
-    config.write_text(f'[nostr]\nembedded_relay = true\ncontrollers = ["{controller}"]\n')
+    nostr = f'[nostr]\nembedded_relay = true\ncontrollers = ["{controller}"]\n'
+    config.write_text(f'[identity]\nmethod = "local"\n{nostr}')
     daemon.proc.send_signal(signal.SIGHUP)
     await daemon.wait_for("reloaded the allow-list: 1 controller(s)", stream="err")
     base = ["send", "--to", daemon.npub, "--key", str(key), "--relay", daemon.relay]
     answer = await cli(*base, "--json", "get", "url")
     assert answer.returncode == 0 and json.loads(answer.stdout)["success"]
+
+
+async def test_a_config_without_identity_waits_for_login(daemon_process, tmp_path):
+    """Issue 15: the agent-first start: the local channel up, no identity, no key generated."""
+    config = tmp_path / "config.toml"
+    config.write_text("[nostr]\nembedded_relay = true\n")
+    daemon = daemon_process(config=config)
+    banner = await daemon.wait_for("waiting for login on the local channel")
+    identity = next(line for line in banner.splitlines() if "identity:" in line)
+    assert "npub1" not in identity and "(none)" in identity
+    await daemon.wait_for("waiting for login on the local channel", stream="err")
+    status = await cli("status", "--config", str(config), env=daemon.env)
+    assert status.returncode == 0 and "waiting for login" in status.stdout, status
+    assert not (tmp_path / "state" / "identity.nsec").exists()
 
 
 async def test_systemd_notify_ready_watchdog_stopping(daemon_process, tmp_path):

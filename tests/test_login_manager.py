@@ -98,7 +98,10 @@ async def test_nsigner_login_and_refusal(qrexec_standin) -> None:
         "service": "qubes.NsignerRpc",
         "index": 0,
     }
-    assert (await manager.login(params))["pubkey"] == A["public_key"]
+    logged = await manager.login(params)
+    assert logged["pubkey"] == A["public_key"]
+    where = {"device": "nostr_signer", "service": "qubes.NsignerRpc", "index": 0}
+    assert logged.items() >= where.items(), "login_status says where the key is"
     assert manager.status()["method"] == "nsigner"
     assert manager.status()["signer"] == {
         "transport": "qrexec",

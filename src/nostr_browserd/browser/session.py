@@ -665,8 +665,7 @@ class BrowserPool:
 
     async def close(self) -> None:
         """Close every context, the browser and Playwright."""
-        for owner in list(self._sessions):
-            await self.release(owner)
+        await self.release_all()
         if self.browser is not None:
             with contextlib.suppress(Exception):
                 await self.browser.close()
@@ -744,6 +743,11 @@ class BrowserPool:
                 with contextlib.suppress(Exception):
                     await context.close()
             session.context = None
+
+    async def release_all(self) -> None:
+        """Close every owner's context (a stop, a logout); the browser stays up."""
+        for owner in list(self._sessions):
+            await self.release(owner)
 
     def sessions(self) -> list[Session]:
         """Every open session (for status)."""

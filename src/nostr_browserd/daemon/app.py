@@ -5,6 +5,9 @@ subscription → announcements (kind 10050, 10002, 0) → local channel → ``RE
 Stop order is the reverse, after the dispatcher has finished the running commands and sent
 their replies.  A read-only identity starts everything except the inbox: it serves the local
 channel and status, and says plainly that it cannot read or answer direct messages.
+With no identity (``[identity] method = "none"``, or logged out) only the local channel
+runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon waits for
+``login`` there.
 """
 
 from __future__ import annotations
@@ -44,8 +47,11 @@ from .store import Store, open_store
 log = logging.getLogger(__name__)
 
 
-def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod:
-    """The ``login`` params for the configured identity.
+WAITING_FOR_LOGIN = "waiting for login on the local channel"
+
+
+def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod | None:
+    """The ``login`` params for the configured identity; None for ``method = "none"``.
 
     A local identity with no key configured (file, environment variable or systemd
     credential) uses a key generated once into the state directory.
@@ -86,7 +92,9 @@ class Daemon:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_browser_dirs(self.config.browser)
         self.store = open_store(self.config.state)
-        await self.identity.login(login_params(self.config.identity, self.state_dir))
+        configured = login_params(self.config.identity, self.state_dir)
+        if configured is not None:
+            await self.identity.login(configured)
         if self.config.nostr.uses_embedded_relay:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
             self.relays.insert(0, await self.embedded.start())
@@ -102,6 +110,7 @@ class Daemon:
             command_timeout=self.config.browser.command_timeout,
             queue_size=self.config.browser.queue_size,
             local_tools=self._local_tool,
+            logged_in=lambda: self.identity.logged_in,
         )
         self.dispatcher.asker = AskRunner(
             self.dispatcher,
@@ -133,7 +142,7 @@ class Daemon:
         if interval:
             self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
         notify("READY=1")
-        notify(f"STATUS=serving as {self.npub}")
+        notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""
@@ -224,7 +233,11 @@ class Daemon:
 
     async def _connect_nostr(self) -> None:
         if not self.identity.logged_in:
-            log.warning("not logged in: direct messages are off until login on the local channel")
+            log.warning(
+                "no identity: %s (the local token is required); until then every tool but"
+                " the login tools answers NOT_LOGGED_IN and direct messages are off",
+                WAITING_FOR_LOGIN,
+            )
             return
         if self.identity.readonly:
             log.warning("%s", READ_ONLY_MESSAGE)
@@ -246,12 +259,18 @@ class Daemon:
             await link.close()
 
     def _identity_changed(self, status: dict[str, Any]) -> None:
-        """After login/switch/logout on the local channel, rebuild the Nostr side."""
+        """After login/switch/logout on the local channel, rebuild the Nostr side.
+
+        Logging out also closes every owner's browser context, as a stop does: nothing
+        browsed under one identity stays open for the next.
+        """
         if self._stop.is_set():
             return
 
         async def rewire() -> None:
             await self._disconnect_nostr()
+            if not self.identity.logged_in:
+                await self.browser.release_all()
             await self._connect_nostr()
 
         self._rewiring = asyncio.create_task(rewire())
@@ -285,11 +304,16 @@ class Daemon:
             return await run_key_tool(self.key_store(), tool, params)
         if tool == "login_status":
             return self.identity.status()
+        before = self._rewiring
         if tool == "login":
-            return await self.identity.login(params)
-        if tool == "switch_identity":
-            return await self.identity.switch_identity(params)
-        return await self.identity.logout()
+            result = await self.identity.login(params)
+        elif tool == "switch_identity":
+            result = await self.identity.switch_identity(params)
+        else:
+            result = await self.identity.logout()
+        if self._rewiring is not before:  # answer once the Nostr side and the browser follow
+            await self._rewiring
+        return result
 
     # --- status ------------------------------------------------------------------------
 
@@ -356,7 +380,7 @@ class Daemon:
 
     def _dm_state(self) -> str:
         if not self.identity.logged_in:
-            return "off: not logged in"
+            return "off: " + WAITING_FOR_LOGIN
         if self.identity.readonly:
             return "off: " + READ_ONLY_MESSAGE
         return "on: " + ", ".join(self.config.nostr.dm)

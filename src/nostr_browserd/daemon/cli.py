@@ -147,7 +147,7 @@ def _run(path: Path | None, verbose: bool) -> int:
 def banner(daemon: Any) -> str:
     """What a person needs after ``run``: who the daemon is, where, and how to talk to it."""
     config: Config = daemon.config
-    npub = daemon.npub or "(not logged in)"
+    npub = daemon.npub or "none: waiting for login on the local channel (token required)"
     relays = daemon.relays
     relay_args = " ".join(f"--relay {url}" for url in relays[:1])
     lines = [
@@ -176,6 +176,13 @@ def banner(daemon: Any) -> str:
             "  NOSTR_BROWSERD_NOSTR_CONTROLLERS=npub1… nostr-browserd run",
             '(or controllers = ["npub1…"] under [nostr] in the config file, then SIGHUP).',
         ]
+    if daemon.npub is None:
+        lines += [
+            "",
+            "Log it in on the local channel (with the token in the state directory), e.g.:",
+            '  {"tool": "login", "params": {"method": "local", "nsec_file": "/path/key.nsec"}}',
+        ]
+        return "\n".join(lines)
     lines += [
         "",
         "Send it a command (NIP-17; add --nip04 for legacy DMs, --json for JSON):",
@@ -245,7 +252,10 @@ def _status(config: Config, as_json: bool) -> int:
         return EXIT_OK
     identity = status.get("identity", {})
     print(f"nostr-browserd {status.get('version')}, up {status.get('uptime')} s")
-    print(f"identity: {identity.get('npub', 'not logged in')} ({identity.get('method')})")
+    if identity.get("logged_in"):
+        print(f"identity: {identity.get('npub')} ({identity.get('method')})")
+    else:
+        print("identity: none, waiting for login (login on the local channel)")
     print(f"direct messages: {status.get('direct_messages')}")
     print("relays:")
     for url, relay in (status.get("relays") or {}).items():

@@ -88,9 +88,12 @@ class NsignerConfig(Section):
 
 
 class IdentityConfig(Section):
-    """Who the daemon is; key material is referenced by file (``$CREDENTIALS_DIRECTORY`` works)."""
+    """Who the daemon is; key material is referenced by file (``$CREDENTIALS_DIRECTORY`` works).
 
-    method: Literal["local", "seed", "readonly", "nip46", "nsigner"] = "local"
+    ``method = "none"`` starts with no identity: an agent logs in on the local channel.
+    """
+
+    method: Literal["none", "local", "seed", "readonly", "nip46", "nsigner"] = "local"
     nsec_file: FilePath
     nsec_env: str | None = None
     credential: str | None = None
@@ -126,11 +129,13 @@ class IdentityConfig(Section):
             raise ValueError("; ".join(messages)) from None
         return self
 
-    def login(self, default_key: Path) -> LoginMethod:
+    def login(self, default_key: Path) -> LoginMethod | None:
         """This section as the ``login`` tool's params: the same model, the same rules.
 
-        A local identity that names no key uses ``default_key``.
+        A local identity that names no key uses ``default_key``; ``none`` gives None.
         """
+        if self.method == "none":
+            return None
         model = LOGIN_MODELS[self.method]
         given = self.model_dump(exclude={"nsigner"}, exclude_none=True)
         if self.method == "nsigner":
@@ -484,7 +489,11 @@ def _describe(exc: ValidationError, origin: str) -> str:
 
 
 def load_config(path: Path | None = None, environ: dict[str, str] | None = None) -> Config:
-    """Read ``path`` (or nothing: the embedded defaults), overlay the environment, validate."""
+    """Read ``path`` (or nothing: the embedded defaults), overlay the environment, validate.
+
+    A config file without ``[identity]`` starts with no identity (an agent logs in on the
+    local channel); with no file at all the embedded default, a generated key, applies.
+    """
     environ = dict(os.environ if environ is None else environ)
     data: dict[str, Any] = {}
     origin = "the defaults"
@@ -497,6 +506,8 @@ def load_config(path: Path | None = None, environ: dict[str, str] | None = None)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     data = apply_env(data, environ)
+    if path is not None:
+        data.setdefault("identity", {"method": "none"})
     try:
         return Config.model_validate(data, context={"environ": environ})
     except ValidationError as exc:

@@ -13,6 +13,8 @@
   short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
   the timeout or a shutdown answer the requester with ``DENIED``.
 - Login and API-key tools never run here: they belong to the local control channel.
+- Logged out means logged out: while no identity is logged in, every tool but the login
+  tools (``LOGIN_TOOLS``) answers ``NOT_LOGGED_IN``, whichever transport carried it.
 - One path for every transport: ``Dispatcher.handle`` parses, polices, runs, encodes
   (``protocol.encode``, with the configured result cap), delivers and audits a command,
   whether it came by DM, on the local channel or over MCP.
@@ -53,6 +55,12 @@ LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
 NO_STREAM_BY_MESSAGE = (
     "{} works only on the local control channel (the live view): a relay is no video "
     "channel. Over messages, follow along with watch and screenshot."
+)
+NOT_LOGGED_IN_MESSAGE = (
+    "Not logged in: until an identity is, only login_status, login, logout and switch_identity"
+    ' run. Log in on the local channel with login (e.g. {"tool": "login", "params": {"method":'
+    ' "local", "nsec_file": "/path/to/key.nsec"}}), or set [identity] in the config file and'
+    " restart."
 )
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
@@ -167,8 +175,11 @@ class Dispatcher:
         command_timeout: float,
         queue_size: int,
         local_tools: LocalTools | None = None,
+        logged_in: Callable[[], bool] = lambda: True,
     ) -> None:
+        """``logged_in`` says whether an identity is logged in now (the daemon's login)."""
         self.registry, self.browser, self.store = registry, browser, store
+        self.logged_in = logged_in
         self._reply, self._send = reply, send
         self.controllers = controllers
         self.command_timeout, self.queue_size = command_timeout, queue_size
@@ -354,6 +365,8 @@ class Dispatcher:
     async def _serve(
         self, owner: str, request: Request, local: bool, as_text: bool, deliver: Deliver | None
     ) -> Response:
+        if request.tool not in LOGIN_TOOLS and not self.logged_in():
+            raise BrowserdError(ErrorCode.NOT_LOGGED_IN, NOT_LOGGED_IN_MESSAGE)
         if local:
             if request.tool in LOCAL_ONLY and self._local_tools is not None:
                 data = await self._local_tools(request.tool, request.params or {})

@@ -111,8 +111,15 @@ async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> An
     from ..login.manager import IdentityManager
     from .app import login_params
 
+    login = login_params(config.identity, config.state.dir)
+    if login is None:
+        raise BrowserdError(
+            ErrorCode.NOT_LOGGED_IN,
+            "the config names no identity ([identity] method none): start the daemon, log it"
+            " in with login on the local channel, and run this again",
+        )
     identity = IdentityManager()
-    await identity.login(login_params(config.identity, config.state.dir))
+    await identity.login(login)
     try:
         return await run_key_tool(KeyStore(config.state.dir, identity.signer), tool, params)
     finally:

@@ -314,6 +314,7 @@ class BunkerSigner(RemoteSigner):
         return {
             "remote_signer": self._remote,
             "relays": list(self._channel.relays),
+            "connected": self._channel.connected,
             "transport": "nip04" if self._nip04 else "nip44",
             "auth_urls": [p.auth_url for p in self._pending.values() if p.auth_url],
         }

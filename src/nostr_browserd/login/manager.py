@@ -39,6 +39,7 @@ __all__ = ["IdentityManager", "LoginParams", "open_signer"]
 log = logging.getLogger(__name__)
 
 Listener = Callable[[dict[str, Any]], None]
+WHERE_THE_KEY_IS = ("relays", "connected", "device", "service", "index")
 
 
 def _show_to_operator(text: str) -> None:
@@ -241,15 +242,23 @@ class IdentityManager:
             return self.status()
 
     def identity(self) -> dict[str, Any]:
-        """``{"method", "pubkey", "npub", "readonly"}``: the ``login`` result."""
+        """The ``login`` result: method, pubkey, npub, readonly, and where the key is.
+
+        A bunker adds its ``relays`` and whether it is ``connected``; an n_signer its
+        ``device``, ``service`` and ``index``.  Never a secret (no bunker secret, no nsec).
+        """
         if self._signer is None or self._pubkey is None:
             raise BrowserdError(ErrorCode.NOT_LOGGED_IN, "not logged in")
-        return {
+        identity: dict[str, Any] = {
             "method": self._method,
             "pubkey": self._pubkey,
             "npub": npub_encode(self._pubkey),
             "readonly": self.readonly,
         }
+        describe = getattr(self._signer, "describe", None)
+        described = describe() if describe is not None else {}
+        identity.update({k: described[k] for k in WHERE_THE_KEY_IS if k in described})
+        return identity
 
     def status(self) -> dict[str, Any]:
         """What ``login_status`` shows: identity, capabilities, pending approvals."""

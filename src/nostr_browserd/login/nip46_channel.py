@@ -74,6 +74,11 @@ class Channel:
         return await self._pool.wait_connected(timeout)
 
     @property
+    def connected(self) -> bool:
+        """Whether a relay of the channel is connected now (the signer can be reached)."""
+        return any(st.state == "connected" for st in self._pool.status().values())
+
+    @property
     def last_reconnect(self) -> float | None:
         """When (``time.monotonic()``) a relay connection last came back after a loss."""
         return self._pool.last_reconnect
