@@ -164,3 +164,34 @@ def test_a_controllers_help_lists_no_tool_it_would_be_refused():
     }
     assert "click" in listed and "get_url" in listed
     assert not {"stream_enable", "stream_status", "stream_disable"} & listed
+
+
+async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools(tmp_path):
+    """Issue 15: the one check in Dispatcher.handle, for a DM as for the local channel."""
+    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.daemon.dispatch import LOGIN_TOOLS
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    pool = BrowserPool()  # never started: nothing may reach it
+    dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: ControllerConfig(pubkey=pk)})
+    dispatcher.logged_in = lambda: False
+    ran: list[str] = []
+
+    async def login_tool(tool, params):
+        ran.append(tool)
+        return {"logged_in": False}
+
+    dispatcher._local_tools = login_tool
+    for tool in ("get_url", "help", "keys_status", "batch"):
+        by_dm = await dispatcher.handle(pk, {"tool": tool}, transport="nip17")
+        by_local = await dispatcher.handle("local", {"tool": tool}, transport="local", local=True)
+        for answer in (by_dm, by_local):
+            assert answer.response["error"]["code"] == "NOT_LOGGED_IN", (tool, answer)
+    for tool in sorted(LOGIN_TOOLS):
+        answer = await dispatcher.handle("local", {"tool": tool}, transport="local", local=True)
+        assert answer.response["success"], answer
+    assert ran == sorted(LOGIN_TOOLS) and pool.sessions() == []
+    await dispatcher.close()
+    dispatcher.store.close()
