@@ -14,6 +14,9 @@ import json
 import secrets
 
 import nostr_sdk as n
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from nostr_browserd.login.bunker_server import BunkerServer
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
@@ -51,6 +54,10 @@ async def test_logged_out_means_logged_out(nostr_relay_url, start_daemon, site_u
         assert "login" in refused["error"]["message"]
         assert "[identity]" in refused["error"]["message"]
         assert daemon.browser.sessions() == [], "nothing ran"
+        with pytest.raises(InvalidStatus) as caught:  # an agent logs in with the token only
+            async with connect(daemon.local.url):
+                pass
+        assert caught.value.response.status_code == 401
 
         # 2. login with an nsec: the tool runs.
         first = generate_secret()
