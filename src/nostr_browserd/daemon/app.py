@@ -142,7 +142,7 @@ class Daemon:
         if interval:
             self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
         notify("READY=1")
-        notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
+        self._notify_identity()
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""
@@ -272,8 +272,13 @@ class Daemon:
             if not self.identity.logged_in:
                 await self.browser.release_all()
             await self._connect_nostr()
+            self._notify_identity()
 
         self._rewiring = asyncio.create_task(rewire())
+
+    def _notify_identity(self) -> None:
+        """Tell systemd who we serve as now (``systemctl status`` shows it)."""
+        notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
 
     # --- callbacks for the dispatcher --------------------------------------------------
 
