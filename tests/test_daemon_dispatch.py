@@ -195,3 +195,37 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
     assert ran == sorted(LOGIN_TOOLS) and pool.sessions() == []
     await dispatcher.close()
     dispatcher.store.close()
+
+
+async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers_queue(tmp_path):
+    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.daemon.inbox import Incoming
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    replies = []
+
+    async def reply(incoming, text, request_id):
+        replies.append(request_id)
+        return True
+
+    pool = BrowserPool()  # never started: help needs no browser
+    dispatcher = local_dispatcher(pool, tmp_path, reply, {pk: ControllerConfig(pubkey=pk)})
+    audit, failed = dispatcher.store.audit, []
+
+    def audit_failing_once(**row):
+        if not failed:
+            failed.append(row)
+            raise RuntimeError("the audit store broke in a way nobody foresaw")
+        return audit(**row)
+
+    dispatcher.store.audit = audit_failing_once
+    for i in (1, 2):
+        dispatcher.submit(
+            Incoming(pk, "nip17", f'{{"id": {i}, "tool": "help"}}', f"{i}" * 64, f"{i}" * 64, 0)
+        )
+    await dispatcher.close()  # answers what it was given, then stops
+    assert failed, "the first command's audit failed"
+    assert replies == [1, 2], "the second command was answered after the first one's failure"
+    dispatcher.store.close()

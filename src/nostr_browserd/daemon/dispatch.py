@@ -274,12 +274,17 @@ class Dispatcher:
         task.add_done_callback(self._tasks.discard)
 
     async def _work(self, queue: asyncio.Queue[Incoming | None]) -> None:
+        """One controller's commands, in order.  Whatever one of them raises past its own
+        error handling (after its reply: the audit) is logged, and the queue goes on."""
         while (incoming := await queue.get()) is not None:
-            if self._closing:
-                await self._handle(incoming, _stopping())
-            else:
-                self._store_quietly(self.store.mark_running, incoming.outer_id)
-                await self._handle(incoming)
+            try:
+                if self._closing:
+                    await self._handle(incoming, _stopping())
+                else:
+                    self._store_quietly(self.store.mark_running, incoming.outer_id)
+                    await self._handle(incoming)
+            except Exception:
+                log.exception("a command from %s failed after running", incoming.sender[:12])
             self._store_quietly(self.store.release, incoming.outer_id)
 
     def _store_quietly(self, write: Callable[..., Any], *args: Any) -> None:
