@@ -18,15 +18,7 @@ from tests.fixtures.daemon import forged_wrap, tampered
 @pytest.fixture
 def parties(tmp_path):
     daemon, controller, stranger = KeySigner.generate(), KeySigner.generate(), KeySigner.generate()
-    store = SqliteStore(tmp_path / "state.sqlite3")
-    inbox = Inbox(
-        daemon,
-        daemon.pubkey,
-        store,
-        is_known=lambda pk: pk == controller.pubkey,
-        schemes=["nip17", "nip04"],
-        freshness=600,
-    )
+    inbox, store = counting_inbox(tmp_path, daemon, controller)
     yield inbox, daemon, controller, stranger
     store.close()
 
@@ -167,6 +159,7 @@ class CountingSigner(KeySigner):
 
 
 def counting_inbox(tmp_path, daemon, controller, **kw):
+    """An inbox for ``daemon`` that knows ``controller`` alone, on a state store in ``tmp_path``."""
     store = SqliteStore(tmp_path / "state.sqlite3")
     inbox = Inbox(
         daemon,
