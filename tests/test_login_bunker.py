@@ -111,6 +111,24 @@ async def test_secret_works_once_and_a_paired_client_may_reconnect(relay_url) ->
         assert "one-time-secret" not in server.bunker_url
 
 
+async def test_a_reusable_secret_pairs_every_worker_and_no_stranger(relay_url) -> None:
+    """Workers sharing one bunker URL file each pair with its secret; a wrong one still fails."""
+    user = KeySigner.generate()
+    server = BunkerServer(user, [relay_url], secret="one-time-secret", reusable_secret=True)
+    async with running(server):
+        url = server.bunker_url
+        # More workers than the refused connects a stranger is answered a minute.
+        async with contextlib.AsyncExitStack() as stack:
+            workers = [await stack.enter_async_context(client(url)) for _ in range(5)]
+            for worker in workers:
+                verify_event(await worker.sign_event({"kind": 13, "content": "a seal"}))
+        assert len(server.clients) == 5 and server.bunker_url == url
+        with pytest.raises(BrowserdError) as err:
+            async with client(nip46.bunker_url(server.pubkey, [relay_url], "wrong")):
+                pass
+        assert "invalid or already used secret" in err.value.message
+
+
 async def test_wrong_secret_is_refused(relay_url) -> None:
     user = KeySigner.generate()
     async with running(BunkerServer(user, [relay_url], secret="right")) as server:

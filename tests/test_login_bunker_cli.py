@@ -10,6 +10,7 @@ import pytest
 
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.login.bunker import BunkerSigner
+from nostr_browserd.login.files import read_private_file
 from nostr_browserd.nostr.nip01 import verify_event
 from nostr_browserd.nostr.nip19 import nsec_encode
 from nostr_browserd.nostr.signer import KeySigner
@@ -81,6 +82,40 @@ async def test_cli_serves_a_seed_with_a_separate_transport_key(tmp_path, local_r
     finally:
         proc.send_signal(signal.SIGINT)
         await asyncio.wait_for(proc.communicate(), 20)
+
+
+async def test_cli_writes_a_reusable_url_file_for_several_workers(tmp_path, local_relay_factory):
+    """The reference deployment: the workers read the bunker:// URL from the file it writes."""
+    relay = await local_relay_factory()
+    key = KeySigner.generate()
+    key_file = private_file(tmp_path, "key", nsec_encode(key.secret))
+    secret_file = private_file(tmp_path, "secret", "shared-pairing-secret")
+    url_file = tmp_path / "url"
+    proc = await run_bunker(
+        "--relay",
+        relay.url,
+        "--nsec-file",
+        str(key_file),
+        "--secret-file",
+        str(secret_file),
+        "--reusable-secret",
+        "--url-file",
+        str(url_file),
+    )
+    try:
+        assert proc.stdout is not None
+        url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
+        assert read_private_file(url_file) == url and "secret=shared-pairing-secret" in url
+        for _ in range(2):  # a second worker pairs with the same URL
+            signer = await BunkerSigner.connect(read_private_file(url_file), timeout=5)
+            try:
+                verify_event(await signer.sign_event({"kind": 13, "content": "a seal"}))
+            finally:
+                await signer.aclose()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
 
 
 async def test_cli_refuses_a_readable_key_file(tmp_path) -> None:

@@ -2,7 +2,9 @@
 
 It serves one Signer over relays.  A client pairs with the ``bunker://`` URL and its
 secret (which works once), or the bunker answers a client's ``nostrconnect://`` URI.
-Each paired client gets a permission list (``sign_event:1,nip44_decrypt,…``): requests
+The secret pairs one client, or, with ``reusable_secret`` (the workers of one deployment
+sharing one ``bunker://`` URL file), every client that shows it.  Each paired client gets a
+permission list (``sign_event:1,nip44_decrypt,…``): requests
 inside it are answered; outside it the policy decides: ``auto`` refuses them, ``prompt``
 asks on the terminal (yes once / always / no).  With ``auth_url`` set, a request that
 waits for the operator first gets an ``auth_url`` answer, as nsecbunker does.
@@ -14,12 +16,14 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import secrets
 import sys
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import BrowserdError, ErrorCode
@@ -119,9 +123,11 @@ class BunkerServer:
         auth_url: str | None = None,
         transport: Signer | None = None,
         nip04_only: bool = False,
+        reusable_secret: bool = False,
     ) -> None:
         """``transport`` signs and decrypts the NIP-46 traffic (default: ``signer`` itself);
-        ``nip04_only`` behaves like a legacy signer that ignores NIP-44 requests.
+        ``nip04_only`` behaves like a legacy signer that ignores NIP-44 requests;
+        ``reusable_secret`` keeps the secret valid after the first pairing.
         """
         self._signer = signer
         self._transport = transport or signer
@@ -131,6 +137,7 @@ class BunkerServer:
         self._approver = approver
         self._auth_url = auth_url
         self._nip04_only = nip04_only
+        self._reusable_secret = reusable_secret
         self._clients: dict[str, _Client] = {}
         self._channel: Channel | None = None
         self._user = ""
@@ -224,7 +231,7 @@ class BunkerServer:
             response = self._answers[key]
             if response is None:
                 return  # still being answered
-        elif not self._may_answer(incoming.sender, request.method):
+        elif not self._may_answer(incoming.sender, request):
             self._dropped.warning(
                 "stranger", "bunker: no answer to %s from unpaired %s…", request.method, key[0][:16]
             )
@@ -246,8 +253,9 @@ class BunkerServer:
         except BrowserdError as exc:
             log.warning("bunker: could not send the answer: %s", exc.message)
 
-    def _may_answer(self, client_pk: str, method: str) -> bool:
-        """Paired clients get every answer; a stranger only a few refused ``connect``s.
+    def _may_answer(self, client_pk: str, request: nip46.Request) -> bool:
+        """Paired clients and a ``connect`` with the secret get every answer; a stranger only
+        a few refused ``connect``s.
 
         Each answer is signed (often by the served key itself) and published: strangers must
         not be able to make us do that at will.  A mistyped bunker:// secret still gets
@@ -255,8 +263,10 @@ class BunkerServer:
         """
         if client_pk in self._clients:
             return True
-        if method != "connect":
+        if request.method != "connect":
             return False
+        if self._shows_secret(request.params):
+            return True  # not a stranger: ten workers may start at once
         now = time.monotonic()
         while self._stranger_answers and now - self._stranger_answers[0] > 60:
             self._stranger_answers.popleft()
@@ -304,14 +314,23 @@ class BunkerServer:
             raise _Refused("this connect is addressed to another signer")
         if client_pk in self._clients:
             return "ack"  # a paired client reconnecting
-        given = params[1] if len(params) > 1 else ""
-        if self._secret is None or not secrets.compare_digest(given, self._secret):
+        if not self._shows_secret(params):
             raise _Refused("invalid or already used secret")
-        self._secret = None  # single use
+        if not self._reusable_secret:
+            self._secret = None  # single use
         requested = nip46.parse_perms(params[2]) if len(params) > 2 else ()
         self._clients[client_pk] = _Client(self._grant(requested))
         log.info("bunker: client %s… connected", client_pk[:16])
         return "ack"
+
+    def _shows_secret(self, params: tuple[str, ...]) -> bool:
+        """Whether a ``connect`` carries the pairing secret (while it is valid)."""
+        given = params[1] if len(params) > 1 else ""
+        return (
+            self._secret is not None
+            and isinstance(given, str)
+            and secrets.compare_digest(given.encode(), self._secret.encode())
+        )
 
     async def _harmless(self, client_pk: str, method: str) -> str:
         if method == "ping":
@@ -353,6 +372,18 @@ def _print_url(url: str) -> None:
     print(url, flush=True)
 
 
+def _write_url_file(path: Path, url: str) -> None:
+    """Put ``url`` in ``path`` (0600, replaced whole) for clients that read it from a file.
+
+    Written beside and renamed over, so a client never reads half a URL.
+    """
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(url + "\n")
+    os.replace(partial, path)
+
+
 async def serve_bunker(
     signer: Signer,
     relays: list[str] | tuple[str, ...],
@@ -363,6 +394,7 @@ async def serve_bunker(
     auth_url: str | None = None,
     transport: Signer | None = None,
     nostrconnect: str | None = None,
+    reusable_secret: bool = False,
     on_ready: Callable[[str], None] = _print_url,
 ) -> None:
     """Serve ``signer`` until cancelled; ``on_ready`` gets the bunker:// URL (default:
@@ -379,6 +411,7 @@ async def serve_bunker(
         approver=approver,
         auth_url=auth_url,
         transport=transport,
+        reusable_secret=reusable_secret,
     )
     await server.start()
     try:
@@ -413,6 +446,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--passphrase-file", help="file with the BIP-39 passphrase")
     p.add_argument("--account", type=int, default=0, help="NIP-06 account (default 0)")
     p.add_argument("--secret-file", help="file with the pairing secret (default: random)")
+    p.add_argument(
+        "--reusable-secret",
+        action="store_true",
+        help="the secret pairs every client that shows it, not only the first (workers "
+        "sharing one bunker URL; give --secret-file so that it survives a restart)",
+    )
+    p.add_argument(
+        "--url-file",
+        type=Path,
+        help="also write the bunker:// URL to this file (0600) once serving",
+    )
     p.add_argument(
         "--perms",
         default=nip46.format_perms(DAEMON_PERMS),
@@ -452,6 +496,12 @@ def _key_params(args: argparse.Namespace) -> LocalLogin | SeedLogin:
 
 async def _run(args: argparse.Namespace) -> None:
     signer = await open_signer(_key_params(args))
+
+    def ready(url: str) -> None:
+        if args.url_file is not None:
+            _write_url_file(args.url_file, url)
+        _print_url(url)
+
     await serve_bunker(
         signer,
         args.relay,
@@ -460,6 +510,8 @@ async def _run(args: argparse.Namespace) -> None:
         perms=ALL_PERMS if args.perms == "all" else nip46.parse_perms(args.perms),
         transport=KeySigner.generate() if args.separate_transport_key else None,
         nostrconnect=args.nostrconnect,
+        reusable_secret=args.reusable_secret,
+        on_ready=ready,
     )
 
 
