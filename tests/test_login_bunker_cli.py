@@ -104,18 +104,20 @@ async def test_cli_writes_a_reusable_url_file_for_several_workers(tmp_path, loca
     )
     try:
         assert proc.stdout is not None
-        url = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
-        assert read_private_file(url_file) == url and "secret=shared-pairing-secret" in url
+        said = (await asyncio.wait_for(proc.stdout.readline(), 20)).decode().strip()
+        assert said == f"the bunker:// URL is in {url_file}"
+        url = read_private_file(url_file)
+        assert url.startswith(f"bunker://{key.pubkey}?") and "secret=shared-pairing-secret" in url
         for _ in range(2):  # a second worker pairs with the same URL
-            signer = await BunkerSigner.connect(read_private_file(url_file), timeout=5)
+            signer = await BunkerSigner.connect(url, timeout=5)
             try:
                 verify_event(await signer.sign_event({"kind": 13, "content": "a seal"}))
             finally:
                 await signer.aclose()
     finally:
         proc.send_signal(signal.SIGINT)
-        await asyncio.wait_for(proc.communicate(), 20)
-    assert proc.returncode == 0
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0 and b"shared-pairing-secret" not in out + err
 
 
 async def test_cli_refuses_a_readable_key_file(tmp_path) -> None:

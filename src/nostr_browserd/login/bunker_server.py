@@ -455,7 +455,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--url-file",
         type=Path,
-        help="also write the bunker:// URL to this file (0600) once serving",
+        help="write the bunker:// URL to this file (0600) once serving, not to stdout",
     )
     p.add_argument(
         "--perms",
@@ -498,9 +498,11 @@ async def _run(args: argparse.Namespace) -> None:
     signer = await open_signer(_key_params(args))
 
     def ready(url: str) -> None:
-        if args.url_file is not None:
+        if args.url_file is None:
+            _print_url(url)
+        else:  # where stdout is a log (a container's), the secret stays in the file
             _write_url_file(args.url_file, url)
-        _print_url(url)
+            _print_url(f"the bunker:// URL is in {args.url_file}")
 
     await serve_bunker(
         signer,

@@ -1,0 +1,202 @@
+"""The reference deployment (deploy/): no Docker here, so its files are checked against the code.
+
+Every worker's config loads with the daemon's own loader and the environment compose gives it;
+every command names a CLI subcommand and options that exist; images are public and pinned to the
+installed Playwright; secrets are 0600 files, never values in the YAML; nothing starts before
+what it needs is healthy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from nostr_browserd.daemon.config import BrowserSection, StateConfig, load_config
+from nostr_browserd.login.files import read_private_file
+from nostr_browserd.login.nsec import signer_from_file
+from nostr_browserd.nostr.keys import is_valid_pubkey
+from nostr_browserd.nostr.nip19 import npub_encode
+from nostr_browserd.nostr.signer import KeySigner
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
+WORKERS = sorted(name for name in SERVICES if name.startswith("worker-"))
+PLAYWRIGHT = version("playwright")
+OUR_CLI = ("/opt/nostr-browserd/bin/nostr-browserd", "nostr-browserd")
+
+
+def command(service: dict[str, Any]) -> list[str]:
+    """The service's command as words (a healthcheck's CMD is a command too)."""
+    cmd = service.get("command", [])
+    return shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+
+
+def our_commands() -> list[list[str]]:
+    """Every nostr-browserd invocation in the file: commands and healthchecks."""
+    found = []
+    for service in SERVICES.values():
+        test = service.get("healthcheck", {}).get("test", [])
+        for words in (command(service), test[1:] if test[:1] == ["CMD"] else []):
+            if words[:1] and words[0] in OUR_CLI:
+                found.append(words)
+    return found
+
+
+def worker_environment(name: str, controller: str) -> dict[str, str]:
+    """What compose puts in the worker's environment, ${CONTROLLERS} interpolated."""
+    env = {k: str(v) for k, v in SERVICES[name]["environment"].items()}
+    return {k: re.sub(r"\$\{CONTROLLERS:\?[^}]*\}", controller, v) for k, v in env.items()}
+
+
+def test_the_parts_the_issue_names_with_public_images_only() -> None:
+    assert {"postgres", "bunker", "relay", "browsers-1", "browsers-2"} <= set(SERVICES)
+    assert WORKERS == ["worker-1", "worker-2", "worker-3"]
+    for name, service in SERVICES.items():
+        assert "build" not in service, f"{name}: an image of our own would have to be published"
+        image = service["image"]
+        assert re.fullmatch(
+            r"postgres:\d+|python:3\.11-slim|mcr\.microsoft\.com/playwright:v[\d.]+-noble", image
+        ), f"{name}: {image}"
+
+
+def test_the_browser_servers_run_the_installed_playwright() -> None:
+    """A Playwright client refuses a server of another version: one pin, everywhere."""
+    for name in ("browsers-1", "browsers-2"):
+        service = SERVICES[name]
+        assert service["image"] == f"mcr.microsoft.com/playwright:v{PLAYWRIGHT}-noble", name
+        words = command(service)
+        assert words[:3] == ["npx", "-y", f"playwright@{PLAYWRIGHT}"] and "run-server" in words
+        assert (
+            service["user"] != "root" and "seccomp=seccomp_profile.json" in service["security_opt"]
+        )
+    install = " ".join(command(SERVICES["install"]))
+    assert re.findall(r"playwright==([\w.]+)", install) == [PLAYWRIGHT]
+
+
+def test_the_seccomp_profile_lets_chromium_make_its_sandbox_namespaces() -> None:
+    profile = json.loads((DEPLOY / "seccomp_profile.json").read_text())
+    assert profile["defaultAction"] == "SCMP_ACT_ERRNO"
+    allowed = {
+        call
+        for rule in profile["syscalls"]
+        if rule["action"] == "SCMP_ACT_ALLOW" and not rule.get("args")
+        for call in rule["names"]
+    }
+    assert {"clone", "unshare", "setns"} <= allowed
+
+
+def test_every_cli_command_and_option_exists() -> None:
+    """Each nostr-browserd invocation names a subcommand and options its --help lists."""
+    seen = set()
+    for words in our_commands():
+        sub = words[1]
+        seen.add(sub)
+        entry = "from nostr_browserd.daemon.cli import main; main()"
+        help_text = subprocess.run(
+            [sys.executable, "-c", entry, sub, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        options = set(re.findall(r"(?<![\w-])--[a-z][\w-]*", help_text))
+        for word in words[2:]:
+            if word.startswith("--"):
+                assert word in options, f"{sub} has no option {word}"
+    assert {"run", "bunker", "status"} <= seen
+
+
+def test_secrets_are_files_never_values() -> None:
+    for name, spec in COMPOSE["secrets"].items():
+        assert set(spec) == {"file"} and spec["file"].startswith("./secrets/"), name
+    for name, service in SERVICES.items():
+        environment = service.get("environment", {})
+        for key, value in environment.items():
+            if re.search(r"PASSWORD|SECRET|NSEC|TOKEN", key):
+                assert key.endswith("_FILE") and str(value).startswith("/run/secrets/"), (name, key)
+        for path in re.findall(r"/run/secrets/(\w+)", " ".join(command(service)) + str(service)):
+            assert path in service.get("secrets", []), f"{name} reads {path} it is not given"
+
+
+def test_init_secrets_writes_every_secret_0600_and_keeps_them(tmp_path) -> None:
+    out = tmp_path / "secrets"
+    script = DEPLOY / "init-secrets.sh"
+    subprocess.run(["sh", str(script), str(out)], check=True, capture_output=True, timeout=60)
+    first = {p.name: p.read_text() for p in out.iterdir()}
+    assert set(first) == set(COMPOSE["secrets"])
+    for path in out.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+    subprocess.run(["sh", str(script), str(out)], check=True, capture_output=True, timeout=60)
+    assert {p.name: p.read_text() for p in out.iterdir()} == first  # kept, not rotated
+    assert is_valid_pubkey(signer_from_file(out / "daemon_key").pubkey)  # the bunker's loader
+    password = read_private_file(out / "postgres_password")
+    host, port, db, user, pgpass_password = read_private_file(out / "pgpass").split(":")
+    assert pgpass_password == password
+    url = urlsplit(tomllib.loads((DEPLOY / "worker.toml").read_text())["state"]["database"])
+    assert (host, int(port), db, user) == (url.hostname, url.port, url.path[1:], url.username)
+
+
+def test_nothing_starts_before_what_it_needs_is_healthy() -> None:
+    for name, service in SERVICES.items():
+        for needed, how in service.get("depends_on", {}).items():
+            condition = how["condition"]
+            if condition == "service_healthy":
+                assert "healthcheck" in SERVICES[needed], f"{name} waits on {needed}'s health"
+            else:
+                assert (needed, condition) == ("install", "service_completed_successfully")
+    for name in [*WORKERS, "bunker"]:
+        assert "install" in SERVICES[name]["depends_on"]
+    for name in WORKERS:
+        assert {"postgres", "bunker", "browsers-1", "browsers-2"} <= set(
+            SERVICES[name]["depends_on"]
+        )
+    assert "relay" in SERVICES["bunker"]["depends_on"]
+
+
+def _awaited(model: type, key: str) -> None:
+    if key not in model.model_fields:
+        pytest.skip(f"waiting for the {model.__name__}.{key} setting (issue 13 contract)")
+
+
+@pytest.mark.parametrize("name", WORKERS)
+def test_each_workers_config_loads_with_its_environment(name) -> None:
+    _awaited(BrowserSection, "endpoints")
+    _awaited(StateConfig, "worker")
+    controller = KeySigner.generate().pubkey
+    config = load_config(DEPLOY / "worker.toml", worker_environment(name, npub_encode(controller)))
+    assert config.state.worker == name
+    assert config.state.dir == Path("/var/lib/nostr-browserd") / name
+    assert list(config.allowed()) == [controller]
+    # Same identity everywhere: the file the bunker writes, mounted where the config reads it.
+    url_file = config.identity.bunker_url_file
+    bunker = command(SERVICES["bunker"])
+    assert str(url_file) == bunker[bunker.index("--url-file") + 1]
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in SERVICES[name]["volumes"]}
+    assert mounts[str(url_file.parent)] in {m.split(":")[0] for m in SERVICES["bunker"]["volumes"]}
+    # Every endpoint, relay and the database is a service of this file, on the port it serves.
+    for endpoint in config.browser.endpoints:
+        where = urlsplit(endpoint)
+        served = command(SERVICES[where.hostname])
+        assert str(where.port) == served[served.index("--port") + 1], endpoint
+    relay_bind = yaml.safe_load((DEPLOY / "relay.yaml").read_text())["gunicorn"]["bind"]
+    assert [urlsplit(r).port for r in config.nostr.relays] == [int(relay_bind.split(":")[1])]
+    assert {urlsplit(r).hostname for r in config.nostr.relays} == {"relay"}
+    database = urlsplit(config.state.database or "")
+    assert database.hostname == "postgres" and database.password is None
+    assert (
+        os.path.basename(SERVICES[name]["environment"]["PGPASSFILE"]) in SERVICES[name]["secrets"]
+    )
