@@ -80,11 +80,26 @@ def test_the_browser_servers_run_the_installed_playwright() -> None:
         assert service["image"] == f"mcr.microsoft.com/playwright:v{PLAYWRIGHT}-noble", name
         words = command(service)
         assert words[:3] == ["npx", "-y", f"playwright@{PLAYWRIGHT}"] and "run-server" in words
+        # Without --unsafe the server drops the workers' chromiumSandbox: no sandbox at all.
+        assert "--unsafe" in words
         assert (
             service["user"] != "root" and "seccomp=seccomp_profile.json" in service["security_opt"]
         )
     install = " ".join(command(SERVICES["install"]))
     assert re.findall(r"playwright==([\w.]+)", install) == [PLAYWRIGHT]
+
+
+def test_only_the_workers_reach_the_browser_servers() -> None:
+    """run-server --unsafe lets a client name an executable: only workers may be clients,
+    and a page in those browsers reaches neither the database nor the bunker."""
+    for name, service in SERVICES.items():
+        networks = set(service.get("networks", []))
+        if name.startswith("browsers-"):
+            assert networks == {"browsers"}, name
+        elif name.startswith("worker-"):
+            assert networks == {"backend", "browsers"}, name
+        else:
+            assert "browsers" not in networks, name
 
 
 def test_the_seccomp_profile_lets_chromium_make_its_sandbox_namespaces() -> None:
