@@ -8,6 +8,7 @@ what it needs is healthy.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -23,11 +24,14 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from websockets.asyncio.client import connect
 
+from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.daemon.config import BrowserSection, StateConfig, load_config
 from nostr_browserd.login.files import read_private_file
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.keys import is_valid_pubkey
+from nostr_browserd.nostr.nip01 import now
 from nostr_browserd.nostr.nip19 import npub_encode
 from nostr_browserd.nostr.signer import KeySigner
 
@@ -163,6 +167,20 @@ def test_init_secrets_writes_every_secret_0600_and_keeps_them(tmp_path) -> None:
     assert pgpass_password == password
     url = urlsplit(tomllib.loads((DEPLOY / "worker.toml").read_text())["state"]["database"])
     assert (host, int(port), db, user) == (url.hostname, url.port, url.path[1:], url.username)
+
+
+async def test_the_demo_relay_takes_a_whole_reply_part(nostr_relay_url) -> None:
+    """The tests' nostr-relay runs deploy/relay.yaml: a reply part (up to 24,000 bytes, a
+    gift wrap of about 45,000 characters) must pass, beyond nostr-relay's default 4,096."""
+    key = KeySigner.generate()
+    content = "x" * (DEFAULT_PART_BYTES * 2)
+    event = await key.sign_event(
+        {"kind": 1059, "content": content, "tags": [["p", key.pubkey]], "created_at": now()}
+    )
+    async with connect(nostr_relay_url, proxy=None) as relay:
+        await relay.send(json.dumps(["EVENT", event]))
+        answer = json.loads(await asyncio.wait_for(relay.recv(), 20))
+    assert answer[:3] == ["OK", event["id"], True], answer
 
 
 def test_nothing_starts_before_what_it_needs_is_healthy() -> None:
