@@ -266,10 +266,10 @@ def descendants(pid: int) -> list[int]:
     return [c for child in children for c in (child, *descendants(child))]
 
 
-def browser_pss_mb() -> float:
-    """PSS of every Chromium process under this one (the one browser alive at the time)."""
+def browser_pss_mb(root: int | None = None) -> float:
+    """PSS of every Chromium process under ``root`` (default: this process), which runs one."""
     total = 0
-    for pid in descendants(os.getpid()):
+    for pid in descendants(root or os.getpid()):
         try:
             if "chromium" not in Path(f"/proc/{pid}/cmdline").read_text():
                 continue

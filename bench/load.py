@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from typing import Any
 
 import nostr_sdk as sdk
 
-from nostr_browserd.daemon.keyfile import write_new_key
+from tests.fixtures.cluster import Workers, process_tree
 
 from .sites import free_port
 
@@ -39,16 +38,6 @@ def cpu_of(pids: list[int]) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])
     return total / TICK
-
-
-def tree(pid: int) -> list[int]:
-    """``pid`` and its descendants."""
-    found = [pid]
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(FileNotFoundError):
-            for child in (task / "children").read_text().split():
-                found += tree(int(child))
-    return found
 
 
 def module(name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -106,22 +95,6 @@ def responder(url: str) -> Iterator[tuple[str, list[int]]]:
         stop(process)
 
 
-DAEMON_CONFIG = """
-[identity]
-method = "local"
-nsec_file = "{state}/daemon.nsec"
-[nostr]
-relays = ["{url}"]
-embedded_relay = false
-controllers = {controllers}
-dm = ["nip17"]
-[state]
-dir = "{state}"
-[local]
-enabled = false
-"""
-
-
 @contextlib.contextmanager
 def daemon(url: str, controllers: list[str], profile: str | None) -> Iterator[tuple[str, int]]:
     """The real daemon, ``nostr-browserd run``, allowing ``controllers``; its pubkey and pid.
@@ -129,74 +102,57 @@ def daemon(url: str, controllers: list[str], profile: str | None) -> Iterator[tu
     With ``profile`` it runs under cProfile (bench/profiled.py), which SIGUSR1 and SIGUSR2
     switch on and off around a timed window; the statistics are left in that file.
     """
-    with tempfile.TemporaryDirectory(prefix="bench-daemon-") as state:
-        pubkey = write_new_key(Path(state) / "daemon.nsec")
-        config = Path(state) / "daemon.toml"
-        config.write_text(
-            DAEMON_CONFIG.format(state=state, url=url, controllers=json.dumps(controllers))
-        )
-        cli = Path(sys.executable).with_name("nostr-browserd")
-        command = [str(cli), "run", "--config", str(config)]
-        if profile:
-            command = [sys.executable, "-m", "bench.profiled", profile, *command[1:]]
-        ready = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ready.bind(str(Path(state) / "notify"))
-        ready.settimeout(120)
-        env = {**os.environ, "NOTIFY_SOCKET": str(Path(state) / "notify")}
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            cwd=Path(__file__).resolve().parents[1],
-        )
+    program = [sys.executable, "-m", "bench.profiled", profile] if profile else None
+    with tempfile.TemporaryDirectory(prefix="bench-daemon-") as root:
+        workers = Workers(Path(root), [url], None, controllers, local=False, program=program)
         try:
-            while b"READY=1" not in ready.recv(4096):  # systemd's protocol: it is listening
-                pass
-            ready.close()
-            yield pubkey, process.pid
+            worker = workers.launch()
+            worker.wait_ready()
+            yield workers.pubkey, worker.pid
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            workers.reap()
 
 
 def generate(
-    url: str,
+    relays: list[str],
     target: str,
     keys: list[str],
     per_controller: int,
     watch: dict[str, list[int]],
     profiled: int | None = None,
+    *,
+    request: tuple[str, dict[str, Any]] = ("get_url", {}),
+    window: contextlib.AbstractContextManager[Any] | None = None,
 ) -> dict[str, Any]:
     """One run of the generator; CPU seconds of each watched side over its timed window.
 
     ``profiled``: the pid of a daemon under bench/profiled.py, profiled for that window.
+    ``request``: the tool and params every command asks for.  ``window``: entered just
+    before the first command leaves and left once the last reply is in.
     """
     process = module("loadgen")
     assert process.stdin is not None and process.stdout is not None
     config = {
-        "relay": url,
+        "relays": relays,
         "target": target,
         "keys": keys,
         "per_controller": per_controller,
-        "tool": "get_url",
+        "tool": request[0],
+        "params": request[1],
     }
     process.stdin.write(json.dumps(config) + "\n")
     process.stdin.flush()
     wait_ready(process)
-    before = {side: cpu_of(pids) for side, pids in watch.items()}
-    if profiled:
-        os.kill(profiled, signal.SIGUSR1)
-    process.stdin.write("go\n")
-    process.stdin.flush()
-    result = json.loads(process.stdout.readline())
-    if profiled:
-        os.kill(profiled, signal.SIGUSR2)
-    after = {side: cpu_of(pids) for side, pids in watch.items()}
+    with window or contextlib.nullcontext():
+        before = {side: cpu_of(pids) for side, pids in watch.items()}
+        if profiled:
+            os.kill(profiled, signal.SIGUSR1)
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        result = json.loads(process.stdout.readline())
+        if profiled:
+            os.kill(profiled, signal.SIGUSR2)
+        after = {side: cpu_of(pids) for side, pids in watch.items()}
     stop(process)
     result["cpu"] = {side: after[side] - before[side] for side in watch}
     result["cpu"]["generator"] = result.pop("cpu_s")
@@ -238,22 +194,22 @@ def load(
         responder(url) as (minimal, minimal_pids),
         daemon(url, pubkeys, profile) as (ours, daemon_pid),
     ):
-        daemon_pids = tree(daemon_pid)
+        daemon_pids = process_tree(daemon_pid)
         sides = {
             "minimal responder": (minimal, {"responder": minimal_pids}),
             "daemon": (ours, {"daemon": [daemon_pid], "browser": daemon_pids[1:]}),
         }
         sides = {k: v for k, v in sides.items() if k in systems}
         for target, _ in sides.values():  # warm-up: every context made
-            generate(url, target, secrets_, 2, {})
-        daemon_pids = tree(daemon_pid)
+            generate([url], target, secrets_, 2, {})
+        daemon_pids = process_tree(daemon_pid)
         if "daemon" in sides:
             sides["daemon"][1]["browser"] = [p for p in daemon_pids if p != daemon_pid]
         for _ in range(reps):
             for n in levels:
                 for system, (target, watch) in sides.items():
                     result = generate(
-                        url,
+                        [url],
                         target,
                         secrets_[:n],
                         per_controller(n) * (5 if profile else 1),

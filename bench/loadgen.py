@@ -1,14 +1,16 @@
 """The load generator in its own process, kept light so that it does not steal the CPU it measures.
 
 Every command is gift-wrapped (nostr-sdk) before the clock starts; the timed part only sends
-pre-built ``EVENT`` frames on one WebSocket and matches replies to controllers by their ``p``
-tag, without decrypting them.  Each controller is a closed loop: its next command leaves when
+pre-built ``EVENT`` frames (a WebSocket per relay) and matches replies to controllers by their
+``p`` tag, without decrypting them.  Each controller is a closed loop: its next command leaves when
 its previous reply arrives.  Replies are decrypted and checked (success, the id asked for)
 after the clock stops.
 
-Protocol on stdio: one JSON line in (``relay``, ``target`` pubkey, ``keys`` (hex secrets),
-``per_controller``, ``tool``); ``ready`` out once wrapped and subscribed; ``go`` in; one JSON
-line out with the timings, the generator's own CPU seconds and the check.
+Protocol on stdio: one JSON line in (``relays``, ``target`` pubkey, ``keys`` (hex secrets),
+``per_controller``, ``tool``, ``params``); ``ready`` out once wrapped and subscribed; ``go`` in;
+one JSON line out with the timings, the generator's own CPU seconds, the check and the run's
+id (its request ids' prefix).  Every command goes to every relay (as a controller's client
+sends it); replies are read on the first.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 from typing import Any
 
 import nostr_sdk as sdk
-from websockets.asyncio.client import connect
+from websockets.asyncio.client import ClientConnection, connect
 
 
 def cpu_seconds() -> float:
@@ -31,17 +33,18 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def prepare(config: dict[str, Any]) -> tuple[list[sdk.Keys], list[list[tuple[str, str]]]]:
-    """Per controller, its commands as (request id, ready-to-send EVENT frame)."""
+def prepare(config: dict[str, Any], run: str) -> tuple[list[sdk.Keys], list[list[tuple[str, str]]]]:
+    """Per controller, its commands as (request id ``run-controller-n``, EVENT frame)."""
     keys = [sdk.Keys.parse(k) for k in config["keys"]]
     target = sdk.PublicKey.parse(config["target"])
-    run = secrets.token_hex(4)
     plans = []
     for i, key in enumerate(keys):
         plan = []
         for j in range(config["per_controller"]):
             request_id = f"{run}-{i}-{j}"
-            request = json.dumps({"id": request_id, "tool": config["tool"]})
+            request = json.dumps(
+                {"id": request_id, "tool": config["tool"], "params": config["params"]}
+            )
             wrap = sdk.nip17_make_private_msg(key, target, request).as_json()
             plan.append((request_id, f'["EVENT",{wrap}]'))
         plans.append(plan)
@@ -49,24 +52,28 @@ def prepare(config: dict[str, Any]) -> tuple[list[sdk.Keys], list[list[tuple[str
 
 
 def check(keys: list[sdk.Keys], replies: list[list[str]], ids: list[list[str]]) -> dict[str, Any]:
-    """Decrypt every reply: how many succeeded and answered the request they followed."""
-    ok, failed, codes = 0, 0, {}
+    """Decrypt every reply: how many succeeded and answered the request they followed, and how
+    many answered a request that had been answered already (a command run twice)."""
+    ok, failed, duplicates, codes, answered = 0, 0, 0, {}, set()
     for key, events, wanted in zip(keys, replies, ids, strict=True):
         for event, request_id in zip(events, wanted, strict=False):
             gift = sdk.UnwrappedGift.from_gift_wrap(key, sdk.Event.from_json(event))
             reply = json.loads(gift.rumor().content())
+            duplicates += reply.get("id") in answered
+            answered.add(reply.get("id"))
             if reply.get("success") and reply.get("id") == request_id:
                 ok += 1
             else:
                 failed += 1
                 code = (reply.get("error") or {}).get("code", "wrong id")
                 codes[code] = codes.get(code, 0) + 1
-    return {"ok": ok, "failed": failed, "codes": codes}
+    return {"ok": ok, "failed": failed, "codes": codes, "duplicates": duplicates}
 
 
 async def main() -> None:
     config = json.loads(sys.stdin.readline())
-    keys, plans = prepare(config)
+    run = secrets.token_hex(4)
+    keys, plans = prepare(config, run)
     index = {k.public_key().to_hex(): i for i, k in enumerate(keys)}
     n = len(keys)
     replies: list[list[str]] = [[] for _ in range(n)]
@@ -79,7 +86,12 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     stdin = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
-    async with connect(config["relay"], max_size=2**24) as ws:
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = [
+            await stack.enter_async_context(connect(url, max_size=2**24))
+            for url in config["relays"]
+        ]
+        ws = sockets[0]
         subscription = {"kinds": [1059], "#p": list(index), "limit": 0}
         await ws.send(json.dumps(["REQ", "replies", subscription]))
         while json.loads(await ws.recv())[0] != "EOSE":
@@ -87,12 +99,14 @@ async def main() -> None:
 
         async def send(i: int) -> None:
             sent_at[i] = time.perf_counter()
-            await ws.send(plans[i][next_command[i]][1])
+            frame = plans[i][next_command[i]][1]
+            await asyncio.gather(*(sock.send(frame) for sock in sockets))
             next_command[i] += 1
 
-        async def receive() -> None:
+        async def receive(sock: ClientConnection) -> None:
+            """Refusals from every relay; replies come on the first, the one subscribed."""
             nonlocal remaining
-            async for raw in ws:
+            async for raw in sock:
                 message = json.loads(raw)
                 if message[0] == "OK" and not message[2]:
                     refused.append(message[3])
@@ -110,7 +124,7 @@ async def main() -> None:
                 elif remaining == 0:
                     done.set()
 
-        receiving = asyncio.create_task(receive())
+        receiving = [asyncio.create_task(receive(sock)) for sock in sockets]
         print("ready", flush=True)
         await stdin.readline()  # go
         cpu, started = cpu_seconds(), time.perf_counter()
@@ -119,7 +133,8 @@ async def main() -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), config.get("timeout", 120))
         seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
-        receiving.cancel()
+        for task in receiving:
+            task.cancel()
     ids = [[request_id for request_id, _ in plan] for plan in plans]
     result = {
         "controllers": n,
@@ -130,6 +145,7 @@ async def main() -> None:
         "latencies_ms": latencies,
         "refused": refused[:5],
         "check": check(keys, replies, ids),
+        "run": run,
     }
     print(json.dumps(result), flush=True)
 

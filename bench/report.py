@@ -361,6 +361,84 @@ def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     return lines
 
 
+def scale_section(scale: dict[str, Any], out: Path) -> list[str]:
+    """Commands/s with 1, 2, 3 workers (× the 1-worker run), per-command database cost, and
+    contexts per GB of a worker's Chromium."""
+    groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in scale["levels"]:
+        groups[r["workers"]].append(r)
+    levels = sorted(groups)
+    base = med([r["throughput"] for r in groups[levels[0]]])
+    lines = [
+        "## Scale-out: workers sharing one identity and one PostgreSQL",
+        "",
+        f"{scale['controllers']} controllers, each a closed loop of {scale['per_controller']}",
+        "`get_url` commands sent through two relays (LocalRelays, each its own process) to N",
+        "`nostr-browserd run` workers with one identity file and one database (the tests'",
+        "harness, tests/fixtures/cluster.py). Every worker receives every command through every",
+        "relay and the claim decides who runs it. The database cost is `pg_stat_statements`",
+        "over the timed window (time spent in the server) divided by the commands answered,",
+        "the workers' background work included; CPU seconds per 1,000 commands are read from",
+        "/proc. Medians (min–max) over the runs; the ratio is to 1 worker in the same run.",
+        "",
+        "| workers | commands/s | × 1 worker | p50 ms | statements / command | database ms / "
+        "command | CPU s / 1,000: workers | PostgreSQL | relays | commands run per worker | "
+        "replies checked |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for n in levels:
+        runs = groups[n]
+        tp = [r["throughput"] for r in runs]
+        cpu = {k: med([r["cpu_per_1000"][k] for r in runs]) for k in runs[0]["cpu_per_1000"]}
+        checked = sum(r["check"]["ok"] for r in runs)
+        bad = sum(r["check"]["failed"] + r["check"]["duplicates"] for r in runs)
+        served = " / ".join(str(x) for x in runs[-1]["served"])
+        lines.append(
+            f"| {n} | {med(tp):.1f} ({spread(tp, digits=1)}) | {med(tp) / base:.2f}× | "
+            f"{med([r['p50_ms'] for r in runs]):.0f} | "
+            f"{med([r['database']['statements'] for r in runs]):.1f} | "
+            f"{med([r['database']['ms'] for r in runs]):.2f} | {cpu['workers']:.2f} | "
+            f"{cpu['postgres']:.2f} | {cpu['relays']:.2f} | {served} | "
+            f"{checked} ok, {bad} failed or twice |"
+        )
+    lines += ["", "Statements per command (the last run of each level, most frequent first):", ""]
+    for n in levels:
+        top = groups[n][-1]["database"]["top"]
+        cells = "; ".join(f"`{t['query'][:60]}` {t['per_command']:.2f}" for t in top[:4])
+        lines.append(f"- {n} worker(s): {cells}")
+    lines += [
+        "",
+        "Contexts per GB: PSS of one worker's Chromium (MB) with K controllers, each holding",
+        "one page in its own context (opened over DMs); MB per context is the least-squares",
+        "slope.",
+        "",
+        "| page | "
+        + " | ".join(f"K = {k}" for k in scale["contexts"][0]["pss_mb"])
+        + " | MB per context | contexts per GB |",
+        "| --- |" + " ---: |" * (len(scale["contexts"][0]["pss_mb"]) + 2),
+    ]
+    for row in scale["contexts"]:
+        cells = " | ".join(f"{mb:,.0f}" for mb in row["pss_mb"].values())
+        lines.append(
+            f"| {row['page']} | {cells} | {row['mb_per_context']:.1f} | "
+            f"{row['contexts_per_gb']:.0f} |"
+        )
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.5))
+    left.bar([str(n) for n in levels], [med([r["throughput"] for r in groups[n]]) for n in levels])
+    left.set_xlabel("workers")
+    left.set_ylabel("commands/s")
+    right.bar(
+        [str(n) for n in levels],
+        [med([r["database"]["statements"] for r in groups[n]]) for n in levels],
+    )
+    right.set_xlabel("workers")
+    right.set_ylabel("database statements per command")
+    fig.tight_layout()
+    fig.savefig(out / "scale.png", dpi=110)
+    plt.close(fig)
+    return [*lines, "", "![scale-out](scale.png)", ""]
+
+
 def round_trip_chart(load_rows: list[dict[str, Any]], out: Path) -> list[str]:
     """The round trip against the minimal responder: one controller, out of process."""
     one = [r for r in load_rows if r["controllers"] == 1]
@@ -450,6 +528,8 @@ def write(results: dict[str, Any], out: Path) -> None:
     if "load" in results:
         lines += load_section(results["load"], out)
         lines += round_trip_chart(results["load"], out)
+    if "scale" in results:
+        lines += scale_section(results["scale"], out)
     if "round_trip" in results:
         lines += round_trip_section(results["round_trip"])
     if "relay" in results:

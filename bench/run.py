@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, load, profile, report, sites
+from . import bench_dm, bench_relay, browser_bench, load, profile, report, scale, sites
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile")
+PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -133,6 +133,9 @@ def main() -> None:
             rows = load.load([10], 1, profile=stats, systems=("daemon",))
             results["profile"] = profile.summary(stats)
             results["profile"]["commands"] = rows[0]["answered"]
+    if "scale" in parts:
+        with part(results, "scale"):
+            results["scale"] = scale.run(args.reps)
     results["machine"]["load_after"] = os.getloadavg()[0]
     results["seconds"] = sum(results["part_seconds"].values())
     (HERE / "results.json").write_text(json.dumps(results, indent=1))
