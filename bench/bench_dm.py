@@ -206,7 +206,7 @@ async def main(rounds: int) -> dict[str, list[float]]:
                     for requester in modes.values():
                         await requester.round_trip(i)
                         await asyncio.sleep(0.002)
-            counts = daemon.store.counts() if daemon.store else {}
+            counts = await daemon.store.counts() if daemon.store else {}
         finally:
             for task in tasks:
                 task.cancel()

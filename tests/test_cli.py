@@ -1,5 +1,6 @@
 """The CLI's own parts: keygen, the bunker subcommand's delegation, status with no daemon."""
 
+import asyncio
 import stat
 import subprocess
 import sys
@@ -26,18 +27,22 @@ def test_keygen_writes_an_owner_only_key_and_prints_its_npub(tmp_path, capsys):
 def test_status_without_a_daemon_says_so_and_shows_the_audit(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("NOSTR_BROWSERD_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("NOSTR_BROWSERD_LOCAL_PORT", "1")
-    store = SqliteStore(tmp_path / "state.sqlite3")
-    for tool, outcome in [("open", "ok"), ("click", "ELEMENT_NOT_FOUND")]:
-        store.audit(
-            controller="ab" * 32,
-            transport="nip17",
-            request_id="r",
-            tool=tool,
-            params={},
-            outcome=outcome,
-            duration_ms=12.0,
-        )
-    store.close()
+
+    async def audit_two() -> None:  # main() runs its own event loop: this test has none
+        store = SqliteStore(tmp_path / "state.sqlite3")
+        for tool, outcome in [("open", "ok"), ("click", "ELEMENT_NOT_FOUND")]:
+            await store.audit(
+                controller="ab" * 32,
+                transport="nip17",
+                request_id="r",
+                tool=tool,
+                params={},
+                outcome=outcome,
+                duration_ms=12.0,
+            )
+        await store.close()
+
+    asyncio.run(audit_two())
     assert main(["status"]) == 3
     out = capsys.readouterr().out
     assert "not running" in out and "recent commands:" in out

@@ -51,10 +51,10 @@ async def test_login_tools_on_the_local_channel(nostr_relay_url, start_daemon, c
         assert (await phone.command(new, {"tool": "get_url"}))["success"]
         logged_out = await local(daemon, {"id": 3, "tool": "logout"})
         assert logged_out["data"]["logged_in"] is False
-        await wait_until(lambda: daemon.status()["direct_messages"].startswith("off"))
+        await wait_until(lambda: daemon.dm_state().startswith("off"))
         refused = await local(daemon, {"id": 4, "tool": "get_url"})
         assert refused["error"]["code"] == "NOT_LOGGED_IN", "logged out means logged out"
-        audit = json.dumps([e.to_dict() for e in daemon.store.recent(20)])
+        audit = json.dumps([e.to_dict() for e in await daemon.store.recent(20)])
         assert nsec_encode(secret) not in audit and "switch_identity" in audit
         assert "switch_identity" in caplog.text and nsec_encode(secret) not in caplog.text
 
@@ -64,7 +64,7 @@ async def test_read_only_identity_serves_the_local_channel_and_says_why(
 ):
     npub = npub_encode(public_key_hex(generate_secret()))
     daemon = await start_daemon([nostr_relay_url], identity={"method": "readonly", "npub": npub})
-    state = daemon.status()
+    state = await daemon.status()
     assert state["identity"]["readonly"] and state["direct_messages"].startswith("off: ")
     assert "cannot read or answer direct messages" in state["direct_messages"]
     assert not daemon.link.listening
@@ -95,7 +95,7 @@ async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tm
         )
         daemon.reload()
         assert (await phone.command(me, {"tool": "get_url"}))["success"]
-        assert [e.tool for e in daemon.store.recent()] == ["get_url"], "the first was dropped"
+        assert [e.tool for e in await daemon.store.recent()] == ["get_url"], "the first was dropped"
         config.write_text("[nostr]\nfreshness = -1\n")
         daemon.reload()  # a broken file keeps the current allow-list
         assert phone.pubkey in daemon.dispatcher.controllers
@@ -106,7 +106,7 @@ async def test_reload_applies_a_new_allow_list(nostr_relay_url, start_daemon, tm
         await phone.send(me, "get title")
         unknown = f"unknown key {phone.pubkey}"
         await wait_until(lambda: caplog.text.count(unknown) == 2)
-        assert [e.tool for e in daemon.store.recent()] == ["get_url"], "dropped once more"
+        assert [e.tool for e in await daemon.store.recent()] == ["get_url"], "dropped once more"
 
 
 def test_login_params_for_each_way_of_holding_the_key(tmp_path):

@@ -1,5 +1,8 @@
 """Pure policy: which role may run what, and what counts as an approval."""
 
+import asyncio
+import json
+
 import pytest
 
 from nostr_browserd.commands.catalog import REGISTRY
@@ -124,7 +127,7 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     await dispatcher.close()  # answers what it was given, then stops
     assert replies and replies[0][0] == "nip04", "the refusal itself goes back in its own scheme"
     assert dispatcher.scheme_of(pk) == "nip17", "but later replies keep the controller's scheme"
-    dispatcher.store.close()
+    await dispatcher.store.close()
 
 
 @pytest.mark.parametrize(
@@ -152,7 +155,7 @@ async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
     assert "relay is no video channel" in refused.value.message
     assert "watch and screenshot" in refused.value.message
     await dispatcher.close()
-    dispatcher.store.close()
+    await dispatcher.store.close()
 
 
 def test_a_controllers_help_lists_no_tool_it_would_be_refused():
@@ -194,7 +197,7 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
         assert answer.response["success"], answer
     assert ran == sorted(LOGIN_TOOLS) and pool.sessions() == []
     await dispatcher.close()
-    dispatcher.store.close()
+    await dispatcher.store.close()
 
 
 async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers_queue(tmp_path):
@@ -214,11 +217,11 @@ async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers
     dispatcher = local_dispatcher(pool, tmp_path, reply, {pk: ControllerConfig(pubkey=pk)})
     audit, failed = dispatcher.store.audit, []
 
-    def audit_failing_once(**row):
+    async def audit_failing_once(**row):
         if not failed:
             failed.append(row)
             raise RuntimeError("the audit store broke in a way nobody foresaw")
-        return audit(**row)
+        return await audit(**row)
 
     dispatcher.store.audit = audit_failing_once
     for i in (1, 2):
@@ -228,4 +231,49 @@ async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers
     await dispatcher.close()  # answers what it was given, then stops
     assert failed, "the first command's audit failed"
     assert replies == [1, 2], "the second command was answered after the first one's failure"
-    dispatcher.store.close()
+    await dispatcher.store.close()
+
+
+async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in_its_turn(
+    tmp_path,
+):
+    """The hold is written while the command waits in its queue, and the queue waits for it:
+    a restart would answer the running command as interrupted.  A hold that fails (a full
+    disk, a lost database) answers its command UNAVAILABLE, unrun, between its neighbours."""
+    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.errors import ErrorCode
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    replies, all_in = [], asyncio.Event()
+
+    async def reply(incoming, text, request_id):
+        held = {h.outer_id: h.running for h in await dispatcher.store.unanswered()}
+        code = json.loads(text).get("error", {}).get("code")
+        replies.append((request_id, code, held.get(incoming.outer_id)))
+        if len(replies) == 3:
+            all_in.set()
+        return True
+
+    pool = BrowserPool()  # never started: help needs no browser
+    dispatcher = local_dispatcher(pool, tmp_path, reply, {pk: ControllerConfig(pubkey=pk)})
+    hold = dispatcher.store.hold
+
+    async def hold_failing_for_2(**row):
+        if row["request_id"] == 2:
+            raise BrowserdError(ErrorCode.UNAVAILABLE, "The state store cannot be written.")
+        await hold(**row)
+
+    dispatcher.store.hold = hold_failing_for_2
+    for i in (1, 2, 3):
+        dispatcher.submit(
+            Incoming(pk, "nip17", f'{{"id": {i}, "tool": "help"}}', f"{i}" * 64, f"{i}" * 64, 0)
+        )
+    async with asyncio.timeout(30):
+        await all_in.wait()
+    assert replies == [(1, None, True), (2, "UNAVAILABLE", None), (3, None, True)]
+    assert await dispatcher.store.unanswered() == [], "each answered command is released"
+    await dispatcher.close()
+    await dispatcher.store.close()

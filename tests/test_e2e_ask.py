@@ -283,8 +283,8 @@ async def test_keys_on_the_local_channel_never_leak(
     assert await daemon.key_store().get("openrouter") == secret
     everything = [
         json.dumps(answers),
-        json.dumps(daemon.status(), default=str),
-        json.dumps([e.to_dict() for e in daemon.store.recent(10)], default=str),
+        json.dumps(await daemon.status(), default=str),
+        json.dumps([e.to_dict() for e in await daemon.store.recent(10)], default=str),
         caplog.text,
     ]
     assert not any(secret in text for text in everything)

@@ -13,6 +13,7 @@ from tests.fixtures.daemon import (
     daemon_pubkey,
     forged_wrap,
     permissive_relay_fixture,  # noqa: F401
+    seen,
     start_daemon_fixture,  # noqa: F401
     tampered,
     wait_until,
@@ -24,8 +25,8 @@ def signer_of(controller: SdkController) -> KeySigner:
     return KeySigner(bytes.fromhex(controller.keys.secret_key().to_hex()))
 
 
-def commands_run(daemon) -> list[str]:
-    return [e.tool for e in daemon.store.recent(100)]
+async def commands_run(daemon) -> list[str]:
+    return [e.tool for e in await daemon.store.recent(100)]
 
 
 async def test_strangers_and_forged_seals_run_nothing_and_get_no_reply(
@@ -46,14 +47,14 @@ async def test_strangers_and_forged_seals_run_nothing_and_get_no_reply(
         # Then one real command: once it is answered, everything before it was processed.
         answer = await phone.command(me, {"tool": "get_url"})
         assert answer["success"]
-        assert commands_run(daemon) == ["get_url"]
+        assert await commands_run(daemon) == ["get_url"]
         assert await stranger.poll() == []
         assert len(phone.received) == 1
         assert daemon.browser.sessions()[0].owner == phone.pubkey
         assert len(daemon.browser.sessions()) == 1
         # The three did reach the daemon (they were dropped there, not lost on the way).
         await wait_until(lambda: daemon.link.relay_status()[nostr_relay_url].counts["events"] >= 4)
-        assert commands_run(daemon) == ["get_url"] and await stranger.poll() == []
+        assert await commands_run(daemon) == ["get_url"] and await stranger.poll() == []
 
 
 async def test_bad_signatures_run_nothing_and_get_no_reply(permissive_relay, start_daemon):
@@ -81,7 +82,7 @@ async def test_bad_signatures_run_nothing_and_get_no_reply(permissive_relay, sta
         assert answer["success"]
         invalid = daemon.link.relay_status()[permissive_relay.url].counts["invalid"]
         assert invalid == 2, "they arrived"
-        assert commands_run(daemon) == ["get_url"]
+        assert await commands_run(daemon) == ["get_url"]
         assert len(phone.received) == 1
 
 
@@ -103,10 +104,10 @@ async def test_a_replayed_command_runs_once(nostr_relay_url, local_relay_factory
             await replayer.publish(first)
         sync = await phone.command(me, {"tool": "get_title"})
         assert sync["success"]
-        assert daemon.store.was_seen(rewrapped["id"]), "the new wrap reached the replay guard"
+        assert await seen(daemon.store, rewrapped["id"]), "the new wrap reached the replay guard"
         # The original wrap did come again, through the relay that had never seen it.
         await wait_until(lambda: daemon.link.relay_status()[second.url].counts["events"] >= 1)
-        assert commands_run(daemon) == ["get_title", "get_url"]
+        assert await commands_run(daemon) == ["get_title", "get_url"]
         assert [r.json.get("id") for r in phone.received] == ["r1", sync["id"]]
 
 
@@ -123,14 +124,14 @@ async def test_one_command_through_two_relays_runs_once(
         assert answer["success"] and nip04["success"]
         sync = await phone.command(me, {"tool": "get_title"})
         assert sync["success"]
-        assert commands_run(daemon) == ["get_title", "get_url", "get_url"]
+        assert await commands_run(daemon) == ["get_title", "get_url", "get_url"]
         assert len(phone.received) == 3
         # Each command did reach the daemon through both relays (or this proves nothing).
         await wait_until(
             lambda: all(daemon.link.relay_status()[url].counts["events"] >= 3 for url in relays)
         )
         assert sum(s.counts["duplicates"] for s in daemon.link.relay_status().values()) >= 3
-        assert commands_run(daemon) == ["get_title", "get_url", "get_url"]
+        assert await commands_run(daemon) == ["get_title", "get_url", "get_url"]
 
 
 async def test_a_restart_on_the_same_relays_runs_nothing_again(
@@ -147,10 +148,10 @@ async def test_a_restart_on_the_same_relays_runs_nothing_again(
         assert await daemon_pubkey(second) == me, "the generated identity is kept"
         sync = await phone.command(me, {"tool": "get_title"})
         assert sync["success"]
-        assert commands_run(second) == ["get_title", "get_url", "get_url"]
+        assert await commands_run(second) == ["get_title", "get_url", "get_url"]
         # The relay did hand the second daemon the two old commands again (and the new one).
         await wait_until(lambda: second.link.relay_status()[nostr_relay_url].counts["events"] >= 3)
-        assert commands_run(second) == ["get_title", "get_url", "get_url"]
+        assert await commands_run(second) == ["get_title", "get_url", "get_url"]
         replies = [json.loads(r.content)["id"] for r in phone.received]
         assert len(replies) == len(set(replies)) == 3
 
@@ -170,7 +171,7 @@ async def test_an_old_command_runs_nothing(nostr_relay_url, site_url, start_daem
         assert error["code"] == "REFUSED" and "freshness" in error["message"]
         where = await phone.command(me, {"tool": "get_url"})
         assert where["data"]["url"] == "about:blank", "the old command did not run"
-        assert [(e.tool, e.outcome) for e in daemon.store.recent(10)] == [
+        assert [(e.tool, e.outcome) for e in await daemon.store.recent(10)] == [
             ("get_url", "ok"),
             ("open", "REFUSED"),
         ]

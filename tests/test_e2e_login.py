@@ -48,7 +48,7 @@ async def test_logged_out_means_logged_out(nostr_relay_url, start_daemon, site_u
         )
         # 1. No identity: the local channel is up, a browser tool is NOT_LOGGED_IN.
         assert daemon.link is None
-        assert "waiting for login" in daemon.status()["direct_messages"]
+        assert "waiting for login" in (await daemon.status())["direct_messages"]
         refused = await local(daemon, {"id": 1, "tool": "open", "params": {"url": site_url}})
         assert refused["error"]["code"] == "NOT_LOGGED_IN"
         assert "login" in refused["error"]["message"]
@@ -76,7 +76,7 @@ async def test_logged_out_means_logged_out(nostr_relay_url, start_daemon, site_u
         assert daemon.link is None and daemon.browser.sessions() == []
         refused = await local(daemon, {"id": 5, "tool": "get_url"})
         assert refused["error"]["code"] == "NOT_LOGGED_IN"
-        assert any(e.tool == "logout" for e in daemon.store.recent(10)), "logout is audited"
+        assert any(e.tool == "logout" for e in await daemon.store.recent(10)), "logout is audited"
         # A DM to the old key reaches the relay ...
         unanswered = secrets.token_hex(4)
         sent = await phone.send(old, json.dumps({"id": unanswered, "tool": "get_url"}))
@@ -100,7 +100,7 @@ async def test_logged_out_means_logged_out(nostr_relay_url, start_daemon, site_u
         # key's reply came after it, and nothing came from the old key, nor was it audited.
         await phone.poll()
         assert [r for r in phone.received if r.sender == old] == []
-        assert all(e.request_id != unanswered for e in daemon.store.recent(50))
+        assert all(e.request_id != unanswered for e in await daemon.store.recent(50))
 
         # 5. switch_identity to a bunker: DMs to the bunker's key are answered.
         user = KeySigner.generate()

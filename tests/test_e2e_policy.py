@@ -15,6 +15,7 @@ from nostr_browserd.nostr.nip19 import nsec_encode
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
+    seen,
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
@@ -43,7 +44,9 @@ async def test_read_role_and_tool_lists(nostr_relay_url, site_url, start_daemon)
         assert (await lister.command(me, {"tool": "get_url"}))["success"]
         other = await lister.command(me, {"tool": "get_title"})
         assert other["error"]["code"] == ErrorCode.FORBIDDEN
-        assert all(e.tool != "open" or e.outcome == "FORBIDDEN" for e in daemon.store.recent())
+        assert all(
+            e.tool != "open" or e.outcome == "FORBIDDEN" for e in await daemon.store.recent()
+        )
 
 
 async def test_login_tools_never_run_over_messages(nostr_relay_url, start_daemon):
@@ -186,10 +189,11 @@ async def test_a_flood_is_refused_not_queued_forever(nostr_relay_url, start_daem
             me, json.dumps({"id": 0, "tool": "wait_for_text", "params": until})
         )
         queue = daemon.dispatcher._queues
-        await wait_until(lambda: daemon.store.was_seen(first) and queue[phone.pubkey].empty())
+        await wait_until(lambda: seen(daemon.store, first))
+        await wait_until(lambda: phone.pubkey in queue and queue[phone.pubkey].empty())
         # While it runs, one more fits in the queue (size 1), and the next one does not.
         later = [await phone.send(me, json.dumps({"id": i, "tool": "get_url"})) for i in (1, 2)]
-        await wait_until(lambda: all(daemon.store.was_seen(x) for x in later))
+        await wait_until(lambda: seen(daemon.store, *later))
         assert not handler.released.is_set()
         handler.released.set()
         replies = {}
@@ -257,7 +261,7 @@ async def test_one_controllers_commands_in_order_controllers_concurrently(
         await alice.send(me, json.dumps(waiting))
         second = await alice.send(me, json.dumps(reading))
         async with asyncio.timeout(20):
-            while not daemon.store.was_seen(second):
+            while not await seen(daemon.store, second):
                 await asyncio.sleep(0.02)
         assert not handler.released.is_set()
         # Bob is not held up behind Alice (or her first command would time out first).

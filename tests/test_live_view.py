@@ -34,7 +34,12 @@ async def live(session, browser_pool, dispatcher):
     async def state():
         return await live_state(session, browser_pool.frames, recent)
 
-    server = LocalServer(handle, dict, port=0, token=TOKEN, frames=browser_pool.frames, live=state)
+    async def status():
+        return {}
+
+    server = LocalServer(
+        handle, status, port=0, token=TOKEN, frames=browser_pool.frames, live=state
+    )
     await server.start()
     session.on_event(server.broadcast)
     yield server

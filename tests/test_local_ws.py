@@ -22,9 +22,10 @@ async def start_server(session, dispatcher, token=TOKEN):
         assert owner == "local"
         return await dispatcher.handle_local(session.owner, raw)  # this test's own session
 
-    server = LocalServer(
-        handle, lambda: {"version": "test", "tabs": len(session.tabs)}, port=0, token=token
-    )
+    async def status():
+        return {"version": "test", "tabs": len(session.tabs)}
+
+    server = LocalServer(handle, status, port=0, token=token)
     await server.start()
     session.on_event(server.broadcast)
     return server

@@ -98,7 +98,7 @@ async def test_a_key_not_allowed_gets_an_error_and_nothing_runs(
     # The commands did reach the daemon, which dropped them: nothing ran, nothing was logged.
     assert f"unknown key {stranger.pubkey}" in caplog.text
     assert daemon.browser.sessions() == []
-    assert daemon.store.recent(10) == []
+    assert await daemon.store.recent(10) == []
 
 
 async def test_a_gated_call_reports_progress_and_runs_once_approved(

@@ -344,7 +344,7 @@ async def test_a_dm_text_reply_keeps_to_the_configured_result_cap(
             answers.append(await replies.get())
     finally:
         await dispatcher.close()
-        dispatcher.store.close()
+        await dispatcher.store.close()
         await (await browser_pool.session(phone)).close()
     whole, cut = answers
     assert "x" * 30_000 in whole and "cut" not in whole  # the default cap (20,000) would cut it

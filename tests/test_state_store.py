@@ -1,16 +1,16 @@
 """The state store (replay guard, held commands, audit log, conversations) on both backends.
 
 Every test that takes ``open_store`` runs twice: on SQLite and on a real PostgreSQL server
-(tests/fixtures/postgres.py).  ``open_store()`` opens another instance on the same database:
+(tests/fixtures/postgres.py).  ``await open_store()`` opens another instance on the same database:
 a restart, or a second worker.
 """
 
+import asyncio
 import json
 import stat
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -24,63 +24,67 @@ from tests.fixtures.postgres import fresh_database
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def open_store(request, tmp_path) -> Iterator[Callable[[], Store]]:
+async def open_store(request, tmp_path) -> AsyncIterator[Callable[[], Awaitable[Store]]]:
     """Opens stores on one fresh database of the backend; closes them all afterwards."""
     opened: list[Store] = []
     if request.param == "sqlite":
         path = tmp_path / "sub" / "state.sqlite3"
 
-        def make() -> Store:
+        async def make() -> Store:
             return SqliteStore(path)
     else:
         from nostr_browserd.daemon.store.postgres import PostgresStore
 
         url = fresh_database(request.getfixturevalue("postgres_dsn"))
 
-        def make() -> Store:
-            return PostgresStore(url)
+        async def make() -> Store:
+            return await PostgresStore.connect(url)
 
-    def opener() -> Store:
-        opened.append(make())
+    async def opener() -> Store:
+        opened.append(await make())
         return opened[-1]
 
     yield opener
     for store in opened:
-        store.close()
+        await store.close()
 
 
-def test_claim_is_true_once_and_survives_a_restart(open_store):
-    store = open_store()
-    assert store.claim(["wrap1", "rumor1"])
-    assert not store.claim(["wrap1", "rumor1"])
-    assert not store.claim(["wrap2", "rumor1"]), "a re-wrapped old rumor is a replay"
-    assert store.was_seen("wrap2"), "the new wrap id is remembered even so"
-    store.close()
-    reopened = open_store()
-    assert not reopened.claim(["wrap1"])
-    assert reopened.claim(["wrap3"])
+async def has(store: Store, table: str, event_id: str) -> bool:
+    return bool(await store._rows(f"SELECT 1 FROM {table} WHERE id = ?", (event_id,)))
 
 
-def test_prune_forgets_only_old_ids(open_store):
-    store = open_store()
+async def test_claim_is_true_once_and_survives_a_restart(open_store):
+    store = await open_store()
+    assert await store.claim(["wrap1", "rumor1"])
+    assert not await store.claim(["wrap1", "rumor1"])
+    assert not await store.claim(["wrap2", "rumor1"]), "a re-wrapped old rumor is a replay"
+    assert await has(store, "seen", "wrap2"), "the new wrap id is remembered even so"
+    await store.close()
+    reopened = await open_store()
+    assert not await reopened.claim(["wrap1"])
+    assert await reopened.claim(["wrap3"])
+
+
+async def test_prune_forgets_only_old_ids(open_store):
+    store = await open_store()
     now = time.time()
-    store.claim(["old"], now=now - 1000)
-    store.claim(["new"], now=now)
-    assert store.prune(older_than=500, now=now) == 1
-    assert not store.was_seen("old") and store.was_seen("new")
+    await store.claim(["old"], now=now - 1000)
+    await store.claim(["new"], now=now)
+    assert await store.prune(older_than=500, now=now) == 1
+    assert await store.known(["old", "new", "other"]) == {"new"}
 
 
-def test_wal_mode_and_private_directory(tmp_path):
+async def test_wal_mode_and_private_directory(tmp_path):
     store = SqliteStore(tmp_path / "sub" / "s.sqlite3")
     mode = store._db.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
     assert stat.S_IMODE((tmp_path / "sub").stat().st_mode) == 0o700
 
 
-def test_audit_redacts_and_lists_newest_first(open_store):
-    store = open_store()
+async def test_audit_redacts_and_lists_newest_first(open_store):
+    store = await open_store()
     nsec = nsec_encode(generate_secret())
-    store.audit(
+    await store.audit(
         controller="aa",
         transport="nip17",
         request_id="1",
@@ -89,7 +93,7 @@ def test_audit_redacts_and_lists_newest_first(open_store):
         outcome="ok",
         duration_ms=1.5,
     )
-    store.audit(
+    await store.audit(
         controller="aa",
         transport="local",
         request_id="2",
@@ -98,11 +102,11 @@ def test_audit_redacts_and_lists_newest_first(open_store):
         outcome="ok",
         duration_ms=2.0,
     )
-    recent = store.recent(10)
+    recent = await store.recent(10)
     assert [e.request_id for e in recent] == ["2", "1"]
     assert recent[0].params == {"method": "local", "nsec": REDACTED, "note": f"key {REDACTED}"}
-    assert nsec not in json.dumps(store._rows("SELECT params FROM audit"))
-    assert store.counts() == {"seen_ids": 0, "rejected_ids": 0, "commands": 2}
+    assert nsec not in json.dumps(await store._rows("SELECT params FROM audit"))
+    assert await store.counts() == {"seen_ids": 0, "rejected_ids": 0, "commands": 2}
     json.dumps([e.to_dict() for e in recent])
 
 
@@ -119,15 +123,15 @@ def test_redact_typed_text_secret_keys_and_bunker_urls():
     assert redact({"url": "http://x/?k=" + "ab" * 32}) == {"url": f"http://x/?k={REDACTED}"}
 
 
-def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(open_store):
-    store = open_store()
+async def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(open_store):
+    store = await open_store()
     now = time.time()
     for i in range(10):
-        store.reject(f"wrap{i}", now=now - 100 + i)
-    store.reject("ancient", now=now - 10_000)
-    store.claim(["seen"], now=now - 10_000)
+        await store.reject(f"wrap{i}", now=now - 100 + i)
+    await store.reject("ancient", now=now - 10_000)
+    await store.claim(["seen"], now=now - 10_000)
     for i in range(5):
-        store.audit(
+        await store.audit(
             controller="aa",
             transport="nip17",
             request_id=str(i),
@@ -136,21 +140,24 @@ def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(open_store):
             outcome="ok",
             duration_ms=1.0,
         )
-    store.close()
-    store = open_store()
-    assert store.was_rejected("wrap3") and not store.was_seen("wrap3")
-    assert store.prune(older_than=5000, now=now) == 2, "the ancient rejected id and seen id"
-    assert store.trim(max_rejected=4, audit_age=3600, max_audit=3) == 6 + 2
-    assert [f"wrap{i}" for i in range(10) if store.was_rejected(f"wrap{i}")] == [
+    await store.close()
+    store = await open_store()
+    assert await has(store, "rejected", "wrap3") and not await has(store, "seen", "wrap3")
+    assert await store.known(["wrap3", "seen", "nothing"]) == {"wrap3", "seen"}
+    assert await store.prune(older_than=5000, now=now) == 2, "the ancient rejected id and seen id"
+    assert await store.trim(max_rejected=4, audit_age=3600, max_audit=3) == 6 + 2
+    assert sorted(await store.known(f"wrap{i}" for i in range(10))) == [
         "wrap6",
         "wrap7",
         "wrap8",
         "wrap9",
     ]
-    assert [e.request_id for e in store.recent(10)] == ["4", "3", "2"]
+    assert [e.request_id for e in await store.recent(10)] == ["4", "3", "2"]
     later = time.time() + 7200
-    assert store.trim(max_rejected=4, audit_age=3600, max_audit=3, now=later) == 3, "old ones go"
-    assert store.counts() == {"seen_ids": 0, "rejected_ids": 4, "commands": 0}
+    assert await store.trim(max_rejected=4, audit_age=3600, max_audit=3, now=later) == 3, (
+        "old ones go"
+    )
+    assert await store.counts() == {"seen_ids": 0, "rejected_ids": 4, "commands": 0}
 
 
 def test_one_redaction_walks_every_nested_command():
@@ -183,10 +190,10 @@ def test_one_redaction_walks_every_nested_command():
     }
 
 
-def test_held_commands_and_conversations_survive_a_restart(open_store):
-    store = open_store()
+async def test_held_commands_and_conversations_survive_a_restart(open_store):
+    store = await open_store()
     for n in (1, 2):
-        store.hold(
+        await store.hold(
             outer_id=f"wrap{n}",
             event_id=f"rumor{n}",
             sender="aa",
@@ -195,8 +202,8 @@ def test_held_commands_and_conversations_survive_a_restart(open_store):
             text=n == 2,
             tool="open",
         )
-    store.mark_running("wrap1")
-    store.hold(
+    await store.mark_running("wrap1")
+    await store.hold(
         outer_id="wrap2",
         event_id="rumor2",
         sender="aa",
@@ -205,64 +212,49 @@ def test_held_commands_and_conversations_survive_a_restart(open_store):
         text=False,
         tool="click",
     )
-    store.save_conversation("aa", [{"role": "user", "content": "hi"}])
-    store.save_conversation("aa", [{"role": "user", "content": "hi again"}])
-    store.close()
-    store = open_store()
-    held = store.unanswered()
+    await store.save_conversation("aa", [{"role": "user", "content": "hi"}])
+    await store.save_conversation("aa", [{"role": "user", "content": "hi again"}])
+    await store.close()
+    store = await open_store()
+    held = await store.unanswered()
     assert [(h.outer_id, h.running, h.request_id, h.scheme, h.text) for h in held] == [
         ("wrap1", True, {"n": 1}, "nip17", False),
         ("wrap2", False, "again", "nip04", False),
     ], "held again: replaced, not running, oldest first by its newest hold"
-    store.release("wrap1")
-    assert [h.outer_id for h in store.unanswered()] == ["wrap2"]
-    assert store.conversation("aa") == [{"role": "user", "content": "hi again"}]
-    store.forget_conversation("aa")
-    assert store.conversation("aa") == [] and store.conversation("bb") == []
+    await store.release("wrap1")
+    assert [h.outer_id for h in await store.unanswered()] == ["wrap2"]
+    assert await store.conversation("aa") == [{"role": "user", "content": "hi again"}]
+    await store.forget_conversation("aa")
+    assert await store.conversation("aa") == [] and await store.conversation("bb") == []
 
 
-def test_two_workers_racing_claim_every_id_exactly_once(open_store):
-    """Two stores on one database (two workers), each claiming every id from its own thread."""
+async def test_two_workers_racing_claim_every_id_exactly_once(open_store):
+    """Two stores on one database (two workers) claiming every id at the same time, each on
+    its own connection (on PostgreSQL the two statements meet in the server)."""
     ids = [f"rumor{i}" for i in range(300)]
-    workers = [open_store(), open_store()]
-    start = threading.Barrier(len(workers))
+    workers = [await open_store(), await open_store()]
     won: Counter[str] = Counter()
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def work(store: Store) -> None:
-        try:
-            start.wait()
-            for i, rumor in enumerate(ids):
-                if store.claim([f"wrap{i}-{id(store)}", rumor]):
-                    with lock:
-                        won[rumor] += 1
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(store,)) for store in workers]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    for i, rumor in enumerate(ids):
+        claims = [w.claim([f"wrap{i}-{n}", rumor]) for n, w in enumerate(workers)]
+        for fresh in await asyncio.gather(*claims):
+            won[rumor] += fresh
     assert sorted(won) == sorted(ids) and set(won.values()) == {1}, "each id claimed once"
-    assert workers[0].counts()["seen_ids"] == len(ids) * 3
+    assert (await workers[0].counts())["seen_ids"] == len(ids) * 3
 
 
-def test_migrations_are_recorded_and_a_newer_schema_is_refused(open_store):
-    store = open_store()
-    assert store._rows("SELECT max(version) FROM schema_version")[0][0] >= 1
-    open_store().close()  # opening again migrates nothing
-    assert store._rows("SELECT count(*) FROM schema_version")[0][0] == len(
-        store._rows("SELECT version FROM schema_version GROUP BY version")
+async def test_migrations_are_recorded_and_a_newer_schema_is_refused(open_store):
+    store = await open_store()
+    assert (await store._rows("SELECT max(version) FROM schema_version"))[0][0] >= 1
+    await (await open_store()).close()  # opening again migrates nothing
+    assert (await store._rows("SELECT count(*) FROM schema_version"))[0][0] == len(
+        await store._rows("SELECT version FROM schema_version GROUP BY version")
     )
-    store._execute("INSERT INTO schema_version (version) VALUES (999)")
+    await store._execute("INSERT INTO schema_version (version) VALUES (999)")
     with pytest.raises(BrowserdError, match="schema version 999"):
-        open_store()
+        await open_store()
 
 
-def test_the_database_url_is_checked_and_its_password_never_shown(tmp_path, postgres_dsn):
+async def test_the_database_url_is_checked_and_its_password_never_shown(tmp_path, postgres_dsn):
     from nostr_browserd.daemon.store.postgres import PostgresStore, describe
     from tests.fixtures.relays import free_port
 
@@ -281,6 +273,6 @@ def test_the_database_url_is_checked_and_its_password_never_shown(tmp_path, post
     assert describe(url) == "postgresql://u@127.0.0.1:5432/x"
     nobody = f"postgresql://u:s3cr3t-pw@127.0.0.1:{free_port()}/x"
     with pytest.raises(BrowserdError, match="cannot be reached") as unreachable:
-        PostgresStore(nobody, wait=1.0)
+        await PostgresStore.connect(nobody, wait=1.0)
     assert "s3cr3t-pw" not in unreachable.value.message
     assert f"u@127.0.0.1:{nobody.rsplit(':', 1)[1]}" in unreachable.value.message

@@ -205,7 +205,7 @@ async def test_remote_browser_over_cdp(site_url, tmp_path):
             assert response["data"]["title"] == "Form"
         finally:
             await dispatcher.close()
-            dispatcher.store.close()
+            await dispatcher.store.close()
             await pool.close()
     finally:
         os.killpg(chromium.pid, signal.SIGKILL)

@@ -115,7 +115,7 @@ async def command_once(phone: SdkController, daemon: Any, me: str, request: dict
     assert (await phone.command(me, {"tool": "help", "params": {"tool": "wait"}}))["success"]
     answers = [r for r in phone.received if _response_id(r.content) == request["id"]]
     assert len(answers) == 1, answers
-    runs = [e for e in daemon.store.recent(100) if e.request_id == request["id"]]
+    runs = [e for e in await daemon.store.recent(100) if e.request_id == request["id"]]
     assert len(runs) == 1, runs
     return answer
 
@@ -178,7 +178,7 @@ async def test_a_relay_replaying_old_events(local_relay_factory, start_daemon) -
         await phone.wait_reply(lambda r: _response_id(r.content) == "replayed")
         await command_once(phone, daemon, me, {"tool": "wait", "params": {"ms": 1}})
         assert len([r for r in phone.received if _response_id(r.content) == "replayed"]) == 1
-        assert len([e for e in daemon.store.recent(100) if e.request_id == "replayed"]) == 1
+        assert len([e for e in await daemon.store.recent(100) if e.request_id == "replayed"]) == 1
 
 
 async def test_a_relay_killed_and_restarted_mid_command(start_daemon) -> None:
@@ -197,4 +197,4 @@ async def test_a_relay_killed_and_restarted_mid_command(start_daemon) -> None:
         assert answer.json["success"]
         await command_once(phone, daemon, me, {"tool": "wait", "params": {"ms": 1}})
         assert len([r for r in phone.received if _response_id(r.content) == "mid"]) == 1
-        assert len([e for e in daemon.store.recent(100) if e.request_id == "mid"]) == 1
+        assert len([e for e in await daemon.store.recent(100) if e.request_id == "mid"]) == 1

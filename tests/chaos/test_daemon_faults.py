@@ -158,4 +158,4 @@ async def test_a_full_state_disk_refuses_clearly_and_corrupts_nothing(
         db = daemon.store._db
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         # the refused command's ids were claimed after all (once space was back): never run
-        assert daemon.store.counts()["seen_ids"] >= 4
+        assert (await daemon.store.counts())["seen_ids"] >= 4

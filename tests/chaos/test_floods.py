@@ -26,6 +26,7 @@ from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
+    seen,
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
@@ -81,7 +82,7 @@ async def test_a_controller_is_served_through_a_strangers_flood(
                     reply, _ = await controller.command("get_url")
                     assert reply["success"], reply
                 elapsed = time.monotonic() - started
-        rejected = rejected_among(state, wrap_keys)
+        rejected = await rejected_among(state, wrap_keys)
         strangers_seen = [p for p in calls.peers if p in wrap_keys]
         # Each stranger's wrap cost one decryption, within the budget and its refill...
         bound = BUDGET + elapsed * BUDGET / 60 + 1
@@ -103,13 +104,14 @@ async def test_a_controller_is_served_through_a_strangers_flood(
         assert not rejected & set(again.peers), "a rejected wrap was decrypted again"
 
 
-def rejected_among(state: Path, wrap_keys: dict[str, str]) -> set[str]:
+async def rejected_among(state: Path, wrap_keys: dict[str, str]) -> set[str]:
     """The one-time keys of the wraps the stopped daemon's store remembers as rejected."""
     store = SqliteStore(state / "state.sqlite3")
     try:
-        return {key for key, event_id in wrap_keys.items() if store.was_rejected(event_id)}
+        known = await store.known(wrap_keys.values())
+        return {key for key, event_id in wrap_keys.items() if event_id in known}
     finally:
-        store.close()
+        await store.close()
 
 
 async def until_taken(target, count: int) -> None:
@@ -137,18 +139,19 @@ async def test_200_queued_commands_run_in_order_and_hold_no_one_else_up(
         for i in range(200):
             command = {"id": f"b{i:03}", "tool": "wait", "params": {"ms": 50}}
             last = await busy.send(me, json.dumps(command))
-        await wait_until(lambda: daemon.store.was_seen(last))  # all 200 reached the daemon
+        await wait_until(lambda: seen(daemon.store, last))  # all 200 reached the daemon
         answer = await other.command(me, {"tool": "get_url"})
         assert answer["success"], answer
         # The other controller was answered while the busy one's queue still waited.
-        done = [e.request_id for e in daemon.store.recent(300) if e.controller == busy.pubkey]
+        done = [e.request_id for e in await daemon.store.recent(300) if e.controller == busy.pubkey]
         assert len(done) < 200
         assert daemon.dispatcher.status()["queued"].get(busy.pubkey, 0) > 0
-        await wait_until(
-            lambda: sum(e.controller == busy.pubkey for e in daemon.store.recent(300)) == 200,
-            timeout=120,
-        )
-        ran = [e for e in reversed(daemon.store.recent(300)) if e.controller == busy.pubkey]
+
+        async def all_ran() -> bool:
+            return sum(e.controller == busy.pubkey for e in await daemon.store.recent(300)) == 200
+
+        await wait_until(all_ran, timeout=120)
+        ran = [e for e in reversed(await daemon.store.recent(300)) if e.controller == busy.pubkey]
         assert [e.request_id for e in ran] == [f"b{i:03}" for i in range(200)], "in order"
         assert all(e.outcome == "ok" for e in ran)
 

@@ -91,7 +91,7 @@ class Daemon:
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_browser_dirs(self.config.browser)
-        self.store = open_store(self.config.state)
+        self.store = await open_store(self.config.state)
         configured = login_params(self.config.identity, self.state_dir)
         if configured is not None:
             await self.identity.login(configured)
@@ -183,7 +183,7 @@ class Daemon:
         if self.embedded is not None:
             self.embedded.stop()
         if self.store is not None:
-            self.store.close()
+            await self.store.close()
             self.store = None
         log.info("stopped")
 
@@ -211,8 +211,8 @@ class Daemon:
         state = self.config.state
         while True:
             try:
-                pruned = self.store.prune(state.seen_retention)
-                pruned += self.store.trim(
+                pruned = await self.store.prune(state.seen_retention)
+                pruned += await self.store.trim(
                     max_rejected=state.rejected_max_ids,
                     audit_age=state.audit_retention,
                     max_audit=state.audit_max_rows,
@@ -322,7 +322,7 @@ class Daemon:
 
     # --- status ------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    async def status(self) -> dict[str, Any]:
         """Identity, relays and their state, controllers, queues, recent commands."""
         login = self.identity.status()
         relays = {}
@@ -347,7 +347,7 @@ class Daemon:
             "version": __version__,
             "uptime": round(time.time() - self.started_at, 1),
             "identity": login,
-            "direct_messages": self._dm_state(),
+            "direct_messages": self.dm_state(),
             "relays": relays,
             "embedded_relay": self.embedded.url if self.embedded else None,
             "controllers": controllers,
@@ -359,8 +359,8 @@ class Daemon:
         if self.link is not None and self.link.inbox is not None:
             status["inbox"] = self.link.inbox.status()
         if self.store is not None:
-            status["store"] = {"database": self.store.where, **self.store.counts()}
-            status["recent"] = [e.to_dict() for e in self.store.recent(10)]
+            status["store"] = {"database": self.store.where, **(await self.store.counts())}
+            status["recent"] = [e.to_dict() for e in await self.store.recent(10)]
         return status
 
     async def _live(self) -> dict[str, Any]:
@@ -368,7 +368,7 @@ class Daemon:
         return await live_state(
             self.browser.existing(OWNER),
             self.browser.frames,
-            [e.to_dict() for e in self.store.recent(10)] if self.store is not None else [],
+            [e.to_dict() for e in await self.store.recent(10)] if self.store is not None else [],
         )
 
     def _tabs(self) -> list[dict[str, Any]]:
@@ -383,7 +383,8 @@ class Daemon:
                 tabs.append({"owner": owner, "tab": tab.id, "url": tab.page.url, "active": active})
         return tabs
 
-    def _dm_state(self) -> str:
+    def dm_state(self) -> str:
+        """Whether direct messages are served, and why not."""
         if not self.identity.logged_in:
             return "off: " + WAITING_FOR_LOGIN
         if self.identity.readonly:

@@ -85,7 +85,7 @@ class AskRunner:
         if model.stop:  # ask --stop reaches the queue only when no turn was running
             return {"id": request.id, "success": True, "data": {"stopped": False}}
         if model.new:
-            self.store.forget_conversation(owner)
+            await self.store.forget_conversation(owner)
         if not model.task:
             if model.new:
                 note = "A new conversation starts with your next ask."
@@ -155,7 +155,7 @@ class AskRunner:
                 return Outcome(error_response(None, exc))
             return Outcome(response, target)
 
-        transcript = self.store.conversation(owner)
+        transcript = await self.store.conversation(owner)
         stop = self._stops[owner] = asyncio.Event()
         turn = Turn(
             provider,
@@ -174,4 +174,4 @@ class AskRunner:
             await progress.close()
             await provider.close()
             kept = trim(without_images(transcript), MAX_TRANSCRIPT_CHARS)
-            self.store.save_conversation(owner, kept)
+            await self.store.save_conversation(owner, kept)

@@ -163,7 +163,7 @@ def banner(daemon: Any) -> str:
             f"  local:       ws://127.0.0.1:{port}/agent   status: http://127.0.0.1:{port}/"
         )
         lines.append(f"  local token: {daemon.local_token_path} (Authorization: Bearer …)")
-    lines.append(f"  direct msgs: {daemon.status()['direct_messages']}")
+    lines.append(f"  direct msgs: {daemon.dm_state()}")
     allowed = config.allowed()
     if allowed:
         lines.append("  controllers: " + ", ".join(npub_encode(pk) for pk in allowed))
@@ -224,6 +224,17 @@ def _local_token(config: Config) -> str | None:
         return None
 
 
+async def _recent_commands(config: Config) -> list[dict[str, Any]]:
+    """The last commands a stopped daemon recorded, from its state store."""
+    from .store import open_store
+
+    store = await open_store(config.state)
+    try:
+        return [e.to_dict() for e in await store.recent(10)]
+    finally:
+        await store.close()
+
+
 def _status(config: Config, as_json: bool) -> int:
     status = None
     if config.local.enabled:
@@ -235,17 +246,12 @@ def _status(config: Config, as_json: bool) -> int:
     if status is None:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
         if config.state.database or (config.state.dir / "state.sqlite3").exists():
-            from .store import open_store
-
             try:
-                store = open_store(config.state)
+                recent = asyncio.run(_recent_commands(config))
             except BrowserdError as exc:
                 print(f"nostr-browserd: {exc.message}", file=sys.stderr)
                 return EXIT_NOT_RUNNING
-            try:
-                _print_recent([e.to_dict() for e in store.recent(10)])
-            finally:
-                store.close()
+            _print_recent(recent)
         return EXIT_NOT_RUNNING
     if as_json:
         print(json.dumps(status, indent=2, ensure_ascii=False))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 import re
@@ -148,6 +147,14 @@ def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, 
     }
 
 
+@dataclass(frozen=True)
+class Queued:
+    """A controller's command in its queue, and the write that holds it in the store."""
+
+    incoming: Incoming
+    held: asyncio.Future[None]
+
+
 @dataclass
 class Approval:
     """A gated command waiting for its approver."""
@@ -184,7 +191,7 @@ class Dispatcher:
         self.controllers = controllers
         self.command_timeout, self.queue_size = command_timeout, queue_size
         self._local_tools = local_tools
-        self._queues: dict[str, asyncio.Queue[Incoming | None]] = {}
+        self._queues: dict[str, asyncio.Queue[Queued | None]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._approvals: dict[str, Approval] = {}
@@ -245,20 +252,16 @@ class Dispatcher:
             )
             self._spawn(self._handle(incoming, error))
             return
-        try:
-            self._hold(incoming)
-        except BrowserdError as exc:  # a full disk: it could not be answered after a crash
-            self._spawn(self._handle(incoming, exc))
-            return
         self._schemes[incoming.sender] = incoming.scheme
-        queue.put_nowait(incoming)
+        # Held at once, in arrival order; the queue's worker waits for it before running.
+        queue.put_nowait(Queued(incoming, asyncio.ensure_future(self._hold(incoming))))
 
-    def _hold(self, incoming: Incoming) -> None:
+    async def _hold(self, incoming: Incoming) -> None:
         """Record the queued command, so a daemon killed before answering answers it later."""
         request = None
         with contextlib.suppress(BrowserdError):
             request = parse_request(incoming.content, self.registry)
-        self.store.hold(
+        await self.store.hold(
             outer_id=incoming.outer_id,
             event_id=incoming.event_id,
             sender=incoming.sender,
@@ -273,24 +276,32 @@ class Dispatcher:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _work(self, queue: asyncio.Queue[Incoming | None]) -> None:
-        """One controller's commands, in order.  Whatever one of them raises past its own
-        error handling (after its reply: the audit) is logged, and the queue goes on."""
-        while (incoming := await queue.get()) is not None:
+    async def _work(self, queue: asyncio.Queue[Queued | None]) -> None:
+        """One controller's commands, in order.  A command whose hold could not be written
+        (a full disk, a lost database) is answered with that error and not run: it could not
+        be answered after a crash.  Whatever one raises past its own error handling (after
+        its reply: the audit) is logged, and the queue goes on."""
+        while (queued := await queue.get()) is not None:
+            incoming = queued.incoming
             try:
+                try:
+                    await queued.held
+                except BrowserdError as exc:
+                    await self._handle(incoming, exc)
+                    continue
                 if self._closing:
                     await self._handle(incoming, _stopping())
                 else:
-                    self._store_quietly(self.store.mark_running, incoming.outer_id)
+                    await self._store_quietly(self.store.mark_running(incoming.outer_id))
                     await self._handle(incoming)
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
-            self._store_quietly(self.store.release, incoming.outer_id)
+            await self._store_quietly(self.store.release(incoming.outer_id))
 
-    def _store_quietly(self, write: Callable[..., Any], *args: Any) -> None:
+    async def _store_quietly(self, write: Awaitable[Any]) -> None:
         """A store write the command does not depend on: a full disk is logged, not raised."""
         try:
-            write(*args)
+            await write
         except BrowserdError as exc:
             log.error("%s", exc.message)
 
@@ -300,7 +311,7 @@ class Dispatcher:
         Nothing is run again (its ids stay claimed): a command that was running may have
         been partly done, and its sender is told so, to look before sending it again.
         """
-        for held in self.store.unanswered():
+        for held in await self.store.unanswered():
             if held.running:
                 error = BrowserdError(
                     ErrorCode.INTERRUPTED,
@@ -319,9 +330,11 @@ class Dispatcher:
             wire = self.encode(response, held.text)
             delivered = await self._deliver(incoming, wire, held.request_id)
             request = Request(id=held.request_id, tool=held.tool) if held.tool else None
-            self._audit(held.sender, held.scheme, request, response, time.perf_counter(), delivered)
+            await self._audit(
+                held.sender, held.scheme, request, response, time.perf_counter(), delivered
+            )
             if delivered:
-                self._store_quietly(self.store.release, held.outer_id)
+                await self._store_quietly(self.store.release(held.outer_id))
 
     # --- one command, from any transport ------------------------------------------------
 
@@ -360,7 +373,7 @@ class Dispatcher:
             response = error_response(request.id if request else None, refusal or internal)
         wire = self.encode(response, as_text)
         delivered = True if deliver is None else await deliver(wire, response.get("id"))
-        self._audit(owner, transport, request, response, started, delivered)
+        await self._audit(owner, transport, request, response, started, delivered)
         return Answer(response, wire)
 
     def encode(self, response: Response, as_text: bool) -> str:
@@ -414,7 +427,7 @@ class Dispatcher:
             log.exception("could not send the reply to %s", incoming.sender[:12])
             return False
 
-    def _audit(
+    async def _audit(
         self,
         controller: str,
         transport: str,
@@ -429,9 +442,8 @@ class Dispatcher:
             outcome += " (reply not delivered)"
         tool = request.tool if request else None
         params = request.params if request else None
-        self._store_quietly(
-            functools.partial(
-                self.store.audit,
+        await self._store_quietly(
+            self.store.audit(
                 controller=controller,
                 transport=transport,
                 request_id=None if request is None else str(request.id),
@@ -556,7 +568,7 @@ class Dispatcher:
             raise
         finally:
             if response is not None:
-                self._audit(owner, "ask", request, response, started)
+                await self._audit(owner, "ask", request, response, started)
 
     async def _stop_ask(self, incoming: Incoming, request: Request) -> None:
         assert self.asker is not None
@@ -564,7 +576,7 @@ class Dispatcher:
         note = "Stopping the running ask turn." if stopped else "No ask turn is running."
         response = {"id": request.id, "success": True, "data": {"stopped": stopped, "note": note}}
         await self._deliver(incoming, self.encode(response, is_text(incoming.content)), request.id)
-        self._audit(incoming.sender, incoming.scheme, request, response, time.perf_counter())
+        await self._audit(incoming.sender, incoming.scheme, request, response, time.perf_counter())
 
     async def notify(self, recipient: str, text: str) -> bool:
         """A message to a controller outside any reply (ask's progress), in its scheme."""

@@ -5,7 +5,9 @@ The order of the checks is the point of this module:
 1. the scheme is one the config accepts (kind 1059 for NIP-17, kind 4 for NIP-04) and the event
    is addressed to us;
 2. an outer id already processed, or already rejected, is skipped before any decryption (three
-   relays, one command; a restart's re-delivery of two days of strangers' wraps);
+   relays, one command; a restart's re-delivery of two days of strangers' wraps): copies of
+   an event already waiting are dropped as they arrive, and what arrived is checked against
+   the store in one query (:meth:`Inbox.sort`) before it joins the backlog;
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
    never trusted on its own;
@@ -151,6 +153,8 @@ class Inbox:
         self.dropped = RateLimitedLog(log)
         self.budget = StrangerBudget(stranger_budget)
         self.backlog_size = backlog_size
+        self._arrivals: deque[Event] = deque()  # not yet checked against the store
+        self._queued: set[str] = set()  # ids arrived, waiting or being opened: copies go
         self._known: deque[Event] = deque()  # kind 4 from allowed keys: no budget needed
         self._wraps: deque[Event] = deque()  # gift wraps, sender unknown until decrypted
         self._flooded = False  # the budget ran out: both ends of the backlog until it empties
@@ -166,33 +170,64 @@ class Inbox:
         }
 
     def _addressed(self, event: Event) -> bool:
-        """Our scheme, to us, and neither processed nor rejected before: worth a look."""
-        if event.get("kind") not in self.kinds or self.pubkey not in tag_values(event, "p"):
-            return False
+        """Our scheme and to us: worth a look."""
+        return event.get("kind") in self.kinds and self.pubkey in tag_values(event, "p")
+
+    async def _unknown(self, event: Event) -> bool:
+        """Neither processed nor rejected before.  A store that cannot answer says nothing:
+        the claim decides (and answers ``UNAVAILABLE`` when it cannot be written either)."""
         event_id = event.get("id", "")
-        return not (self.store.was_seen(event_id) or self.store.was_rejected(event_id))
+        try:
+            return event_id not in await self.store.known([event_id])
+        except BrowserdError as exc:
+            self.dropped.warning("store", "%s", exc.message)
+            return True
 
     def take(self, event: Event) -> None:
-        """Sort a relay event without decrypting it: queue what may be a command, drop the rest.
+        """Sort a relay event without decrypting it: keep what may be a command, drop the rest.
 
         The relay subscription is drained as fast as events come, so a flood waits here,
         where a controller's kind 4 goes ahead of every gift wrap, and not in the
-        subscription's queue.
+        subscription's queue.  Nothing here waits for the store: :meth:`sort` checks what
+        arrived, all of it at once, before it is opened.
         """
-        if not self._addressed(event):
+        event_id = event.get("id", "")
+        if not self._addressed(event) or event_id in self._queued:
             return
-        if event["kind"] == DM_KIND:
-            if self._allowed(event["pubkey"], "nip04"):
-                self._known.append(event)
-                self._arrived.set()
+        if event["kind"] == DM_KIND and not self._allowed(event["pubkey"], "nip04"):
             return
-        if len(self._wraps) >= self.backlog_size:
-            self._wraps.popleft()
-            self.dropped.warning(
-                "backlog", "%d gift wraps wait: dropped the oldest", self.backlog_size
-            )
-        self._wraps.append(event)
+        if len(self._arrivals) >= self.backlog_size:
+            self._drop(self._arrivals.popleft())
+        self._queued.add(event_id)
+        self._arrivals.append(event)
         self._arrived.set()
+
+    async def sort(self) -> None:
+        """Drop what arrived and was processed or rejected before (one query for all of it),
+        and queue the rest: a controller's kind 4 ahead of the gift wraps."""
+        while self._arrivals:
+            batch = list(self._arrivals)
+            self._arrivals.clear()
+            try:
+                known = await self.store.known(event["id"] for event in batch)
+            except BrowserdError as exc:  # checked again before opening; the claim decides
+                self.dropped.warning("store", "%s", exc.message)
+                known = set()
+            for event in batch:
+                if event["id"] in known:
+                    self._queued.discard(event["id"])
+                elif event["kind"] == DM_KIND:
+                    self._known.append(event)
+                else:
+                    if len(self._wraps) >= self.backlog_size:
+                        self._drop(self._wraps.popleft())
+                    self._wraps.append(event)
+
+    def _drop(self, event: Event) -> None:
+        """The backlog is full: the oldest-received goes, not remembered (a restart fetches
+        it again)."""
+        self._queued.discard(event["id"])
+        self.dropped.warning("backlog", "%d gift wraps wait: dropped the oldest", self.backlog_size)
 
     async def serve(self, submit: Callable[[Incoming], None]) -> None:
         """Open queued events and hand each command to ``submit``, in the order they were
@@ -214,6 +249,8 @@ class Inbox:
                     if incoming is not None:
                         submit(incoming)
                 self._arrived.clear()
+                if self._arrivals:
+                    await self.sort()
                 event, wait = self._next() if len(opening) < OPENING_AT_ONCE else (None, None)
                 if event is not None:
                     wrap = event["kind"] == GIFT_WRAP_KIND
@@ -257,12 +294,13 @@ class Inbox:
             log.exception("could not process event %s", str(event.get("id", "?"))[:12])
             return None
         finally:
+            self._queued.discard(event.get("id", ""))
             if held:
                 self.budget.hold(-1)
 
     async def open(self, event: Event) -> Incoming | None:
         """The command ``event`` carries, or None when it must be ignored."""
-        if not self._addressed(event):
+        if not self._addressed(event) or not await self._unknown(event):
             return None
         if event["kind"] == DM_KIND:
             incoming = await self._open_nip04(event)
@@ -271,7 +309,7 @@ class Inbox:
         if incoming is None:
             return None
         try:
-            fresh = self.store.claim({incoming.outer_id, incoming.event_id})
+            fresh = await self.store.claim({incoming.outer_id, incoming.event_id})
         except BrowserdError as exc:  # a full disk: answered as not run, never run later
             return replace(incoming, refusal=exc)
         if not fresh:
@@ -309,14 +347,14 @@ class Inbox:
         try:
             seal = await unwrap_seal(event, self.signer)
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
-                self._reject(event)
+                await self._reject(event)
                 return None
             opened = await open_seal(event, seal, self.signer)
         except (UnwrapError, BrowserdError) as exc:
             self.dropped.warning("unwrap", "dropped a gift wrap: %s", _reason(exc))
             # A signer that did not answer says nothing of the wrap: a restart may retry it.
             answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
-            self._reject(event, remember=answered)
+            await self._reject(event, remember=answered)
             return None
         sender, rumor = opened.sender, opened.rumor
         expirations = [t for t in map(nip40.expiration, (event, rumor)) if t is not None]
@@ -333,7 +371,7 @@ class Inbox:
             # Reactions, files (kind 15) and the like are not commands: ignored on purpose.
             log.info("ignored a kind %s rumor from %s", rumor["kind"], sender[:12])
             with contextlib.suppress(BrowserdError):  # at worst opened again later
-                self.store.claim([event["id"], rumor["id"]])
+                await self.store.claim([event["id"], rumor["id"]])
             return None
         others = set(tag_values(rumor, "p")) - {self.pubkey, sender}
         if others:
@@ -346,12 +384,12 @@ class Inbox:
             )
         return incoming
 
-    def _reject(self, event: Event, remember: bool = True) -> None:
+    async def _reject(self, event: Event, remember: bool = True) -> None:
         """A wrap that cost a decryption and carried no command: never decrypt it again."""
         self.budget.spend()
         if remember:
             with contextlib.suppress(BrowserdError):  # at worst decrypted again later
-                self.store.reject(event["id"])
+                await self.store.reject(event["id"])
 
     def _allowed(self, sender: str, scheme: str) -> bool:
         if self.is_known(sender):

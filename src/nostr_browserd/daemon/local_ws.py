@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 17777
 OWNER = "local"
 Handle = Callable[[str, str], Awaitable[str]]
-Status = Callable[[], dict[str, Any]]
+Status = Callable[[], Awaitable[dict[str, Any]]]
 Live = Callable[[], Awaitable[dict[str, Any]]]
 LIVE = "/live"
 LIVE_TOKEN_SECONDS = 10.0  # a /live socket that sends no token by then is closed
@@ -115,7 +115,7 @@ class LocalServer:
         """What a client sends to be let in."""
         return {"Authorization": f"Bearer {self.token}"}
 
-    def _check(self, connection: ServerConnection, request: Request) -> Response | None:
+    async def _check(self, connection: ServerConnection, request: Request) -> Response | None:
         """Refuse web pages and wrong tokens; answer GET / with status; pass /agent on."""
         if urlsplit(request.path).path == LIVE:
             return self._check_live(request)
@@ -133,7 +133,7 @@ class LocalServer:
             )
         parts = urlsplit(request.path)
         if parts.path == "/":
-            return reply(HTTPStatus.OK, self.status())
+            return reply(HTTPStatus.OK, await self.status())
         if parts.path != self.path:
             return reply(HTTPStatus.NOT_FOUND, {"error": f"Connect to {self.path}."})
         return None

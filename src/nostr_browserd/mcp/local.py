@@ -35,7 +35,7 @@ class LocalBackend:
     async def start(self) -> None:
         """Create the browser's directories, open the audit log, launch Chromium."""
         make_browser_dirs(self.config.browser)
-        self.store = open_store(self.config.state)
+        self.store = await open_store(self.config.state)
         await self.browser.start()
         self.browser.on_event(self._event)
         self.dispatcher = Dispatcher(
@@ -55,7 +55,7 @@ class LocalBackend:
             await self.dispatcher.close()
         await self.browser.close()
         if self.store is not None:
-            self.store.close()
+            await self.store.close()
             self.store = None
 
     async def allowed(self) -> Collection[str] | None:

@@ -11,12 +11,12 @@ if TYPE_CHECKING:
     from ..config import StateConfig
 
 
-def open_store(state: StateConfig) -> Store:
+async def open_store(state: StateConfig) -> Store:
     """The store ``[state]`` names: ``database`` when set, else ``<dir>/state.sqlite3``."""
     if state.database:
         from .postgres import PostgresStore
 
-        return PostgresStore(state.database)
+        return await PostgresStore.connect(state.database)
     return SqliteStore(state.dir / "state.sqlite3")
 
 

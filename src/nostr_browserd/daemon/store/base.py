@@ -14,7 +14,8 @@ with the next claim that succeeds.
 
 The SQL below is written once, with ``?`` placeholders, in the dialect SQLite (3.35+) and
 PostgreSQL share (``ON CONFLICT``, ``RETURNING``); a backend supplies the connection, the
-schema and its migrations.
+schema and its migrations.  Every method is a coroutine: PostgreSQL's round trips must not
+stop the event loop (docs/design.md, "The state store").
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
 
+KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
 # Each migration is a list of statements; a database at version n runs the steps after n.
 Migrations = Sequence[Sequence[str]]
 
@@ -94,23 +96,25 @@ class Store(ABC):
         """The store's place, for messages and the status page (never a password)."""
 
     @abstractmethod
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
+    async def _execute(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[tuple[Any, ...]], int]:
         """Run one statement in its own transaction: its rows and its row count.
 
         A failure to write or reach the store raises ``UNAVAILABLE``.
         """
 
     @abstractmethod
-    def close(self) -> None:
+    async def close(self) -> None:
         """Release the connection(s); the store is unusable afterwards."""
 
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._execute(sql, params)[0]
+    async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return (await self._execute(sql, params))[0]
 
-    def _change(self, sql: str, params: Sequence[Any] = ()) -> int:
-        return self._execute(sql, params)[1]
+    async def _change(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return (await self._execute(sql, params))[1]
 
-    def claim(self, ids: Iterable[str], now: float | None = None) -> bool:
+    async def claim(self, ids: Iterable[str], now: float | None = None) -> bool:
         """Record ``ids`` as processed; True only if none of them had been seen before.
 
         One statement, ``INSERT … ON CONFLICT DO NOTHING RETURNING id``: of several workers
@@ -127,7 +131,7 @@ class Store(ABC):
             return fresh
         values = ", ".join(["(?, ?)"] * len(todo))
         try:
-            rows = self._rows(
+            rows = await self._rows(
                 f"INSERT INTO seen (id, at) VALUES {values} ON CONFLICT DO NOTHING RETURNING id",
                 [v for event_id in todo for v in (event_id, at)],
             )
@@ -138,24 +142,30 @@ class Store(ABC):
         inserted = {row[0] for row in rows}
         return fresh and all(i in inserted for i in ids)
 
-    def was_seen(self, event_id: str) -> bool:
-        """Whether ``event_id`` was claimed already (a cheap check before unwrapping)."""
-        if event_id in self._owed:
-            return True
-        return bool(self._rows("SELECT 1 FROM seen WHERE id = ?", (event_id,)))
+    async def known(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` were claimed or rejected already: the inbox's check, before any
+        decryption, of everything that arrived since its last look (one query per 500)."""
+        ids = list(dict.fromkeys(ids))
+        found = {i for i in ids if i in self._owed}
+        for start in range(0, len(ids), KNOWN_AT_ONCE):
+            chunk = ids[start : start + KNOWN_AT_ONCE]
+            marks = ", ".join("?" * len(chunk))
+            rows = await self._rows(
+                f"SELECT id FROM seen WHERE id IN ({marks})"
+                f" UNION SELECT id FROM rejected WHERE id IN ({marks})",
+                [*chunk, *chunk],
+            )
+            found.update(row[0] for row in rows)
+        return found
 
-    def reject(self, event_id: str, now: float | None = None) -> None:
+    async def reject(self, event_id: str, now: float | None = None) -> None:
         """Remember a gift wrap that carried no command, so it is never decrypted again."""
         at = time.time() if now is None else now
-        self._change(
+        await self._change(
             "INSERT INTO rejected (id, at) VALUES (?, ?) ON CONFLICT DO NOTHING", (event_id, at)
         )
 
-    def was_rejected(self, event_id: str) -> bool:
-        """Whether ``event_id`` was rejected already (checked before any decryption)."""
-        return bool(self._rows("SELECT 1 FROM rejected WHERE id = ?", (event_id,)))
-
-    def hold(
+    async def hold(
         self,
         *,
         outer_id: str,
@@ -167,7 +177,7 @@ class Store(ABC):
         tool: str | None,
     ) -> None:
         """Keep a queued command until :meth:`release`: a restart answers what is left."""
-        self._change(
+        await self._change(
             "INSERT INTO pending (outer_id, event_id, sender, scheme, request_id, text, tool,"
             " running, at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (outer_id) DO UPDATE"
             " SET event_id = excluded.event_id, sender = excluded.sender,"
@@ -185,17 +195,17 @@ class Store(ABC):
             ),
         )
 
-    def mark_running(self, outer_id: str) -> None:
+    async def mark_running(self, outer_id: str) -> None:
         """The held command has started: after a crash it may have been partly done."""
-        self._change("UPDATE pending SET running = 1 WHERE outer_id = ?", (outer_id,))
+        await self._change("UPDATE pending SET running = 1 WHERE outer_id = ?", (outer_id,))
 
-    def release(self, outer_id: str) -> None:
+    async def release(self, outer_id: str) -> None:
         """The held command was answered."""
-        self._change("DELETE FROM pending WHERE outer_id = ?", (outer_id,))
+        await self._change("DELETE FROM pending WHERE outer_id = ?", (outer_id,))
 
-    def unanswered(self) -> list[Pending]:
+    async def unanswered(self) -> list[Pending]:
         """Commands a stopped daemon held without answering them, oldest first."""
-        rows = self._rows(
+        rows = await self._rows(
             "SELECT outer_id, event_id, sender, scheme, request_id, text, tool, running"
             " FROM pending ORDER BY at"
         )
@@ -204,15 +214,15 @@ class Store(ABC):
             for r in rows
         ]
 
-    def prune(self, older_than: float, now: float | None = None) -> int:
+    async def prune(self, older_than: float, now: float | None = None) -> int:
         """Forget seen and rejected ids older than ``older_than`` seconds; returns how many."""
         cutoff = (time.time() if now is None else now) - older_than
-        return sum(
-            self._change(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
-            for table in ("seen", "rejected", "pending")
-        )
+        gone = 0
+        for table in ("seen", "rejected", "pending"):
+            gone += await self._change(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
+        return gone
 
-    def trim(
+    async def trim(
         self, *, max_rejected: int, audit_age: float, max_audit: int, now: float | None = None
     ) -> int:
         """Keep the newest ``max_rejected`` rejected ids, and audit rows younger than
@@ -221,20 +231,20 @@ class Store(ABC):
         Seen ids are never cut by count: forgetting one early would let its command run again.
         """
         cutoff = (time.time() if now is None else now) - audit_age
-        gone = self._change(
+        gone = await self._change(
             "DELETE FROM rejected WHERE id IN"
             f" (SELECT id FROM rejected ORDER BY at DESC {self.unlimited} OFFSET ?)",
             (max_rejected,),
         )
-        gone += self._change("DELETE FROM audit WHERE at < ?", (cutoff,))
-        gone += self._change(
+        gone += await self._change("DELETE FROM audit WHERE at < ?", (cutoff,))
+        gone += await self._change(
             f"DELETE FROM audit WHERE n IN (SELECT n FROM audit ORDER BY n DESC {self.unlimited}"
             " OFFSET ?)",
             (max_audit,),
         )
         return gone
 
-    def audit(
+    async def audit(
         self,
         *,
         controller: str,
@@ -256,7 +266,7 @@ class Store(ABC):
             outcome,
             duration_ms,
         )
-        self._change(
+        await self._change(
             "INSERT INTO audit (at, controller, transport, request_id, tool, params, outcome,"
             " duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -272,38 +282,43 @@ class Store(ABC):
         )
         return entry
 
-    def recent(self, limit: int = 20) -> list[AuditEntry]:
+    async def recent(self, limit: int = 20) -> list[AuditEntry]:
         """The last ``limit`` commands, newest first."""
-        rows = self._rows(
+        rows = await self._rows(
             "SELECT at, controller, transport, request_id, tool, params, outcome, duration_ms"
             " FROM audit ORDER BY n DESC LIMIT ?",
             (limit,),
         )
         return [AuditEntry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
 
-    def conversation(self, controller: str) -> list[dict[str, Any]]:
+    async def conversation(self, controller: str) -> list[dict[str, Any]]:
         """``controller``'s ``ask`` conversation (empty when none, or unreadable)."""
-        rows = self._rows("SELECT transcript FROM conversation WHERE controller = ?", (controller,))
+        rows = await self._rows(
+            "SELECT transcript FROM conversation WHERE controller = ?", (controller,)
+        )
         try:
             transcript = json.loads(rows[0][0]) if rows else []
         except ValueError:
             return []
         return transcript if isinstance(transcript, list) else []
 
-    def save_conversation(self, controller: str, transcript: list[dict[str, Any]]) -> None:
+    async def save_conversation(self, controller: str, transcript: list[dict[str, Any]]) -> None:
         """Keep ``controller``'s conversation across turns and restarts."""
-        self._change(
+        await self._change(
             "INSERT INTO conversation (controller, transcript, at) VALUES (?, ?, ?)"
             " ON CONFLICT (controller) DO UPDATE SET transcript = excluded.transcript,"
             " at = excluded.at",
             (controller, json.dumps(transcript, ensure_ascii=False), time.time()),
         )
 
-    def forget_conversation(self, controller: str) -> None:
+    async def forget_conversation(self, controller: str) -> None:
         """``ask --new``: the next turn starts with nothing behind it."""
-        self._change("DELETE FROM conversation WHERE controller = ?", (controller,))
+        await self._change("DELETE FROM conversation WHERE controller = ?", (controller,))
 
-    def counts(self) -> dict[str, int]:
+    async def counts(self) -> dict[str, int]:
         """Sizes for the status page."""
         tables = {"seen_ids": "seen", "rejected_ids": "rejected", "commands": "audit"}
-        return {name: self._rows(f"SELECT count(*) FROM {t}")[0][0] for name, t in tables.items()}
+        return {
+            name: (await self._rows(f"SELECT count(*) FROM {t}"))[0][0]
+            for name, t in tables.items()
+        }

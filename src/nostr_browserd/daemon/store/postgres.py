@@ -2,10 +2,10 @@
 
 Several daemons sharing one identity can share this store: a claim is one ``INSERT … ON
 CONFLICT DO NOTHING RETURNING``, so of all the workers that receive a command exactly one gets
-its ids back.  The store's interface is synchronous (its callers are), so this uses psycopg 3's
-synchronous connections from a small pool, each statement in its own (autocommit) transaction;
-docs/design.md says why and what it costs.  The schema is migrated on open, under an advisory
-lock so that workers starting together migrate once.
+its ids back.  This uses psycopg 3's asynchronous connections from a small pool
+(``AsyncConnectionPool``), each statement in its own (autocommit) transaction, so a round trip
+to the server never stops the event loop.  The schema is migrated by :meth:`PostgresStore.open`,
+under an advisory lock so that workers starting together migrate once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import BrowserdError, ErrorCode
 from .base import Migrations, Store, steps_after
@@ -52,16 +52,14 @@ def describe(dsn: str) -> str:
 
 
 class PostgresStore(Store):
-    """The store in the PostgreSQL database at ``dsn``."""
+    """The store in the PostgreSQL database at ``dsn``: :meth:`open` it before use."""
 
     unlimited = "LIMIT ALL"
 
-    def __init__(
-        self, dsn: str, *, max_connections: int = 4, wait: float = CONNECT_TIMEOUT
-    ) -> None:
+    def __init__(self, dsn: str, *, max_connections: int = 4) -> None:
         super().__init__()
         self._where = describe(dsn)
-        self._pool = ConnectionPool(
+        self._pool = AsyncConnectionPool(
             dsn,
             min_size=1,
             max_size=max_connections,
@@ -69,40 +67,57 @@ class PostgresStore(Store):
             open=False,
             name="state",
         )
+
+    @classmethod
+    async def connect(
+        cls, dsn: str, *, max_connections: int = 4, wait: float = CONNECT_TIMEOUT
+    ) -> PostgresStore:
+        """A store at ``dsn``, reached within ``wait`` seconds and migrated."""
+        store = cls(dsn, max_connections=max_connections)
+        await store.open(wait)
+        return store
+
+    async def open(self, wait: float = CONNECT_TIMEOUT) -> None:
+        """Connect, and run the migrations the database still needs."""
         try:
-            self._pool.open(wait=True, timeout=wait)
-            self._migrate()
+            await self._pool.open(wait=True, timeout=wait)
+            await self._migrate()
         except PoolTimeout:
-            self._pool.close()
+            await self._pool.close()
             raise BrowserdError(
                 ErrorCode.UNAVAILABLE,
                 f"The state store {self._where} cannot be reached"
                 f" (no connection within {wait:g} s): check [state] database.",
             ) from None
         except BaseException:
-            self._pool.close()
+            await self._pool.close()
             raise
 
     @property
     def where(self) -> str:
         return self._where
 
-    def _migrate(self) -> None:
-        with self._pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
+    async def _migrate(self) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"
+            )
+            cur = await conn.execute("SELECT max(version) FROM schema_version")
+            row = await cur.fetchone()
             version = (row[0] if row else None) or 0
             for n, steps in steps_after(version, MIGRATIONS, self.where):
                 for step in steps:
-                    conn.execute(step.encode())
-                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (n,))
+                    await conn.execute(step.encode())
+                await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (n,))
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
+    async def _execute(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[tuple[Any, ...]], int]:
         try:
-            with self._pool.connection() as conn:
-                cur = conn.execute(sql.replace("?", "%s").encode(), params)
-                rows = cur.fetchall() if cur.description else []
+            async with self._pool.connection() as conn:
+                cur = await conn.execute(sql.replace("?", "%s").encode(), params)
+                rows = await cur.fetchall() if cur.description else []
                 return rows, cur.rowcount
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise BrowserdError(
@@ -111,6 +126,6 @@ class PostgresStore(Store):
                 f" ({type(exc).__name__}: {str(exc).strip()}). Nothing was lost.",
             ) from None
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Close every connection of the pool."""
-        self._pool.close()
+        await self._pool.close()

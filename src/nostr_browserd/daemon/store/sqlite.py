@@ -1,8 +1,10 @@
 """The state store in one SQLite file, the default: ``<state dir>/state.sqlite3``.
 
 WAL mode with ``synchronous=NORMAL`` keeps a claim plus an audit row at tens of microseconds,
-so the store adds nothing noticeable to a command's round trip.  A write that fails (a full
-disk) raises ``UNAVAILABLE`` naming the directory; SQLite's journal keeps the file whole.
+so the store adds nothing noticeable to a command's round trip, and its statements run right
+in the event loop: the interface's coroutines never wait on anything here.  A write that
+fails (a full disk) raises ``UNAVAILABLE`` naming the directory; SQLite's journal keeps the
+file whole.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ class SqliteStore(Store):
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._execute("PRAGMA journal_mode=WAL")
-        self._execute("PRAGMA synchronous=NORMAL")
+        self._run("PRAGMA journal_mode=WAL")
+        self._run("PRAGMA synchronous=NORMAL")
         self._migrate()
 
     @property
@@ -52,20 +54,25 @@ class SqliteStore(Store):
 
     def _migrate(self) -> None:
         """Run the missing migrations in one write transaction (another process waits)."""
-        self._execute("BEGIN IMMEDIATE")
+        self._run("BEGIN IMMEDIATE")
         try:
-            self._execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            version = self._rows("SELECT max(version) FROM schema_version")[0][0] or 0
+            self._run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            version = self._run("SELECT max(version) FROM schema_version")[0][0][0] or 0
             for n, steps in steps_after(version, MIGRATIONS, self.where):
                 for step in steps:
-                    self._execute(step)
-                self._execute("INSERT INTO schema_version (version) VALUES (?)", (n,))
+                    self._run(step)
+                self._run("INSERT INTO schema_version (version) VALUES (?)", (n,))
         except BaseException:
             self._db.rollback()
             raise
-        self._execute("COMMIT")
+        self._run("COMMIT")
 
-    def _execute(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
+    async def _execute(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        return self._run(sql, params)
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> tuple[list[tuple[Any, ...]], int]:
         try:
             cur = self._db.execute(sql, params)
             rows = cur.fetchall()
@@ -77,6 +84,6 @@ class SqliteStore(Store):
             ) from None
         return rows, cur.rowcount
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Checkpoint and close."""
         self._db.close()
