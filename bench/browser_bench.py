@@ -22,7 +22,8 @@ from typing import Any
 import websockets
 from playwright.async_api import async_playwright
 
-from nostr_browserd.browser.session import LAUNCH_ARGS, BrowserConfig, BrowserPool, Session
+from nostr_browserd.browser.endpoints import LAUNCH_ARGS
+from nostr_browserd.browser.session import BrowserConfig, BrowserPool, Session
 from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 

@@ -16,6 +16,7 @@ from tests.fixtures.leaks import LEAKS, Hit, log_everything_to, watch_generated_
 watch_generated_keys()
 
 from tests.fixtures.browser import *  # noqa: E402, F403
+from tests.fixtures.browser_servers import *  # noqa: E402, F403
 from tests.fixtures.cluster import *  # noqa: E402, F403
 from tests.fixtures.postgres import *  # noqa: E402, F403
 from tests.fixtures.relays import *  # noqa: E402, F403

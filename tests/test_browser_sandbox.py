@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import nostr_browserd
-from nostr_browserd.browser import session as session_module
+from nostr_browserd.browser import endpoints as endpoints_module
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from tests.test_daemon_systemd import UNIT, directives
@@ -96,7 +96,7 @@ async def test_the_running_chromium_has_its_sandbox_on(tmp_path):
 
 
 async def test_as_root_the_sandbox_is_refused_unless_turned_off_explicitly(monkeypatch):
-    monkeypatch.setattr(session_module.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(endpoints_module.os, "geteuid", lambda: 0)
     pool = BrowserPool(BrowserConfig())
     with pytest.raises(BrowserdError) as refused:
         await pool.start()

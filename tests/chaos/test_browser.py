@@ -94,7 +94,7 @@ async def send(session: Session, command: str) -> dict:
 
 
 async def test_chromium_killed_mid_command(site_url):
-    """The command that was running answers BROWSER_CRASHED; the next one succeeds."""
+    """The command that was running answers BROWSER_CRASHED; the very next one succeeds."""
     before = chromium_main_processes()
     pool = BrowserPool(BrowserConfig(timeout_ms=30_000, **TEST_BROWSER))
     await pool.start()
@@ -110,10 +110,7 @@ async def test_chromium_killed_mid_command(site_url):
         os.kill(ours, signal.SIGKILL)
         hit = await asyncio.wait_for(running, 30)
         assert hit["error"]["code"] == "BROWSER_CRASHED", hit
-        again = await send(session, f"open {site_url}/form.html")
-        if again["success"] is False:  # the crash is noticed by the first command after it
-            assert again["error"]["code"] == "BROWSER_CRASHED", again
-            again = await send(session, f"open {site_url}/form.html")
+        again = await send(session, f"open {site_url}/form.html")  # told once is enough
         assert again["success"] and again["data"]["title"] == "Form", again
     finally:
         await pool.close()

@@ -1,10 +1,12 @@
 """The browser, one context per owner, tabs with stable ids, dialogs and events.
 
-A ``BrowserPool`` owns one Playwright browser.  Every controller (a pubkey, or ``local``)
-gets a ``Session``: its own BrowserContext, so cookies and storage are never shared,
-its own tabs (``t1``, ``t2``, … never reused) and its own pending-dialog state.  When the
-browser dies the pool relaunches it and re-binds the sessions; the command that hit the
-crash reports ``BROWSER_CRASHED`` and the next one works.
+A ``BrowserPool`` places contexts on its endpoints: the Chromium it launches, or browser
+servers (``endpoints.py``).  Every controller (a pubkey, or ``local``) gets a ``Session``: its
+own BrowserContext, so cookies and storage are never shared, its own tabs (``t1``, ``t2``, …
+never reused) and its own pending-dialog state.  When a browser dies the pool relaunches it
+(or moves the session to another endpoint) and re-binds the session, with its saved state
+when the daemon keeps one; the command that hit the crash reports ``BROWSER_CRASHED`` and
+the next one works.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +30,12 @@ from playwright.async_api import (
     Playwright,
     async_playwright,
 )
-from playwright.async_api import (
-    Error as PlaywrightError,
-)
-from pydantic import BaseModel, Field
+from playwright.async_api import Error as PlaywrightError
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import BrowserdError, ErrorCode
 from .egress import EgressProxy
+from .endpoints import LOCAL, Endpoint, check_endpoint
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
@@ -51,21 +51,7 @@ EXECUTABLES = (
     "/usr/lib/chromium/chromium",
     "/usr/bin/chromium",
 )
-LAUNCH_ARGS = [
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    # A regular expression that backtracks without end (wait_for_url's, a page's own) falls
-    # back to V8's linear-time engine instead of holding its renderer.
-    "--js-flags=--enable-experimental-regexp-engine-on-excessive-backtracks",
-]
 EventCallback = Callable[[dict[str, Any]], None]
-# Where Chromium's sandbox cannot run, the daemon does not start unless told it may run without.
-SANDBOX_OFF = "or set [browser] sandbox = false to run Chromium without its sandbox"
-SANDBOX_FAILED = (
-    "Chromium's sandbox could not start: it needs unprivileged user namespaces "
-    "(sysctl user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone = 1 where that "
-    f"exists; a container may forbid them). Allow them, {SANDBOX_OFF}."
-)
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
 # root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
@@ -92,8 +78,19 @@ class BrowserConfig(BaseModel):
     """How to get a browser and the limits every tool obeys."""
 
     executable: str | None = None
-    cdp_endpoint: str | None = Field(None, description="connect_over_cdp to a running Chromium")
-    ws_endpoint: str | None = Field(None, description="connect to a Playwright browser server")
+    endpoints: list[str] = Field(
+        default_factory=list,
+        description="browser servers (ws://, wss://) and DevTools endpoints (http://, https://) "
+        "to place contexts on, instead of launching Chromium here",
+    )
+    cdp_endpoint: str | None = Field(None, description="one DevTools endpoint (endpoints)")
+    ws_endpoint: str | None = Field(None, description="one browser server (endpoints)")
+    contexts_per_endpoint: int | None = Field(
+        None, ge=1, description="contexts (windows) one endpoint may hold; none: no limit"
+    )
+    context_mb: float = Field(
+        17.0, gt=0, description="memory one context costs, for status's estimate (MB)"
+    )
     headless: bool = True
     isolation: Literal["per-controller", "shared"] = Field(
         "per-controller", description="a context per controller, or one for everyone"
@@ -125,6 +122,21 @@ class BrowserConfig(BaseModel):
     uploads_dir: Path | None = Field(None, description="the only files upload may send")
     state_dir: Path | None = Field(None, description="saved login states, per owner")
 
+    @field_validator("endpoints", "cdp_endpoint", "ws_endpoint")
+    @classmethod
+    def _endpoints(cls, value: Any) -> Any:
+        for url in [value] if isinstance(value, str) else value or []:
+            check_endpoint(url)
+        return value
+
+    @model_validator(mode="after")
+    def _one_list(self) -> BrowserConfig:
+        """``cdp_endpoint`` and ``ws_endpoint`` are older spellings of a one-item list."""
+        for url in (self.ws_endpoint, self.cdp_endpoint):
+            if url is not None and url not in self.endpoints:
+                self.endpoints.append(url)
+        return self
+
     def find_executable(self) -> str:
         """The configured executable, or the first Debian Chromium that exists."""
         if self.executable:
@@ -135,16 +147,6 @@ class BrowserConfig(BaseModel):
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,
             "No Chromium found: install chromium-headless-shell or set browser.executable.",
-        )
-
-
-def refuse_sandbox_as_root() -> None:
-    """Chromium refuses its sandbox to root: say so before it fails with a cryptic log."""
-    if os.geteuid() == 0:
-        raise BrowserdError(
-            ErrorCode.UNAVAILABLE,
-            "Chromium's sandbox cannot run as root (Chromium refuses it): run the daemon as an "
-            f"unprivileged user (the systemd unit does, with DynamicUser), {SANDBOX_OFF}.",
         )
 
 
@@ -194,6 +196,12 @@ class Session:
         self.config = pool.config
         self.lock = asyncio.Lock()
         self.context: BrowserContext | None = None
+        # Where ``context`` lives; its browser's loss shows in ``browser_lost``.
+        self.endpoint: Endpoint | None = None
+        self._context_gone = False
+        # The controller was told its browser was lost (the running command's error): the
+        # next command starts on a fresh context without saying it a second time.
+        self.crash_told = False
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
         self.dialog: PendingDialog | None = None
@@ -225,9 +233,12 @@ class Session:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    async def _bind(self, context: BrowserContext) -> None:
+    async def _bind(self, context: BrowserContext, endpoint: Endpoint) -> None:
         """Attach a fresh context (first use, or after a relaunch) and open one tab."""
         self.context = context
+        self.endpoint = endpoint
+        self._context_gone = False
+        context.on("close", lambda closed: self._closed(closed))
         self.tabs.clear()
         self.tab = None
         self.dialog = None
@@ -258,18 +269,38 @@ class Session:
             self.forget(tab_id)
         return closed
 
+    def _closed(self, context: BrowserContext) -> None:
+        if context is self.context:
+            self._context_gone = True
+
+    @property
+    def browser_lost(self) -> bool:
+        """Whether this session's context died with its browser (crashed, killed, cut off)."""
+        if self.context is None:
+            return False
+        endpoint = self.endpoint
+        return (
+            self._context_gone
+            or endpoint is None
+            or not endpoint.alive
+            or self.context.browser is not endpoint.browser
+        )
+
     async def ready(self) -> None:
         """Make sure the browser is alive; ``BROWSER_CRASHED`` if it had died under us.
 
-        The browser is relaunched and this session gets a fresh context, so the command
-        after this one works; this one fails, because its tabs and page state are gone.
+        The session gets a fresh context (a relaunched browser, or another endpoint), so the
+        command after this one works; this one fails, because its tabs and page state are
+        gone, unless the command that met the loss has said so already.
         """
         self._alerts.clear()
-        if await self.pool.revive(self):
+        lost = await self.pool.revive(self)
+        told, self.crash_told = self.crash_told, False
+        if lost and not told:
             raise BrowserdError(
                 ErrorCode.BROWSER_CRASHED,
-                "The browser had stopped (crashed or was killed); it was restarted with a "
-                "fresh tab: open the page again.",
+                "The browser had stopped (crashed, killed, or its server lost); this session "
+                "starts again on a fresh one with a fresh tab: open the page again.",
             )
 
     async def close(self) -> None:
@@ -592,13 +623,19 @@ class Session:
         return state
 
 
+StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
+
+
 class BrowserPool:
-    """One Playwright browser shared by every session, relaunched when it dies."""
+    """The browsers every session's context is placed on, relaunched or reconnected when lost."""
 
     def __init__(self, config: BrowserConfig | None = None) -> None:
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
-        self.browser: Browser | None = None
+        urls = self.config.endpoints
+        self.endpoints = [Endpoint(url, self.config) for url in urls] or [
+            Endpoint(None, self.config)
+        ]
         self._sessions: dict[str, Session] = {}
         self._lock = asyncio.Lock()
         self.listeners: list[EventCallback] = []
@@ -606,52 +643,50 @@ class BrowserPool:
         self.egress: EgressProxy | None = None
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
+        # An owner's saved storage state for a fresh context (the daemon's store), if any.
+        self.initial_state: StateHook | None = None
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
         self.listeners.append(callback)
 
     async def start(self) -> None:
-        """Start Playwright, the egress proxy (when some owner needs it) and the browser.
+        """Start Playwright, the egress proxy (when some owner needs it) and the browsers.
 
-        A remote browser (``cdp_endpoint``, ``ws_endpoint``) cannot reach a proxy on this
-        machine's loopback: there the routes alone enforce the policy, first requests only.
+        The local browser must start.  Browser servers that do not answer yet are tried again
+        in the background: a worker may start before its browser servers do.  The egress
+        proxy listens on this machine's loopback, so only browsers on this machine can use
+        it; on the others the routes alone hold the policy (see ``new_context``).
         """
         if self._playwright is None:
             self._playwright = await async_playwright().start()
-        remote = self.config.cdp_endpoint or self.config.ws_endpoint
-        if self.config.block_private_networks is not False and self.egress is None:
-            if remote:
-                log.warning("a remote browser: the network policy sees first requests only")
-            else:
-                self.egress = EgressProxy(self.policy)
-                await self.egress.start()
-        await self._launch()
+        policy_on = self.config.block_private_networks is not False
+        if policy_on and self.egress is None and any(e.loopback for e in self.endpoints):
+            self.egress = EgressProxy(self.policy)
+            await self.egress.start()
+        if policy_on:
+            for endpoint in self.endpoints:
+                if not endpoint.loopback:
+                    log.warning(
+                        "browser endpoint %s is on another machine: the network policy holds "
+                        "there by routes only, which do not see redirect hops",
+                        endpoint.shown,
+                    )
+        if self.endpoints[0].kind == LOCAL:
+            await self.endpoints[0].open(self._playwright)
+            return
+        opened = await asyncio.gather(
+            *(e.open(self._playwright) for e in self.endpoints), return_exceptions=True
+        )
+        for endpoint, result in zip(self.endpoints, opened, strict=True):
+            if isinstance(result, BaseException):
+                log.warning("%s; trying again in the background", result)
+                endpoint.reconnect()
 
-    async def _launch(self) -> None:
-        assert self._playwright is not None
-        chromium = self._playwright.chromium
-        if self.config.cdp_endpoint:
-            self.browser = await chromium.connect_over_cdp(self.config.cdp_endpoint)
-        elif self.config.ws_endpoint:
-            self.browser = await chromium.connect(self.config.ws_endpoint)
-        else:
-            sandbox = self.config.sandbox
-            if sandbox:
-                refuse_sandbox_as_root()
-            else:
-                log.warning("Chromium runs WITHOUT its sandbox ([browser] sandbox = false)")
-            try:
-                self.browser = await chromium.launch(
-                    executable_path=self.config.find_executable(),
-                    headless=self.config.headless,
-                    args=LAUNCH_ARGS,
-                    chromium_sandbox=sandbox,
-                )
-            except PlaywrightError as exc:
-                if sandbox and "sandbox" in str(exc).lower():
-                    raise BrowserdError(ErrorCode.UNAVAILABLE, SANDBOX_FAILED) from None
-                raise
+    @property
+    def browser(self) -> Browser | None:
+        """The first browser that is up (the local one, when it is launched here)."""
+        return next((e.browser for e in self.endpoints if e.alive), None)
 
     @property
     def devices(self) -> dict[str, Any]:
@@ -660,18 +695,17 @@ class BrowserPool:
 
     @property
     def alive(self) -> bool:
-        """Whether the browser is connected."""
-        return self.browser is not None and self.browser.is_connected()
+        """Whether some browser is connected."""
+        return any(e.alive for e in self.endpoints)
 
     async def close(self) -> None:
-        """Close every context, the browser and Playwright."""
+        """Close every context, let go of the browsers, stop Playwright."""
         await self.release_all()
-        if self.browser is not None:
-            with contextlib.suppress(Exception):
-                await self.browser.close()
+        for endpoint in self.endpoints:
+            await endpoint.close()
         if self._playwright is not None:
             await self._playwright.stop()
-        self.browser = self._playwright = None
+        self._playwright = None
         if self.egress is not None:
             await self.egress.close()
             self.egress = None
@@ -687,7 +721,11 @@ class BrowserPool:
         if session is None:
             session = Session(self, key)
             self._sessions[key] = session
-            await self.revive(session)
+            try:
+                await self.revive(session)
+            except BaseException:
+                del self._sessions[key]  # no endpoint had room: nothing half-made is kept
+                raise
         return session
 
     def existing(self, owner: str) -> Session | None:
@@ -695,38 +733,112 @@ class BrowserPool:
         return self._sessions.get("shared" if self.config.isolation == "shared" else owner)
 
     async def revive(self, session: Session) -> bool:
-        """Relaunch a dead browser and rebind ``session`` if it lost its context.
+        """Give ``session`` a live context: relaunch a dead local browser, or move it.
 
         Returns True when the session had a context that died (its tabs are gone).
         """
         async with self._lock:
-            if not self.alive:
+            local = self.endpoints[0]
+            if local.kind == LOCAL and not local.alive:
                 log.warning("browser is gone; relaunching")
-                self.browser = None
-                await self._launch()
-            if session.context is not None and session.context.browser is self.browser:
+                assert self._playwright is not None
+                await local.open(self._playwright)
+            if session.context is not None and not session.browser_lost:
                 return False
             lost = session.context is not None
-            await self._bind(session)
+            state = await self._saved_state(session.owner)
+            await self._bind(session, state)
             return lost
 
-    async def _bind(self, session: Session) -> None:
-        await session._bind(await self.new_context(session.owner))
+    async def _bind(self, session: Session, state: dict[str, Any] | None) -> None:
+        """A context for ``session`` on the least-loaded endpoint that takes one.
 
-    async def new_context(self, owner: str) -> BrowserContext:
+        An endpoint that fails to make one (lost a moment ago, before Playwright says so) is
+        passed over for the next.
+        """
+        failed: Exception | None = None
+        for endpoint in self._places():
+            try:
+                context = await self._new_context(endpoint, session.owner, state)
+            except PlaywrightError as exc:
+                log.warning(
+                    "browser endpoint %s made no context: %s", endpoint.shown, endpoint.plain(exc)
+                )
+                failed = exc
+                continue
+            await session._bind(context, endpoint)
+            return
+        assert failed is not None
+        raise failed
+
+    def load(self, endpoint: Endpoint) -> int:
+        """The contexts this daemon holds on ``endpoint`` (every window counts)."""
+        return len(endpoint.browser.contexts) if endpoint.browser is not None else 0
+
+    def _places(self) -> list[Endpoint]:
+        """The endpoints that are up with room for one more context, the least loaded first."""
+        up = [e for e in self.endpoints if e.alive]
+        if not up:
+            why = "; ".join(f"{e.shown}: {e.error or e.state}" for e in self.endpoints)
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE, f"No browser endpoint is up ({why}); try again later."
+            )
+        room = [e for e in up if not self._full(e)]
+        if not room:
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                f"Every browser endpoint that is up holds {self.config.contexts_per_endpoint} "
+                "contexts, its limit ([browser] contexts_per_endpoint): try again later.",
+            )
+        return sorted(room, key=self.load)
+
+    def _full(self, endpoint: Endpoint) -> bool:
+        limit = self.config.contexts_per_endpoint
+        return limit is not None and self.load(endpoint) >= limit
+
+    async def _saved_state(self, owner: str) -> dict[str, Any] | None:
+        """The owner's saved storage state from ``initial_state``; None when it fails."""
+        if self.initial_state is None:
+            return None
+        try:
+            return await self.initial_state(owner)
+        except Exception:
+            log.exception("could not load the saved state of %s", owner[:12])
+            return None
+
+    async def new_context(self, session: Session) -> BrowserContext:
+        """Another window's context for ``session``, on its endpoint (within its limit)."""
+        async with self._lock:
+            endpoint = session.endpoint
+            if endpoint is None or not endpoint.alive:
+                raise BrowserdError(ErrorCode.BROWSER_CRASHED, "The browser is not running.")
+            if self._full(endpoint):
+                raise BrowserdError(
+                    ErrorCode.UNAVAILABLE,
+                    f"The browser endpoint holds {self.config.contexts_per_endpoint} contexts, "
+                    "its limit ([browser] contexts_per_endpoint): close a window first.",
+                )
+            return await self._new_context(endpoint, session.owner, None)
+
+    async def _new_context(
+        self, endpoint: Endpoint, owner: str, state: dict[str, Any] | None
+    ) -> BrowserContext:
         """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
 
         Routes judge every first request (and refuse the daemon's own port to everyone); an
         owner under ``block_private_networks`` also goes through the egress proxy, which
-        judges every connection, redirects and WebSockets included.  Service workers are
-        blocked: the routes would not see their requests.
+        judges every connection, redirects and WebSockets included, where the browser runs
+        on this machine (the proxy listens on loopback).  Service workers are blocked: the
+        routes would not see their requests.
         """
-        assert self.browser is not None
+        assert endpoint.browser is not None
         width, height = self.config.viewport
         options: dict[str, Any] = {}
-        if self.egress is not None and self.policy.blocks_private(owner):
+        if self.egress is not None and endpoint.loopback and self.policy.blocks_private(owner):
             options["proxy"] = {"server": self.egress.url, "bypass": "<-loopback>"}
-        context = await self.browser.new_context(
+        if state is not None:
+            options["storage_state"] = state
+        context = await endpoint.browser.new_context(
             viewport={"width": width, "height": height},
             accept_downloads=True,
             service_workers="block",
@@ -752,6 +864,11 @@ class BrowserPool:
     def sessions(self) -> list[Session]:
         """Every open session (for status)."""
         return list(self._sessions.values())
+
+    def status(self) -> list[dict[str, Any]]:
+        """Each endpoint: where (no secrets), its state, contexts, limit and estimated MB."""
+        limit, mb = self.config.contexts_per_endpoint, self.config.context_mb
+        return [e.status(self.load(e), limit, mb) for e in self.endpoints]
 
 
 async def _quietly(awaitable: Any) -> None:

@@ -104,10 +104,17 @@ def acts_on_page(tool: Tool[Any]) -> bool:
 def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
     """A tool's failure as the coded error a controller gets (batches report the same).
 
-    Whatever a tool made of it, a failure while the browser died is ``BROWSER_CRASHED``.
+    Whatever a tool made of it, a failure while the browser died is ``BROWSER_CRASHED``; the
+    session then knows its controller was told (its next command starts afresh in silence).
     """
-    pool = getattr(session, "pool", None)
-    died = pool is not None and pool.browser is not None and not pool.alive
+    error = _coded(session, exc)
+    if error.code is ErrorCode.BROWSER_CRASHED and getattr(session, "browser_lost", False):
+        session.crash_told = True
+    return error
+
+
+def _coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
+    died = getattr(session, "browser_lost", False)
     if died and isinstance(exc, BrowserdError) and exc.code is not ErrorCode.BROWSER_CRASHED:
         return BrowserdError(ErrorCode.BROWSER_CRASHED, f"{BROWSER_GONE} ({exc.message})")
     if isinstance(exc, BrowserdError):
@@ -118,7 +125,8 @@ def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
 
 
 BROWSER_GONE = (
-    "The browser stopped (crashed or was killed); it restarts on the next command, with fresh tabs."
+    "The browser stopped (crashed, killed, or its server lost); the next command starts on a "
+    "fresh one, with fresh tabs."
 )
 
 
@@ -126,7 +134,7 @@ def playwright_error(session: Any, exc: PlaywrightError) -> BrowserdError:
     """A crashed or killed browser is BROWSER_CRASHED; anything else is INTERNAL."""
     message = first_line(exc)
     gone = "closed" in message or "crashed" in message.lower()
-    if gone and not session.pool.alive:
+    if gone and getattr(session, "browser_lost", False):
         return BrowserdError(ErrorCode.BROWSER_CRASHED, BROWSER_GONE)
     if gone:
         return BrowserdError(

@@ -352,6 +352,7 @@ class Daemon:
             "embedded_relay": self.embedded.url if self.embedded else None,
             "controllers": controllers,
             "browser": {"alive": self.browser.alive, "sessions": len(self.browser.sessions())},
+            "endpoints": self.browser.status(),
             "tabs": self._tabs(),
         }
         if self.dispatcher is not None:

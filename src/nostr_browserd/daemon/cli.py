@@ -271,6 +271,14 @@ def _status(config: Config, as_json: bool) -> int:
     for c in status.get("controllers") or []:
         approver = f", approver {c['approver']}" if c.get("approver") else ""
         print(f"  {c['npub']} {c.get('name') or ''} role={c['role']}{approver}")
+    print("browser endpoints:")
+    for e in status.get("endpoints") or []:
+        limit = f"/{e['limit']}" if e.get("limit") is not None else ""
+        error = f"  last error: {e['error']}" if e.get("error") else ""
+        print(
+            f"  {e['url']}: {e['state']}, {e['contexts']}{limit} contexts, "
+            f"~{e['estimated_mb']:g} MB{error}"
+        )
     _print_recent(status.get("recent") or [])
     return EXIT_OK
 

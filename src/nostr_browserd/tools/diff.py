@@ -151,7 +151,7 @@ def data_url(data: bytes) -> str:
 
 async def canvas_page(session: Session) -> Page:
     """A blank page in a context of its own (no session's cookies), kept per browser."""
-    browser = session.pool.browser
+    browser = session.main_context().browser
     assert browser is not None
     page = CANVAS_PAGES.get(browser)
     if page is None or page.is_closed():

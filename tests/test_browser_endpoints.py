@@ -1,0 +1,176 @@
+"""Browsers from browser servers: placement, the per-endpoint limit, losing a server, status.
+
+The servers are real ``playwright launch-server`` and ``run-server`` processes on loopback
+with Debian's Chromium (tests/fixtures/browser_servers.py); the pool is the daemon's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from urllib.parse import urlsplit
+
+import pytest
+
+from nostr_browserd.browser.endpoints import endpoint_kind, shown_url
+from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.daemon.config import ConfigError, load_config
+from nostr_browserd.errors import BrowserdError, ErrorCode
+from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
+from tests.fixtures.browser_servers import start_browser_server
+from tests.fixtures.daemon import wait_until
+from tests.fixtures.leaks import LEAKS
+
+
+def test_status_shows_no_credentials_path_or_query():
+    url = "wss://user:hunter22@browsers-1.example:3000/5f2b9c?token=abc123"
+    assert shown_url(url) == "wss://browsers-1.example:3000/…"
+    assert shown_url("http://[::1]:9222") == "http://[::1]:9222"
+    assert endpoint_kind("ws://h:3000/") == "playwright"
+    assert endpoint_kind("ws://h:9222/devtools/browser/1b2c") == "cdp"
+    assert endpoint_kind("https://h:9222") == "cdp"
+
+
+def test_config_folds_the_single_endpoints_and_refuses_other_schemes(tmp_path):
+    folded = BrowserConfig(ws_endpoint="ws://a:3000/", cdp_endpoint="http://b:9222")
+    assert folded.endpoints == ["ws://a:3000/", "http://b:9222"]
+    listed = BrowserConfig(endpoints=["ws://a:3000/"], ws_endpoint="ws://a:3000/")
+    assert listed.endpoints == ["ws://a:3000/"]
+    path = tmp_path / "c.toml"
+    path.write_text('[browser]\nendpoints = ["ftp://user:pw@files:21/x"]\n')
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, {})
+    assert "browser.endpoints" in str(refused.value) and "pw" not in str(refused.value)
+    path.write_text("[browser]\ncontexts_per_endpoint = 0\n")
+    with pytest.raises(ConfigError, match="contexts_per_endpoint"):
+        load_config(path, {})
+
+
+async def pool_on(urls: list[str], **settings) -> BrowserPool:
+    executable = BrowserConfig().find_executable()  # what a run-server --unsafe launches
+    config = {"timeout_ms": 10_000, "executable": executable, **TEST_BROWSER, **settings}
+    pool = BrowserPool(BrowserConfig(endpoints=urls, **config))
+    await pool.start()
+    return pool
+
+
+async def test_contexts_spread_over_the_endpoints_and_status_shows_them(browser_servers):
+    first = await browser_servers("launch-server")
+    second = await browser_servers("run-server")
+    LEAKS.secret(urlsplit(first.url).path, "launch-server's random path")
+    pool = await pool_on([first.url, second.url])
+    try:
+        sessions = [await pool.session(f"spread-{n}") for n in range(4)]
+        by_endpoint = [s.endpoint for s in sessions]
+        assert by_endpoint == [pool.endpoints[0], pool.endpoints[1]] * 2
+        assert sessions[0].context.browser is pool.endpoints[0].browser
+        status = pool.status()
+        assert [e["contexts"] for e in status] == [2, 2]
+        assert [e["state"] for e in status] == ["up", "up"]
+        assert [e["estimated_mb"] for e in status] == [34.0, 34.0]  # 17 MB a context
+        assert status[0]["url"] == shown_url(first.url) and first.url not in str(status)
+        await sessions[0].close()
+        assert (await pool.session("spread-next")).endpoint is pool.endpoints[0]
+    finally:
+        await pool.close()
+
+
+async def test_the_limit_places_elsewhere_then_refuses_clearly(browser_servers, tmp_path):
+    first = await browser_servers("launch-server")
+    second = await browser_servers("launch-server")
+    pool = await pool_on([first.url, second.url], contexts_per_endpoint=1, context_mb=40)
+    dispatcher = local_dispatcher(pool, tmp_path)
+    try:
+        one, two = await pool.session("full-1"), await pool.session("full-2")
+        assert {one.endpoint, two.endpoint} == set(pool.endpoints)
+        with pytest.raises(BrowserdError) as full:
+            await pool.session("full-3")
+        assert full.value.code is ErrorCode.UNAVAILABLE
+        assert "contexts_per_endpoint" in full.value.message
+        window = await command(dispatcher, one, "window_new")
+        assert window["error"]["code"] == "UNAVAILABLE", window
+        assert [e["limit"] for e in pool.status()] == [1, 1]
+        assert [e["estimated_mb"] for e in pool.status()] == [40.0, 40.0]
+        await two.close()  # room again: the waiting owner gets it
+        assert (await pool.session("full-3")).endpoint is pool.endpoints[1]
+    finally:
+        await dispatcher.close()
+        await dispatcher.store.close()
+        await pool.close()
+
+
+async def test_a_killed_browser_server_moves_its_controllers_with_their_state(
+    browser_servers, tmp_path, site_url
+):
+    first = await browser_servers("launch-server")
+    second = await browser_servers("run-server")
+    pool = await pool_on([first.url, second.url])
+    saved: dict[str, dict] = {}  # what the daemon's store keeps (workers save it)
+
+    async def initial_state(owner: str) -> dict | None:
+        return saved.get(owner)
+
+    pool.initial_state = initial_state
+    dispatcher = local_dispatcher(pool, tmp_path)
+    try:
+        victim, bystander = await pool.session("victim"), await pool.session("bystander")
+        assert victim.endpoint is pool.endpoints[0] and bystander.endpoint is pool.endpoints[1]
+        for session in (victim, bystander):
+            assert (await command(dispatcher, session, f"open {site_url}/index.html"))["success"]
+        await command(dispatcher, victim, "eval document.cookie = 'logged=in; max-age=600'")
+        saved["victim"] = await victim.context.storage_state()
+        predicate = "() => { window.polled = (window.polled || 0) + 1; return false }"
+        running = asyncio.create_task(command(dispatcher, victim, f"wait_for_fn {predicate}"))
+        async with asyncio.timeout(20):  # until the command is inside the browser
+            while not await victim.page.evaluate("window.polled || 0"):
+                await asyncio.sleep(0.02)
+        first.kill()
+        hit = await asyncio.wait_for(running, 30)
+        assert hit["error"]["code"] == "BROWSER_CRASHED", hit
+        await wait_until(lambda: pool.status()[0]["state"] != "up")  # Playwright says so next
+        again = await command(dispatcher, victim, f"open {site_url}/index.html")
+        assert again["success"], again  # the next command: another endpoint, no second error
+        assert victim.endpoint is pool.endpoints[1]
+        cookie = await command(dispatcher, victim, "eval document.cookie")
+        assert cookie["data"]["result"] == "logged=in", cookie  # its saved state restored
+        calm = await command(dispatcher, bystander, "get title")
+        assert calm["success"], calm
+        assert [e["contexts"] for e in pool.status()] == [0, 2]
+    finally:
+        await dispatcher.close()
+        await dispatcher.store.close()
+        await pool.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_with_no_endpoint_up_commands_wait_and_a_server_is_found_again(tmp_path):
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/"
+    pool = await pool_on([url])  # nothing listens yet: the pool starts and keeps trying
+    dispatcher = local_dispatcher(pool, tmp_path)
+    try:
+        with pytest.raises(BrowserdError) as none:
+            await pool.session("early")
+        assert none.value.code is ErrorCode.UNAVAILABLE
+        assert (
+            "No browser endpoint is up" in none.value.message and "127.0.0.1" in none.value.message
+        )
+        assert pool.status()[0]["state"] == "reconnecting"
+        server = await start_browser_server("run-server", tmp_path, port=port)
+        try:
+            async with asyncio.timeout(60):  # the background retry's backoff, bounded
+                while pool.status()[0]["state"] != "up":
+                    await asyncio.sleep(0.1)
+            session = await pool.session("early")
+            assert (await command(dispatcher, session, "get url"))["success"]
+        finally:
+            await server.stop()
+    finally:
+        await dispatcher.close()
+        await dispatcher.store.close()
+        await pool.close()
