@@ -1,13 +1,16 @@
-"""Our bunker's signing rate over loopback: the calls a second one ``nostr-browserd bunker``
-answers to a worker.
+"""Our bunker's signing rate over loopback, and what it leaves of the workers' commands/s.
 
-Three processes, as in the reference deployment: the relay (``bench.relay_proc``, nostr-sdk's
-LocalRelay, no rate limit), the bunker (``nostr-browserd bunker --reusable-secret``) and the
-client (this process: :class:`BunkerSigner`, as a worker logged in with ``method = "nip46"``).
-For each call a NIP-17 command costs the daemon's key (``nip44_decrypt`` of the wrap and of the
-seal, ``nip44_encrypt`` and ``sign_event`` of the reply's seal) it times ``calls`` calls with 1
-in flight (the round trip) and with 16 (the rate), median of 3 runs, and the CPU seconds each
-process spent per 1,000 calls.
+1. ``calls``: the relay (``bench.relay_proc``, nostr-sdk's LocalRelay, no rate limit), the
+   bunker (``nostr-browserd bunker --reusable-secret``) and a client (this process:
+   :class:`BunkerSigner`, as a worker with ``method = "nip46"`` uses it), each a process.  For
+   each call a NIP-17 command costs the daemon's key (``nip44_decrypt`` of the wrap and of the
+   seal, ``nip44_encrypt`` and ``sign_event`` of the reply's seal) it times ``calls`` calls
+   with 1 in flight (the round trip) and with 16 (the rate), median of 3 runs, and the CPU
+   seconds each process spent per 1,000 calls.
+2. ``workers``: bench/scale.py's deployment (workers of tests/fixtures/cluster.py, one
+   PostgreSQL, two relays, bench/load.py's generator) with the identity in the bunker instead
+   of a key file, 1 and 3 workers: commands a second, and the bunker's calls per command,
+   counted from its log (one line per request it answers).
 
 Usage: ``.venv/bin/python -m bench.bench_bunker [calls]`` (default 200); prints JSON.
 """
@@ -23,23 +26,37 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import nostr_sdk as sdk
 
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.login.files import read_private_file
 from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.cluster import Workers, process_tree
+from tests.fixtures.postgres import fresh_database, postgres_server
 
-from .load import cpu_of, module, stop, tree, wait_ready
+from . import load
+from .load import cpu_of, module, stop, wait_ready
+from .scale import CONTROLLERS, PER_CONTROLLER
 from .sites import free_port
 
 RUNS = 3
 IN_FLIGHT = (1, 16)
 
 
-def start_bunker(relay: str, workdir: Path) -> tuple[subprocess.Popen[str], str]:
-    """``nostr-browserd bunker`` on a new key; returns it and the URL it wrote."""
-    key, url_file = workdir / "key", workdir / "url"
-    key.write_text(KeySigner.generate().secret.hex())
-    key.chmod(0o600)
+def start_bunker(
+    relay: str, workdir: Path, key: Path | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """``nostr-browserd bunker`` on ``key`` (default: a new one); returns it and its URL.
+
+    Its log (a line per request answered) goes to ``workdir/bunker.log``.
+    """
+    url_file = workdir / "url"
+    if key is None:
+        key = workdir / "key"
+        key.write_text(KeySigner.generate().secret.hex())
+        key.chmod(0o600)
     entry = "from nostr_browserd.daemon.cli import main; main()"
     options = ["--reusable-secret", "--url-file", str(url_file), "--perms", "all"]
     bunker = subprocess.Popen(
@@ -55,7 +72,7 @@ def start_bunker(relay: str, workdir: Path) -> tuple[subprocess.Popen[str], str]
             *options,
         ],
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=(workdir / "bunker.log").open("w"),
         text=True,
     )
     assert bunker.stdout is not None
@@ -76,7 +93,7 @@ async def timed(call: Callable[[], Awaitable[object]], calls: int, in_flight: in
     return time.perf_counter() - started
 
 
-async def measure(calls: int) -> dict[str, object]:
+async def measure_calls(calls: int) -> dict[str, object]:
     relay_port = free_port()
     relay = module("relay_proc", str(relay_port))
     wait_ready(relay)
@@ -96,7 +113,7 @@ async def measure(calls: int) -> dict[str, object]:
             results: dict[str, object] = {}
             for name, call in kinds.items():
                 for in_flight in IN_FLIGHT:
-                    pids = {"bunker": tree(bunker.pid), "relay": tree(relay.pid)}
+                    pids = {"bunker": process_tree(bunker.pid), "relay": process_tree(relay.pid)}
                     before = {k: cpu_of(v) for k, v in pids.items()}
                     before["client"] = time.process_time()
                     seconds = [await timed(call, calls, in_flight) for _ in range(RUNS)]
@@ -119,9 +136,74 @@ async def measure(calls: int) -> dict[str, object]:
             stop(relay)
 
 
+def bunker_calls(log: Path) -> dict[str, int]:
+    """The requests the bunker answered so far, by method (its log has a line for each)."""
+    counts: dict[str, int] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if line.startswith("INFO ") and "bunker: " in line and " from " in line:
+            method = line.split("bunker: ", 1)[1].split(" ", 1)[0]
+            counts[method] = counts.get(method, 0) + 1
+    return counts
+
+
+def through_the_bunker(levels: tuple[int, ...] = (1, 3)) -> list[dict[str, Any]]:
+    """Commands a second of 1 and 3 workers whose identity is in one bunker."""
+    keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
+    secrets_ = [k.secret_key().to_hex() for k in keys]
+    pubkeys = [k.public_key().to_hex() for k in keys]
+    rows = []
+    with (
+        postgres_server() as dsn,
+        load.relay() as first,
+        load.relay() as second,
+        tempfile.TemporaryDirectory(prefix="bench-bunker-") as where,
+    ):
+        urls = [first[0], second[0]]
+        for n in levels:
+            root = Path(where) / f"{n}-workers"
+            workers = Workers(root, urls, fresh_database(dsn), pubkeys, local=False)
+            bunker, _ = start_bunker(urls[0], root, workers.identity_file)
+            workers.settings = {
+                "identity": {"method": "nip46", "bunker_url_file": str(root / "url")}
+            }
+            try:
+                started = [workers.launch() for _ in range(n)]
+                for worker in started:
+                    worker.wait_ready()
+                load.generate(urls, workers.pubkey, secrets_, 2, {})  # warm-up
+                watch = {
+                    "workers": [p for w in started for p in process_tree(w.pid)],
+                    "bunker": [bunker.pid],
+                }
+                before = bunker_calls(root / "bunker.log")
+                result = load.generate(urls, workers.pubkey, secrets_, PER_CONTROLLER, watch)
+                after = bunker_calls(root / "bunker.log")
+                row = load.summary("daemon", CONTROLLERS, result)
+                answered = max(row["answered"], 1)
+                row |= {
+                    "workers": n,
+                    "bunker_calls_per_command": {
+                        m: round((after[m] - before.get(m, 0)) / answered, 2) for m in after
+                    },
+                }
+                rows.append(row)
+                print(
+                    f"  {n} worker(s) via the bunker: {row['throughput']:.1f}/s, p50 "
+                    f"{row['p50_ms']:.0f} ms, calls/command {row['bunker_calls_per_command']}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            finally:
+                workers.reap()
+                bunker.terminate()
+                bunker.wait(20)
+    return rows
+
+
 def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 200
-    print(json.dumps(asyncio.run(measure(calls)), indent=2))
+    results = {"calls": asyncio.run(measure_calls(calls)), "workers": through_the_bunker()}
+    print(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import pytest
 import yaml
 from websockets.asyncio.client import connect
 
+from nostr_browserd.browser.session import BrowserConfig
 from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.daemon.config import BrowserSection, StateConfig, load_config
 from nostr_browserd.login.files import read_private_file
@@ -34,6 +35,10 @@ from nostr_browserd.nostr.keys import is_valid_pubkey
 from nostr_browserd.nostr.nip01 import now
 from nostr_browserd.nostr.nip19 import npub_encode
 from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.browser import SANDBOX
+from tests.fixtures.cluster import CLI, ClusterController, Workers
+from tests.fixtures.leaks import LEAKS
+from tests.fixtures.postgres import fresh_database
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
@@ -233,3 +238,100 @@ def test_each_workers_config_loads_with_its_environment(name) -> None:
     assert (
         os.path.basename(SERVICES[name]["environment"]["PGPASSFILE"]) in SERVICES[name]["secrets"]
     )
+
+
+class DeployedWorkers(Workers):
+    """The harness's worker processes, running deploy/worker.toml: the environment does the
+    rest, as in compose."""
+
+    def config(self, name: str, home: Path, local_port: int | None) -> dict[str, dict[str, Any]]:
+        return tomllib.loads((DEPLOY / "worker.toml").read_text())
+
+
+def on_this_machine(words: list[str], places: dict[str, str]) -> list[str]:
+    """A compose command with its container paths and service addresses replaced."""
+    out = []
+    for word in words:
+        for there, here in places.items():
+            word = word.replace(there, here)
+        out.append(word)
+    return out
+
+
+@pytest.mark.timeout(300)
+async def test_the_parts_start_and_serve_one_identity(
+    postgres_dsn, nostr_relay_url, browser_servers, tmp_path
+) -> None:
+    """The parts, started here from deploy/'s own files: PostgreSQL (Debian's package), a
+    Playwright browser server (run-server --unsafe), the bunker with compose's command line
+    and init-secrets.sh's files, and two workers on worker.toml with compose's environment;
+    only addresses change (loopback for service names).  Each command is answered once,
+    signed through the bunker, by one of the workers."""
+    _awaited(StateConfig, "worker")
+    secrets_dir = tmp_path / "secrets"
+    subprocess.run(["sh", str(DEPLOY / "init-secrets.sh"), str(secrets_dir)], check=True)
+    LEAKS.secret(read_private_file(secrets_dir / "bunker_secret"), "the deployment's bunker secret")
+    (tmp_path / "bunker").mkdir()
+    places = {
+        "/opt/nostr-browserd/bin/nostr-browserd": str(CLI),
+        "/run/secrets/": f"{secrets_dir}/",
+        "/run/bunker/": f"{tmp_path}/bunker/",
+        "ws://relay:6969": nostr_relay_url,
+    }
+    with (tmp_path / "bunker.log").open("wb") as log:
+        bunker = subprocess.Popen(
+            on_this_machine(command(SERVICES["bunker"]), places), stdout=log, stderr=log
+        )
+    server = await browser_servers("run-server")
+    controllers = [ClusterController([nostr_relay_url]) for _ in range(2)]
+    workers = DeployedWorkers(tmp_path / "workers", [], None, local=False)
+    try:
+        url_file = tmp_path / "bunker" / "url"
+        async with asyncio.timeout(60):
+            while not url_file.exists():
+                assert bunker.poll() is None, (tmp_path / "bunker.log").read_text()
+                await asyncio.sleep(0.1)
+        daemon = signer_from_file(secrets_dir / "daemon_key").pubkey
+        for controller in controllers:
+            await controller.__aenter__()
+        allowed = ",".join(npub_encode(c.pubkey) for c in controllers)
+        database = fresh_database(postgres_dsn)  # one for both workers
+        for name in ("worker-1", "worker-2"):
+            environment = {
+                key: on_this_machine([value], places)[0]
+                for key, value in worker_environment(name, allowed).items()
+                if key != "PATH"
+            }
+            environment |= {
+                "NOSTR_BROWSERD_NOSTR_RELAYS": json.dumps([nostr_relay_url]),
+                "NOSTR_BROWSERD_BROWSER_ENDPOINTS": json.dumps([server.url]),
+                "NOSTR_BROWSERD_STATE_DATABASE": database,
+                "NOSTR_BROWSERD_IDENTITY_BUNKER_URL_FILE": str(url_file),
+                "NOSTR_BROWSERD_STATE_DIR": str(tmp_path / "workers" / name / "state"),
+                "NOSTR_BROWSERD_LOCAL_ENABLED": "false",
+                "NOSTR_BROWSERD_BROWSER_EXECUTABLE": BrowserConfig().find_executable(),
+                "NOSTR_BROWSERD_BROWSER_SANDBOX": str(SANDBOX).lower(),
+            }
+            workers.launch(name, environment)
+        await asyncio.gather(*(asyncio.to_thread(w.wait_ready) for w in workers.started))
+        for round_ in range(2):
+            answers = await asyncio.gather(
+                *(
+                    c.command(daemon, {"id": f"c{i}-{round_}", "tool": "get_url"}, timeout=60)
+                    for i, c in enumerate(controllers)
+                )
+            )
+            assert all(a["success"] for a in answers), answers
+        for controller in controllers:
+            assert await controller.duplicates() == {}
+        logs = [w.log.read_text() for w in workers.started]
+        for request in ("c0-0", "c0-1", "c1-0", "c1-1"):
+            assert sum(log.count(f"command {request} from") for log in logs) == 1, request
+        assert (tmp_path / "bunker.log").read_text().count("bunker: client ") == 2
+    finally:
+        workers.reap()
+        for controller in controllers:
+            await controller.__aexit__(None, None, None)
+        bunker.terminate()
+        bunker.wait(20)
+        print(workers.tails())
