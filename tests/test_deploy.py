@@ -45,7 +45,6 @@ COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 WORKERS = sorted(name for name in SERVICES if name.startswith("worker-"))
 PLAYWRIGHT = version("playwright")
-OUR_CLI = ("/opt/nostr-browserd/bin/nostr-browserd", "nostr-browserd")
 
 
 def command(service: dict[str, Any]) -> list[str]:
@@ -55,12 +54,12 @@ def command(service: dict[str, Any]) -> list[str]:
 
 
 def our_commands() -> list[list[str]]:
-    """Every nostr-browserd invocation in the file: commands and healthchecks."""
+    """Every command in the file: services' commands and healthchecks."""
     found = []
     for service in SERVICES.values():
         test = service.get("healthcheck", {}).get("test", [])
         for words in (command(service), test[1:] if test[:1] == ["CMD"] else []):
-            if words[:1] and words[0] in OUR_CLI:
+            if words:
                 found.append(words)
     return found
 
@@ -123,25 +122,58 @@ def test_the_seccomp_profile_lets_chromium_make_its_sandbox_namespaces() -> None
     assert {"clone", "unshare", "setns"} <= allowed
 
 
+def readme_commands() -> list[list[str]]:
+    """The commands in the README's Scaling out section (its sh blocks, each ``&&`` apart)."""
+    readme = (DEPLOY.parent / "README.md").read_text()
+    section = readme.split("\n## Scaling out\n", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+        for line in block.splitlines():
+            if line.strip() and not line.startswith("#"):
+                for part in line.split("&&"):
+                    words = shlex.split(part)
+                    while words and ("=" in words[0] or words[0] in ("sudo", "-u", "postgres")):
+                        words = words[1:]  # VAR=… and sudo -u postgres
+                    found.append(words)
+    return found
+
+
+def options_of(program: list[str]) -> set[str]:
+    """The long options ``program … --help`` lists."""
+    help_text = subprocess.run(
+        [*program, "--help"], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    return set(re.findall(r"(?<![\w-])--[a-z][\w-]*", help_text))
+
+
 def test_every_cli_command_and_option_exists() -> None:
-    """Each nostr-browserd invocation names a subcommand and options its --help lists."""
+    """Each nostr-browserd and playwright invocation, in compose and in the README's Scaling
+    out section, names a subcommand and options its --help lists; files it names exist."""
+    programs = {
+        "nostr-browserd": [
+            sys.executable,
+            "-c",
+            "from nostr_browserd.daemon.cli import main; main()",
+        ],
+        "playwright": [sys.executable, "-m", "playwright"],
+    }
     seen = set()
-    for words in our_commands():
-        sub = words[1]
-        seen.add(sub)
-        entry = "from nostr_browserd.daemon.cli import main; main()"
-        help_text = subprocess.run(
-            [sys.executable, "-c", entry, sub, "--help"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
-        options = set(re.findall(r"(?<![\w-])--[a-z][\w-]*", help_text))
+    for words in our_commands() + readme_commands():
+        if words[:2] == ["npx", "-y"]:  # npx -y playwright@1.2.3 run-server …
+            words = [words[2].split("@")[0], *words[3:]]
+        program = programs.get(os.path.basename(words[0]))
+        if program is None:
+            for word in words:
+                if word.startswith("deploy/"):
+                    assert (DEPLOY.parent / word).exists(), word
+            continue
+        seen.add((os.path.basename(words[0]), words[1]))
+        options = options_of([*program, words[1]])
         for word in words[2:]:
             if word.startswith("--"):
-                assert word in options, f"{sub} has no option {word}"
-    assert {"run", "bunker", "status"} <= seen
+                assert word in options, f"{' '.join(words[:2])} has no option {word}"
+    assert {("nostr-browserd", s) for s in ("run", "bunker", "status")} <= seen
+    assert ("playwright", "run-server") in seen
 
 
 def test_secrets_are_files_never_values() -> None:
