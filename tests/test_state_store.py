@@ -242,6 +242,18 @@ async def test_two_workers_racing_claim_every_id_exactly_once(open_store):
     assert (await workers[0].counts())["seen_ids"] == len(ids) * 3
 
 
+async def test_the_same_ids_in_other_orders_never_deadlock(open_store):
+    """The inbox claims a set {wrap, rumor}, whose order differs between processes.  Two
+    workers inserting the same rows in opposite orders wait on each other, and PostgreSQL's
+    deadlock detector fails one (UNAVAILABLE: that worker answered a command the other ran,
+    seen in make bench).  The claim inserts in one order: one winner a round, no error."""
+    workers = [await open_store(), await open_store()]
+    for i in range(300):
+        pair = [f"wrap{i}", f"rumor{i}"]
+        won = await asyncio.gather(workers[0].claim(pair), workers[1].claim(pair[::-1]))
+        assert sorted(won) == [False, True], (i, won)
+
+
 async def test_migrations_are_recorded_and_a_newer_schema_is_refused(open_store):
     store = await open_store()
     assert (await store._rows("SELECT max(version) FROM schema_version"))[0][0] >= 1

@@ -126,7 +126,9 @@ class Store(ABC):
         at = time.time() if now is None else now
         ids = list(dict.fromkeys(ids))
         fresh = not any(i in self._owed for i in ids)
-        todo = list(dict.fromkeys([*self._owed, *ids]))
+        # One order in every worker: two inserting the same ids in different orders (a set's
+        # order differs between processes) would each wait for the other's row: a deadlock.
+        todo = sorted({*self._owed, *ids})
         if not todo:
             return fresh
         values = ", ".join(["(?, ?)"] * len(todo))
