@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import warnings
 
 import pytest
 
 from nostr_browserd.agent.loop import SYSTEM_PROMPT, Denied, Outcome, Turn, without_images
 from nostr_browserd.agent.providers import (
+    DEFAULT_MODELS,
     ProviderSettings,
     ToolCall,
     ToolSpec,
@@ -104,9 +106,20 @@ async def test_tool_call_tool_call_answer(fake_provider, name):
     assert "Lisbon 120 EUR" in snapshot_result
     paths = set(fake_provider.paths)
     assert paths == ({"/v1/messages"} if name == "anthropic" else {"/v1/chat/completions"})
-    assert last["model"] == {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}.get(
-        name, "anthropic/claude-sonnet-4-5"
-    )
+    assert last["model"] == DEFAULT_MODELS[name]
+
+
+async def test_the_default_model_is_not_one_the_sdk_calls_deprecated(fake_provider):
+    """A model past its end of life fails for every user who kept the default."""
+    fake_provider.script = [say("done")]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = await Turn(provider_for(fake_provider, "anthropic"), [], TOOLS, Page().act).run(
+            "hello"
+        )
+    assert result.status == "done"
+    assert fake_provider.requests[-1]["model"] == DEFAULT_MODELS["anthropic"]
+    assert not [w for w in caught if issubclass(w.category, DeprecationWarning)]
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])

@@ -21,10 +21,12 @@ from typing import Any, Protocol
 
 from ..redact import redact
 
+# claude-sonnet-4-5 reached its end of life on 2026-11-30 (the SDK warns of it). OpenRouter
+# spells Anthropic's versions with dots; its ~…-latest alias follows the newest Sonnet.
 DEFAULT_MODELS = {
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-5-5",
     "openai": "gpt-4.1",
-    "openrouter": "anthropic/claude-sonnet-4-5",
+    "openrouter": "~anthropic/claude-sonnet-latest",
 }
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 
