@@ -1,10 +1,9 @@
-"""Files on disk: uploads only from the uploads directory, downloads, saved login states;
+"""Files on disk: uploads only from the uploads directory, downloads; saved login states;
 and scrape, which fetches without the browser."""
 
 import base64
 import hashlib
 import os
-import stat
 import sys
 import urllib.parse
 
@@ -65,8 +64,10 @@ async def test_upload_sends_only_files_from_the_uploads_directory(call, site_url
 
 async def test_files_are_off_until_configured(call, site_url):
     await call(f"open {site_url}/catalog.html")
-    for line in ("upload #one a.txt", "download #dl", "state_save login"):
+    for line in ("upload #one a.txt", "download #dl"):
         assert (await call(line))["error"]["code"] == "UNAVAILABLE", line
+    # saved states need no directory: they live in the state store
+    assert (await call("state_save login"))["success"]
 
 
 async def test_download_by_click_and_by_url(call, site_url, echo_url, dirs, session):
@@ -103,9 +104,11 @@ async def test_states_are_private_to_their_owner(
     await call("storage_local_set theme dark")
     saved = await call("state_save work")
     assert saved["data"]["cookies"] == 1 and saved["data"]["origins"] == 1, saved
-    path = dirs / "state" / session.owner / "work.json"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert (await call("state_list"))["data"]["states"] == ["work"]
+    kept = await dispatcher.store.load_state(session.owner, "work")
+    assert [c["value"] for c in kept["cookies"]] == ["abc123"], "in the daemon's state store"
+    assert not (dirs / "state").exists(), "no file of it"
+    await dispatcher.store.save_state(session.owner, ".session", {"cookies": [], "origins": []})
+    assert (await call("state_list"))["data"]["states"] == ["work"], "the daemon's own unlisted"
 
     await call("cookies_clear")
     await call("storage_local_clear")
@@ -115,7 +118,7 @@ async def test_states_are_private_to_their_owner(
     await call("reload")
     assert (await call("storage_local_get_key theme"))["data"]["value"] == "dark"
 
-    for bad in ("../work", "a b", "x" * 65):
+    for bad in ("../work", "a b", "x" * 65, ".session"):
         refused = await call({"tool": "state_load", "params": {"name": bad}})
         assert refused["error"]["code"] == "INVALID_PARAMS", bad
     assert (await call("state_load nothing"))["error"]["code"] == "INVALID_PARAMS"

@@ -1,4 +1,4 @@
-"""End to end: saved logins, downloads and uploads under the daemon's state directory.
+"""End to end: saved logins (in the state store), downloads and uploads under the state directory.
 
 Two controllers on one daemon: a login state one of them saves is its own (another cannot
 load it), files land in per-controller directories, and replies name files, never paths.
@@ -30,11 +30,17 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-async def test_a_saved_login_is_its_controllers_alone(nostr_relay_url, site_url, start_daemon):
+async def test_a_saved_login_is_its_controllers_alone(
+    nostr_relay_url, site_url, start_daemon, tmp_path
+):
     async with (
         SdkController([nostr_relay_url]) as alice,
         SdkController([nostr_relay_url]) as bob,
     ):
+        older = tmp_path / "state" / "browser" / alice.pubkey  # an older release's file
+        for directory in (older.parent.parent, older.parent, older):
+            directory.mkdir(mode=0o700)
+        (older / "old.json").write_text(json.dumps({"cookies": [], "origins": []}))
         daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub, bob.npub])
         me = await daemon_pubkey(daemon)
         for sub in ("browser", "downloads", "uploads"):
@@ -47,9 +53,9 @@ async def test_a_saved_login_is_its_controllers_alone(nostr_relay_url, site_url,
 
         saved = await ok(alice, me, "state_save", name="work")
         assert saved["cookies"] == 1
-        path = daemon.state_dir / "browser" / alice.pubkey / "work.json"
-        assert mode(path) == 0o600
-        assert "ada" in path.read_text()
+        kept = await daemon.store.load_state(alice.pubkey, "work")
+        assert "ada" in json.dumps(kept), "in the daemon's state store"
+        assert list(older.iterdir()) == [], "moved into the store at start"
 
         theirs = await bob.command(me, {"tool": "state_load", "params": {"name": "work"}})
         assert theirs["error"]["code"] == ErrorCode.INVALID_PARAMS
@@ -62,7 +68,7 @@ async def test_a_saved_login_is_its_controllers_alone(nostr_relay_url, site_url,
         assert (await ok(alice, me, "state_load", name="work"))["cookies"] == 1
         await ok(alice, me, "open", url=login)
         assert (await ok(alice, me, "get_text", selector="#who"))["text"] == "Signed in as ada"
-        assert (await ok(alice, me, "state_list"))["states"] == ["work"]
+        assert (await ok(alice, me, "state_list"))["states"] == ["old", "work"]
 
 
 async def test_files_in_and_out_under_the_state_dir(nostr_relay_url, site_url, start_daemon):

@@ -288,3 +288,39 @@ async def test_the_database_url_is_checked_and_its_password_never_shown(tmp_path
         await PostgresStore.connect(nobody, wait=1.0)
     assert "s3cr3t-pw" not in unreachable.value.message
     assert f"u@127.0.0.1:{nobody.rsplit(':', 1)[1]}" in unreachable.value.message
+
+
+async def test_saved_states_are_per_owner_replaced_and_survive_a_restart(open_store):
+    store = await open_store()
+    work = {"cookies": [{"name": "sid", "value": "s1"}], "origins": []}
+    await store.save_state("alice", "work", work)
+    await store.save_state("alice", "work", {**work, "origins": [{"origin": "https://x"}]})
+    await store.save_state("alice", ".session", {"cookies": [], "origins": []})
+    await store.save_state("bob", "home", {"cookies": [], "origins": []})
+    await store.close()
+    store = await open_store()  # a restart, or another worker on the same database
+    assert (await store.load_state("alice", "work"))["origins"] == [{"origin": "https://x"}]
+    assert await store.load_state("bob", "work") is None, "never another owner's"
+    assert await store.state_names("alice") == [".session", "work"]
+    assert await store.state_names("carol") == []
+    await store._execute("UPDATE saved_state SET state = ? WHERE name = ?", ("{not json", "home"))
+    assert await store.load_state("bob", "home") is None, "unreadable is none, not a crash"
+
+
+async def test_state_files_of_older_releases_move_into_the_store_once(open_store, tmp_path):
+    from nostr_browserd.daemon.store.state_files import import_state_files
+
+    store = await open_store()
+    base = tmp_path / "browser"
+    (base / "alice").mkdir(parents=True)
+    (base / "alice" / "work.json").write_text(json.dumps({"cookies": [1], "origins": []}))
+    (base / "alice" / "newer.json").write_text(json.dumps({"cookies": ["file"], "origins": []}))
+    (base / "alice" / "broken.json").write_text("{not json")
+    (base / "alice" / "notes.txt").write_text("not a state")
+    await store.save_state("alice", "newer", {"cookies": ["store"], "origins": []})
+    assert await import_state_files(base, store) == 2
+    assert (await store.load_state("alice", "work"))["cookies"] == [1]
+    assert (await store.load_state("alice", "newer"))["cookies"] == ["store"], "the store's wins"
+    assert sorted(p.name for p in (base / "alice").iterdir()) == ["broken.json", "notes.txt"]
+    assert await import_state_files(base, store) == 0, "once"
+    assert await import_state_files(tmp_path / "nothing", store) == 0

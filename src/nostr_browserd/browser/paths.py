@@ -1,6 +1,6 @@
 """Files a controller may touch: inside one configured directory, per owner, never outside.
 
-Uploads, downloads and saved login states all live under directories the operator chose.
+Uploads, downloads and recordings all live under directories the operator chose.
 A name from a command is checked before any file is opened: no absolute paths, no ``..``,
 and the resolved path (symlinks followed) must still sit inside the directory.
 """
@@ -47,15 +47,6 @@ def inside(base: Path, name: str) -> Path:
     if not path.is_file():
         raise BrowserdError(ErrorCode.INVALID_PARAMS, f"No file {name!r} in the directory.")
     return path
-
-
-def valid_name(name: str) -> str:
-    """A state or file stem: letters, digits, ``_`` and ``-``, at most 64."""
-    if not NAME.match(name):
-        raise BrowserdError(
-            ErrorCode.INVALID_PARAMS, "A name is 1 to 64 letters, digits, '_' or '-'."
-        )
-    return name
 
 
 def write_private(path: Path, data: bytes) -> None:

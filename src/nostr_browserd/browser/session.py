@@ -40,6 +40,7 @@ from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
 from .screencast import Fanout, Screencast
+from .shelf import StateShelf
 from .tab import Tab
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,11 @@ class BrowserConfig(BaseModel):
     )
     downloads_dir: Path | None = Field(None, description="where download saves, per owner")
     uploads_dir: Path | None = Field(None, description="the only files upload may send")
-    state_dir: Path | None = Field(None, description="saved login states, per owner")
+    state_dir: Path | None = Field(
+        None,
+        description="recordings, per owner (saved login states live in the state store; files"
+        " an older release saved here are moved into it at start)",
+    )
 
     @field_validator("endpoints", "cdp_endpoint", "ws_endpoint")
     @classmethod
@@ -641,6 +646,7 @@ class BrowserPool:
         self.listeners: list[EventCallback] = []
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
+        self.shelf: StateShelf | None = None  # saved states: the daemon's store
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         # An owner's saved storage state for a fresh context (the daemon's store), if any.

@@ -43,6 +43,7 @@ from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .push import EventForwarder
 from .store import Store, open_store
+from .store.state_files import shelve
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class Daemon:
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_browser_dirs(self.config.browser)
         self.store = await open_store(self.config.state)
+        await shelve(self.browser, self.store)
         configured = login_params(self.config.identity, self.state_dir)
         if configured is not None:
             await self.identity.login(configured)

@@ -17,6 +17,7 @@ from ..daemon.config import Config, make_browser_dirs
 from ..daemon.dispatch import Dispatcher
 from ..daemon.local_ws import OWNER
 from ..daemon.store import Store, open_store
+from ..daemon.store.state_files import shelve
 from .backend import EventSink, Progress, Response
 
 SESSIONS_WITH_US = frozenset({OWNER, "shared"})  # whose browser events are ours to report
@@ -36,6 +37,7 @@ class LocalBackend:
         """Create the browser's directories, open the audit log, launch Chromium."""
         make_browser_dirs(self.config.browser)
         self.store = await open_store(self.config.state)
+        await shelve(self.browser, self.store)
         await self.browser.start()
         self.browser.on_event(self._event)
         self.dispatcher = Dispatcher(

@@ -1,20 +1,21 @@
 """Named login states: a controller saves its cookies and storage, and loads them later.
 
-A state is Playwright's ``storage_state`` (cookies and each origin's localStorage), kept
-as ``<state_dir>/<owner>/<name>.json`` with mode 0600.  The owner's directory comes from
-the session, never from the command, so one controller can never load another's state.
+A state is Playwright's ``storage_state`` (cookies and each origin's localStorage), kept in
+the daemon's state store (``browser/shelf.py``): in SQLite beside the replay guard, or in
+PostgreSQL where every worker finds it.  The owner comes from the session, never from the
+command, so one controller can never load another's state.  Names outside ``NAME`` are the
+daemon's own and never listed here.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
-from ..browser.paths import NAME, configured, owner_dir, valid_name, write_private
+from ..browser.paths import NAME
 from ..browser.session import Session
+from ..browser.shelf import StateShelf
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 
@@ -27,20 +28,18 @@ class StateName(Params):
     name: str = Field(pattern=NAME.pattern, description="letters, digits, _ or -; at most 64")
 
 
-def owner_states(session: Session) -> Path:
-    """This session's owner's directory of states."""
-    base = configured(session.config.state_dir, "state_dir", "Saving login state")
-    return owner_dir(base, session.owner)
-
-
-def state_path(session: Session, name: str) -> Path:
-    """Where ``name`` lives for this session's owner."""
-    return owner_states(session) / f"{valid_name(name)}.json"
+def shelf(session: Session) -> StateShelf:
+    """Where this session's pool keeps saved states."""
+    if session.pool.shelf is None:
+        raise BrowserdError(
+            ErrorCode.UNAVAILABLE, "Saved login states need the daemon's state store."
+        )
+    return session.pool.shelf
 
 
 def counts(state: dict[str, Any]) -> dict[str, int]:
     """How much a state holds: cookies and origins with storage."""
-    return {"cookies": len(state["cookies"]), "origins": len(state["origins"])}
+    return {"cookies": len(state.get("cookies", [])), "origins": len(state.get("origins", []))}
 
 
 @TOOLS.tool(
@@ -48,9 +47,8 @@ def counts(state: dict[str, Any]) -> dict[str, int]:
 )
 async def state_save(session: Session, params: StateName) -> dict[str, Any]:
     """Save this session's cookies and local storage under a name, for state_load later."""
-    state = await session.page.context.storage_state()
-    path = state_path(session, params.name)
-    write_private(path, json.dumps(state).encode())
+    state = dict(await session.page.context.storage_state())
+    await shelf(session).save_state(session.owner, params.name, state)
     return {"saved": params.name, **counts(state)}
 
 
@@ -59,12 +57,11 @@ async def state_save(session: Session, params: StateName) -> dict[str, Any]:
 )
 async def state_load(session: Session, params: StateName) -> dict[str, Any]:
     """Replace this session's cookies and local storage with a state saved earlier."""
-    path = state_path(session, params.name)
-    if not path.is_file():
+    state = await shelf(session).load_state(session.owner, params.name)
+    if state is None:
         raise BrowserdError(
             ErrorCode.INVALID_PARAMS, f"No saved state {params.name!r}: see state_list."
         )
-    state = json.loads(path.read_text())
     await session.page.context.set_storage_state(state)
     return {"loaded": params.name, **counts(state)}
 
@@ -72,4 +69,5 @@ async def state_load(session: Session, params: StateName) -> dict[str, Any]:
 @TOOLS.tool("state_list", family="storage", gated=False)
 async def state_list(session: Session, params: NoParams) -> dict[str, Any]:
     """The names of the states this controller has saved."""
-    return {"states": sorted(p.stem for p in owner_states(session).glob("*.json"))}
+    names = await shelf(session).state_names(session.owner)
+    return {"states": [name for name in names if NAME.match(name)]}

@@ -82,7 +82,8 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
 
 
 class Store(ABC):
-    """The replay guard, the held commands, the audit log and ``ask``'s conversations."""
+    """The replay guard, the held commands, the audit log, ``ask``'s conversations and the
+    saved browser states (what ``browser.shelf.StateShelf`` asks of it)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
@@ -316,6 +317,31 @@ class Store(ABC):
     async def forget_conversation(self, controller: str) -> None:
         """``ask --new``: the next turn starts with nothing behind it."""
         await self._change("DELETE FROM conversation WHERE controller = ?", (controller,))
+
+    async def save_state(self, owner: str, name: str, state: dict[str, Any]) -> None:
+        """Keep a saved browser state (``state_save``, or the daemon's own under a reserved
+        name), replacing the one of that name."""
+        await self._change(
+            "INSERT INTO saved_state (owner, name, state, at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (owner, name) DO UPDATE SET state = excluded.state, at = excluded.at",
+            (owner, name, json.dumps(state, ensure_ascii=False), time.time()),
+        )
+
+    async def load_state(self, owner: str, name: str) -> dict[str, Any] | None:
+        """``owner``'s saved state ``name``; None when there is none, or it is unreadable."""
+        rows = await self._rows(
+            "SELECT state FROM saved_state WHERE owner = ? AND name = ?", (owner, name)
+        )
+        try:
+            state = json.loads(rows[0][0]) if rows else None
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
+
+    async def state_names(self, owner: str) -> list[str]:
+        """The names of ``owner``'s saved states, reserved ones included."""
+        rows = await self._rows("SELECT name FROM saved_state WHERE owner = ?", (owner,))
+        return sorted(row[0] for row in rows)
 
     async def counts(self) -> dict[str, int]:
         """Sizes for the status page."""

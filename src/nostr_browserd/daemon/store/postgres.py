@@ -37,6 +37,11 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE conversation (controller TEXT PRIMARY KEY, transcript TEXT NOT NULL,"
         " at DOUBLE PRECISION NOT NULL)",
     ),
+    # 2: saved browser states (were <state_dir>/<owner>/<name>.json)
+    (
+        "CREATE TABLE saved_state (owner TEXT NOT NULL, name TEXT NOT NULL,"
+        " state TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (owner, name))",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time

@@ -33,6 +33,11 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE IF NOT EXISTS conversation (controller TEXT PRIMARY KEY,"
         " transcript TEXT NOT NULL, at REAL NOT NULL) WITHOUT ROWID",
     ),
+    # 2: saved browser states (were <state_dir>/<owner>/<name>.json)
+    (
+        "CREATE TABLE saved_state (owner TEXT NOT NULL, name TEXT NOT NULL,"
+        " state TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (owner, name)) WITHOUT ROWID",
+    ),
 )
 
 
