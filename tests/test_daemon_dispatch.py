@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 
 import pytest
 
@@ -9,6 +10,8 @@ from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
 from nostr_browserd.daemon.dispatch import APPROVAL, permits
 from nostr_browserd.errors import BrowserdError
+
+APPROVAL_CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
 BATCH_WITH_CLICK = {"commands": [{"tool": "get_url"}, {"tool": "click", "params": {"ref": "@e1"}}]}
 BATCH_OF_READS = {"commands": [{"tool": "get_url"}, {"tool": "get_title"}]}
@@ -275,5 +278,48 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
         await all_in.wait()
     assert replies == [(1, None, True), (2, "UNAVAILABLE", None), (3, None, True)]
     assert await dispatcher.store.unanswered() == [], "each answered command is released"
+    await dispatcher.close()
+    await dispatcher.store.close()
+
+
+async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided(tmp_path):
+    """Every worker reads the approver's answer: the store says whose command waits for it."""
+    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.nostr.signer import KeySigner
+    from tests.fixtures.browser import local_dispatcher
+
+    pk, approver = "ab" * 32, KeySigner.generate().pubkey
+    controller = ControllerConfig(pubkey=pk, approver=approver)
+    dispatcher = local_dispatcher(BrowserPool(), tmp_path, controllers={pk: controller})
+    dispatcher.worker_name = "w1"
+    asked: list[str] = []
+    holders: list[str | None] = []
+
+    async def send(recipient, text, scheme):
+        asked.append(text)
+        return True
+
+    async def reply(incoming, text, request_id):
+        return True
+
+    dispatcher._send, dispatcher._reply = send, reply
+
+    async def approve_when_asked():
+        while not asked:
+            await asyncio.sleep(0.01)
+        code = APPROVAL_CODE.search(asked[0])[1]
+        holders.append(await dispatcher.store.approval_holder(code))
+        dispatcher.submit(Incoming(approver, "nip17", f"approve {code}", "e" * 64, "e" * 64, 0))
+        return code
+
+    answering = asyncio.create_task(approve_when_asked())
+    async with asyncio.timeout(30):
+        await dispatcher.consent(controller, approver, "click", "agent", "click #go")
+        code = await answering
+    assert holders == ["w1"], "recorded while it waited"
+    assert await dispatcher.store.approval_holder(code) is None, "gone once decided"
+    assert await dispatcher.store.approvals() == []
     await dispatcher.close()
     await dispatcher.store.close()

@@ -344,6 +344,12 @@ async def test_only_the_approver_can_approve(nostr_relay_url, start_daemon, capl
             session = next(s for s in daemon.browser.sessions() if s.owner == agent.pubkey)
             assert session.page.url == "about:blank"
             assert [r for r in phone.received if r.sender == me] == [ask, guessed]
+            # The status page shows who waits for whom, and which tool: never the code.
+            waiting = (await daemon.status())["approvals"]
+            assert [(a["tool"], a["controller"], a["approver"]) for a in waiting] == [
+                ("open", agent.npub, phone.npub)
+            ]
+            assert code not in json.dumps(await daemon.status())
             # Only then the approver.
             await phone.send(me, f"approve {code}")
             opened = await opening

@@ -324,3 +324,32 @@ async def test_state_files_of_older_releases_move_into_the_store_once(open_store
     assert sorted(p.name for p in (base / "alice").iterdir()) == ["broken.json", "notes.txt"]
     assert await import_state_files(base, store) == 0, "once"
     assert await import_state_files(tmp_path / "nothing", store) == 0
+
+
+async def test_an_approval_names_its_worker_until_decided_or_expired(open_store):
+    first, second = await open_store(), await open_store()  # two workers, one database
+    ask = {"controller": "cc", "approver": "aa", "tool": "click", "expires_in": 120}
+    assert await first.hold_approval("K7P2QX", worker="w1", **ask)
+    assert not await second.hold_approval("K7P2QX", worker="w2", **ask), "the code is taken"
+    assert await second.approval_holder("K7P2QX") == "w1"
+    assert await second.approval_holder("NOSUCH") is None
+    assert await second.approvals() == [
+        {
+            "worker": "w1",
+            "controller": "cc",
+            "approver": "aa",
+            "tool": "click",
+            "at": pytest.approx(time.time(), abs=60),
+            "expires": pytest.approx(time.time() + 120, abs=60),
+        }
+    ], "who asks whom about what, never the code"
+    await first.drop_approval("K7P2QX")
+    assert await second.approval_holder("K7P2QX") is None and await second.approvals() == []
+    # A killed worker's approval: forgotten once it expires, and its code free again.
+    assert await first.hold_approval("DEAD22", worker="w1", **{**ask, "expires_in": -1})
+    assert await second.approval_holder("DEAD22") is None and await second.approvals() == []
+    assert await second.hold_approval("DEAD22", worker="w2", **ask)
+    assert await first.approval_holder("DEAD22") == "w2"
+    await second.hold_approval("OLD333", worker="w2", **{**ask, "expires_in": -10_000})
+    assert await first.prune(older_than=5000) == 1, "an approval long expired is pruned"
+    assert await first.approval_holder("DEAD22") == "w2"

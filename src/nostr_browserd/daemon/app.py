@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -114,6 +115,7 @@ class Daemon:
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
         )
+        self.dispatcher.worker_name = socket.gethostname()
         self.dispatcher.asker = AskRunner(
             self.dispatcher,
             self.store,
@@ -363,6 +365,14 @@ class Daemon:
             status["inbox"] = self.link.inbox.status()
         if self.store is not None:
             status["store"] = {"database": self.store.where, **(await self.store.counts())}
+            status["approvals"] = [
+                {
+                    **a,
+                    "controller": npub_encode(a["controller"]),
+                    "approver": npub_encode(a["approver"]),
+                }
+                for a in await self.store.approvals()
+            ]
             status["recent"] = [e.to_dict() for e in await self.store.recent(10)]
         return status
 

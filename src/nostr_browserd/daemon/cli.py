@@ -279,8 +279,22 @@ def _status(config: Config, as_json: bool) -> int:
             f"  {e['url']}: {e['state']}, {e['contexts']}{limit} contexts, "
             f"~{e['estimated_mb']:g} MB{error}"
         )
+    _print_approvals(status.get("approvals") or [])
     _print_recent(status.get("recent") or [])
     return EXIT_OK
+
+
+def _print_approvals(approvals: list[dict[str, Any]]) -> None:
+    import time
+
+    if approvals:
+        print("approvals waiting:")
+    for a in approvals:
+        left = max(0.0, a["expires"] - time.time())
+        print(
+            f"  {a['tool']} for {a['controller'][:16]}…, asked of {a['approver'][:16]}…"
+            f" on {a['worker']} (forgotten in {left:.0f} s)"
+        )
 
 
 def _print_recent(entries: list[dict[str, Any]]) -> None:

@@ -65,6 +65,9 @@ APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 # An approval prompt is sent whole: in parts a phone shows in full, or not at all.
 APPROVAL_PART_CHARS = 3_500
+# The prompt's delivery may take this long before the approver's time starts: a killed
+# worker's approval is forgotten by the others only after both.
+APPROVAL_DELIVERY = 60.0
 APPROVAL_MAX_PARTS = 16
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
@@ -161,7 +164,6 @@ class Approval:
 
     code: str
     approver: str
-    requester: str
     decided: asyncio.Future[bool] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -200,6 +202,7 @@ class Dispatcher:
         self._guesses: dict[str, int] = {}  # approve/deny codes sent by a non-approver
         self._closing = False
         self.asker: Asker | None = None
+        self.worker_name = ""  # whose approvals these are, among workers sharing the store
 
     # --- intake ------------------------------------------------------------------------
 
@@ -509,7 +512,8 @@ class Dispatcher:
             if controller.approver and self.registry.is_gated(request.tool, request.params):
                 who = controller.name or npub_encode(owner)[:20] + "…"
                 what = await describe_action(self.registry, session, request)
-                await self.consent(controller, controller.approver, who, what, waiting)
+                approver = controller.approver
+                await self.consent(controller, approver, request.tool, who, what, waiting)
         return await self._run(session, request)
 
     async def _run(self, session: Session, request: Request) -> Response:
@@ -560,7 +564,8 @@ class Dispatcher:
             if needs_consent(request.tool, gated, through, what, auto):
                 who = f"ask (a model, for {controller.name or npub_encode(owner)[:20] + '…'})"
                 why = f". Why: {reason}" if reason else ""
-                await self.consent(controller, controller.approver or owner, who, what + why)
+                approver = controller.approver or owner
+                await self.consent(controller, approver, request.tool, who, what + why)
             response = await self._run(session, request)
             return response, target
         except BrowserdError as exc:
@@ -592,17 +597,21 @@ class Dispatcher:
         self,
         controller: ControllerConfig,
         approver: str,
+        tool: str,
         who: str,
         what: str,
         waiting: Waiting | None = None,
     ) -> None:
-        """Ask ``approver`` by DM whether ``who`` may run ``what``, with a fresh code.
+        """Ask ``approver`` by DM whether ``who`` may run ``what`` (a ``tool``), with a fresh
+        code, recorded in the store for as long as it waits: every worker reads the answer,
+        and the one named there takes it.
 
-        Returns on ``approve``; raises ``DENIED`` on deny, the timeout or a failed delivery.
-        ``waiting(seconds)`` hears once the approver has been asked (the requester's notice).
+        Returns on ``approve``; raises ``DENIED`` on deny, the timeout or a failed delivery,
+        and ``UNAVAILABLE`` when the store cannot record the code.  ``waiting(seconds)``
+        hears once the approver has been asked (the requester's notice).
         """
-        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
-        approval = Approval(code, approver, controller.pubkey)
+        code = await self._approval_code(controller, approver, tool)
+        approval = Approval(code, approver)
         self._approvals[code] = approval
         scheme = self.scheme_of(approver)
         try:
@@ -623,8 +632,24 @@ class Dispatcher:
             ) from None
         finally:
             self._approvals.pop(code, None)
+            await self._store_quietly(self.store.drop_approval(code))
         if not approved:
             raise BrowserdError(ErrorCode.DENIED, "The approver denied this command.")
+
+    async def _approval_code(self, controller: ControllerConfig, approver: str, tool: str) -> str:
+        """A code no approval waits under, on any worker, recorded as this one's."""
+        for _ in range(8):  # 32^6 codes: a taken one comes up about once in a billion
+            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
+            if code not in self._approvals and await self.store.hold_approval(
+                code,
+                worker=self.worker_name,
+                controller=controller.pubkey,
+                approver=approver,
+                tool=tool,
+                expires_in=controller.approval_timeout + APPROVAL_DELIVERY,
+            ):
+                return code
+        raise BrowserdError(ErrorCode.UNAVAILABLE, "No free approval code; send this again.")
 
     def pending_codes(self, approver: str) -> list[str]:
         """The codes waiting for ``approver``'s answer (tests and status)."""
@@ -678,13 +703,11 @@ class Dispatcher:
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def status(self) -> dict[str, Any]:
-        """Running commands, queue depths and held approvals, for the status page."""
+        """Running commands and queue depths, for the status page (the approvals waiting on
+        every worker come from the store)."""
         return {
             "running": dict(self._running),
             "queued": {pk: q.qsize() for pk, q in self._queues.items() if q.qsize()},
-            "awaiting_approval": [
-                {"requester": a.requester, "approver": a.approver} for a in self._approvals.values()
-            ],
         }
 
 

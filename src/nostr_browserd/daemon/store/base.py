@@ -218,12 +218,13 @@ class Store(ABC):
         ]
 
     async def prune(self, older_than: float, now: float | None = None) -> int:
-        """Forget seen and rejected ids older than ``older_than`` seconds; returns how many."""
-        cutoff = (time.time() if now is None else now) - older_than
+        """Forget seen and rejected ids older than ``older_than`` seconds, and approvals that
+        expired (a killed worker's); returns how many."""
+        at = time.time() if now is None else now
         gone = 0
         for table in ("seen", "rejected", "pending"):
-            gone += await self._change(f"DELETE FROM {table} WHERE at < ?", (cutoff,))
-        return gone
+            gone += await self._change(f"DELETE FROM {table} WHERE at < ?", (at - older_than,))
+        return gone + await self._change("DELETE FROM approval WHERE expires < ?", (at,))
 
     async def trim(
         self, *, max_rejected: int, audit_age: float, max_audit: int, now: float | None = None
@@ -342,6 +343,56 @@ class Store(ABC):
         """The names of ``owner``'s saved states, reserved ones included."""
         rows = await self._rows("SELECT name FROM saved_state WHERE owner = ?", (owner,))
         return sorted(row[0] for row in rows)
+
+    async def hold_approval(
+        self,
+        code: str,
+        *,
+        worker: str,
+        controller: str,
+        approver: str,
+        tool: str,
+        expires_in: float,
+    ) -> bool:
+        """Record that ``worker`` asked ``approver`` about ``controller``'s ``tool`` under
+        ``code``; False when a live approval has that code already (pick another).
+
+        Every worker reads the approver's ``approve CODE`` DM: :meth:`approval_holder` says
+        which one's command waits for it.  A row outlives a killed worker until ``expires_in``
+        seconds have passed; then its code may be taken again.
+        """
+        at = time.time()
+        rows = await self._rows(
+            "INSERT INTO approval (code, worker, controller, approver, tool, at, expires)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (code) DO UPDATE SET"
+            " worker = excluded.worker, controller = excluded.controller,"
+            " approver = excluded.approver, tool = excluded.tool, at = excluded.at,"
+            " expires = excluded.expires WHERE approval.expires <= excluded.at RETURNING code",
+            (code, worker, controller, approver, tool, at, at + expires_in),
+        )
+        return bool(rows)
+
+    async def drop_approval(self, code: str) -> None:
+        """The approval was decided, timed out or given up."""
+        await self._change("DELETE FROM approval WHERE code = ?", (code,))
+
+    async def approval_holder(self, code: str) -> str | None:
+        """The worker whose command waits for the approval ``code``; None when none does."""
+        rows = await self._rows(
+            "SELECT worker FROM approval WHERE code = ? AND expires > ?", (code, time.time())
+        )
+        return rows[0][0] if rows else None
+
+    async def approvals(self) -> list[dict[str, Any]]:
+        """The approvals waiting on every worker, oldest first, for the status page: who
+        asks whom about which tool, never the code (it is the approver's to send)."""
+        rows = await self._rows(
+            "SELECT worker, controller, approver, tool, at, expires FROM approval"
+            " WHERE expires > ? ORDER BY at",
+            (time.time(),),
+        )
+        keys = ("worker", "controller", "approver", "tool", "at", "expires")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
 
     async def counts(self) -> dict[str, int]:
         """Sizes for the status page."""

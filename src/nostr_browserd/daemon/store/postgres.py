@@ -42,6 +42,12 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE saved_state (owner TEXT NOT NULL, name TEXT NOT NULL,"
         " state TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, PRIMARY KEY (owner, name))",
     ),
+    # 3: approvals waiting, and which worker's command waits for each
+    (
+        "CREATE TABLE approval (code TEXT PRIMARY KEY, worker TEXT NOT NULL,"
+        " controller TEXT NOT NULL, approver TEXT NOT NULL, tool TEXT NOT NULL,"
+        " at DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL)",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time

@@ -38,6 +38,12 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE saved_state (owner TEXT NOT NULL, name TEXT NOT NULL,"
         " state TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (owner, name)) WITHOUT ROWID",
     ),
+    # 3: approvals waiting, and which worker's command waits for each
+    (
+        "CREATE TABLE approval (code TEXT PRIMARY KEY, worker TEXT NOT NULL,"
+        " controller TEXT NOT NULL, approver TEXT NOT NULL, tool TEXT NOT NULL,"
+        " at REAL NOT NULL, expires REAL NOT NULL) WITHOUT ROWID",
+    ),
 )
 
 
