@@ -10,13 +10,24 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from nostr_browserd.errors import ErrorCode
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
 )
+from tests.fixtures.postgres import fresh_database
 from tests.fixtures.site import SITE
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_store(request) -> dict[str, Any]:
+    """The daemon's ``[state]`` section: its SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return {}
+    return {"database": fresh_database(request.getfixturevalue("postgres_dsn"))}
 
 
 async def ok(controller: SdkController, daemon: str, tool: str, **params: Any) -> dict[str, Any]:
@@ -31,7 +42,7 @@ def mode(path: Path) -> int:
 
 
 async def test_a_saved_login_is_its_controllers_alone(
-    nostr_relay_url, site_url, start_daemon, tmp_path
+    nostr_relay_url, site_url, start_daemon, tmp_path, state_store
 ):
     async with (
         SdkController([nostr_relay_url]) as alice,
@@ -41,7 +52,9 @@ async def test_a_saved_login_is_its_controllers_alone(
         for directory in (older.parent.parent, older.parent, older):
             directory.mkdir(mode=0o700)
         (older / "old.json").write_text(json.dumps({"cookies": [], "origins": []}))
-        daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub, bob.npub])
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[alice.npub, bob.npub], state=state_store
+        )
         me = await daemon_pubkey(daemon)
         for sub in ("browser", "downloads", "uploads"):
             assert mode(daemon.state_dir / sub) == 0o700, sub
