@@ -7,12 +7,15 @@ with Debian's Chromium (tests/fixtures/browser_servers.py); the pool is the daem
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 from urllib.parse import urlsplit
 
 import pytest
 
+from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.endpoints import endpoint_kind, shown_url
+from nostr_browserd.browser.netpolicy import NetworkPolicy
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
@@ -174,3 +177,35 @@ async def test_with_no_endpoint_up_commands_wait_and_a_server_is_found_again(tmp
         await dispatcher.close()
         await dispatcher.store.close()
         await pool.close()
+
+
+async def ask(url: str, authorization: str | None) -> bytes:
+    """One CONNECT to a private address through the proxy at ``url``: the answer's head."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        extra = f"Proxy-Authorization: {authorization}\r\n" if authorization else ""
+        writer.write(f"CONNECT 10.255.255.1:443 HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode())
+        return await asyncio.wait_for(reader.read(4096), 10)
+    finally:
+        writer.close()
+
+
+async def test_the_egress_proxy_for_other_machines_wants_its_credential():
+    proxy = EgressProxy(NetworkPolicy(True, []))
+    await proxy.start()
+    remote = await proxy.listen_for_remote("127.0.0.1")
+    LEAKS.secret(proxy.password, "the egress proxy's password")
+    try:
+        right = "Basic " + base64.b64encode(f"nostr-browserd:{proxy.password}".encode()).decode()
+        wrong = "Basic " + base64.b64encode(b"nostr-browserd:guess").decode()
+        for authorization in (None, wrong):
+            refused = await ask(remote, authorization)
+            assert refused.startswith(b"HTTP/1.1 407"), refused
+            assert b'Proxy-Authenticate: Basic realm="nostr-browserd"' in refused
+        judged = await ask(remote, right)  # past the credential, the policy decides
+        assert judged.startswith(b"HTTP/1.1 403") and b"private address" in judged, judged
+        assert (await ask(proxy.url, None)).startswith(b"HTTP/1.1 403")  # loopback: no ask
+        assert proxy.credentials()["server"] == remote
+    finally:
+        await proxy.close()

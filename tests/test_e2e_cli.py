@@ -147,6 +147,7 @@ async def test_send_status_and_sigterm_with_a_running_command(daemon_process, tm
     status = await cli("status", env=daemon.env)
     assert daemon.npub in status.stdout and f"{daemon.relay}: connected" in status.stdout
     assert "screenshot -> ok" in status.stdout and "click -> STALE_REF" in status.stdout
+    assert "  local: up, contexts 1, ~17 MB, network policy: " in status.stdout, status.stdout
     stranger = {**daemon.env, "NOSTR_BROWSERD_STATE_DIR": str(tmp_path / "elsewhere")}
     refused = await cli("status", env=stranger)  # no token: refused, not "not running"
     assert refused.returncode == 1 and "refused the status request (401)" in refused.stderr

@@ -7,13 +7,22 @@ arrives here as ``CONNECT host:port`` (https, wss) or an absolute-form request (
 host is resolved and judged here, and the connection goes to the very address judged: a name
 that rebinds to 127.0.0.1 after the check cannot slip through.  A refusal is a 403 whose text
 says why.
+
+It listens on loopback, for the browser launched here, browser servers on this machine and the
+daemon's own fetches.  Browser servers elsewhere reach it on ``[browser] egress_host``: there
+it answers only requests that carry its credential (made at start, given to each context
+with its proxy), so it is nobody else's open proxy.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hmac
 import logging
+import secrets
+from functools import partial
 from urllib.parse import urlsplit
 
 from .netpolicy import NetworkPolicy
@@ -24,6 +33,7 @@ HEAD_LIMIT = 64 * 1024
 HEAD_TIMEOUT = 30.0
 # Hop-by-hop headers of the client's request: this proxy speaks one request per connection.
 DROPPED = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
+USER = "nostr-browserd"
 
 
 class EgressProxy:
@@ -31,33 +41,56 @@ class EgressProxy:
 
     def __init__(self, policy: NetworkPolicy) -> None:
         self.policy = policy
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self.url = ""
+        self.remote_url = ""
+        self.password = secrets.token_urlsafe(24)
+        token = base64.b64encode(f"{USER}:{self.password}".encode()).decode()
+        self._authorization = f"Basic {token}"
 
     async def start(self) -> str:
         """Listen on 127.0.0.1 (a free port); returns the proxy's URL."""
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
+        self._servers.append(server)
+        self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         return self.url
+
+    async def listen_for_remote(self, host: str) -> str:
+        """Also listen on ``host`` (a free port), for its credential only; returns that URL."""
+        serve = partial(self._serve, authenticated=True)
+        server = await asyncio.start_server(serve, host, 0, limit=HEAD_LIMIT)
+        self._servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        self.remote_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
+        return self.remote_url
+
+    def credentials(self) -> dict[str, str]:
+        """The proxy settings of a context on a browser server elsewhere."""
+        return {"server": self.remote_url, "username": USER, "password": self.password}
 
     async def close(self) -> None:
         """Stop listening and cut every open tunnel (its tasks then end on their own)."""
-        if self._server is not None:
-            self._server.close()
-            self._server = None
+        for server in self._servers:
+            server.close()
+        self._servers.clear()
         for writer in list(self._writers):
             writer.transport.abort()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        authenticated: bool = False,
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         self._writers.add(writer)
         try:
-            await self._proxy(reader, writer)
+            await self._proxy(reader, writer, authenticated)
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # a client or a server that went away, or a malformed request: drop it
         except TimeoutError:
@@ -67,10 +100,14 @@ class EgressProxy:
             self._writers.discard(writer)
             writer.close()
 
-    async def _proxy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _proxy(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, authenticated: bool
+    ) -> None:
         async with asyncio.timeout(HEAD_TIMEOUT):
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         request_line, *header_lines = head.split("\r\n")
+        if authenticated and not self._authorized(header_lines):
+            return await refuse(writer, 407, "nostr-browserd: this proxy wants its credential.")
         method, target, _version = request_line.split(" ")
         if method == "CONNECT":
             host, _, port_text = target.rpartition(":")
@@ -107,6 +144,14 @@ class EgressProxy:
             self._writers.discard(up_writer)
             up_writer.close()
 
+    def _authorized(self, header_lines: list[str]) -> bool:
+        """Whether the request carries this proxy's credential (compared in constant time)."""
+        for line in header_lines:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "proxy-authorization":
+                return hmac.compare_digest(value.strip().encode(), self._authorization.encode())
+        return False
+
 
 async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
     """Copy until end of file or a broken connection, then half-close ``sink``."""
@@ -122,10 +167,12 @@ async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None
 async def refuse(writer: asyncio.StreamWriter, status: int, text: str) -> None:
     """A short plain-text answer, then the connection closes."""
     body = text.encode()
-    reasons = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}
+    reasons = {400: "Bad Request", 403: "Forbidden", 407: "Proxy Authentication Required"}
+    reasons[502] = "Bad Gateway"
+    challenge = 'Proxy-Authenticate: Basic realm="nostr-browserd"\r\n' if status == 407 else ""
     writer.write(
         f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        f"{challenge}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
         + body
     )
     with contextlib.suppress(OSError):

@@ -86,6 +86,11 @@ class BrowserConfig(BaseModel):
     )
     cdp_endpoint: str | None = Field(None, description="one DevTools endpoint (endpoints)")
     ws_endpoint: str | None = Field(None, description="one browser server (endpoints)")
+    egress_host: str | None = Field(
+        None,
+        description="this machine's name or address as browser servers reach it: the egress "
+        "proxy listens there too (a free port, a credential per start) for their contexts",
+    )
     contexts_per_endpoint: int | None = Field(
         None, ge=1, description="contexts (windows) one endpoint may hold; none: no limit"
     )
@@ -660,22 +665,21 @@ class BrowserPool:
         """Start Playwright, the egress proxy (when some owner needs it) and the browsers.
 
         The local browser must start.  Browser servers that do not answer yet are tried again
-        in the background: a worker may start before its browser servers do.  The egress
-        proxy listens on this machine's loopback, so only browsers on this machine can use
-        it; on the others the routes alone hold the policy (see ``new_context``).
+        in the background: a worker may start before its browser servers do.
         """
         if self._playwright is None:
             self._playwright = await async_playwright().start()
-        policy_on = self.config.block_private_networks is not False
-        if policy_on and self.egress is None and any(e.loopback for e in self.endpoints):
+        if self.config.block_private_networks is not False and self.egress is None:
             self.egress = EgressProxy(self.policy)
             await self.egress.start()
-        if policy_on:
+            if self.config.egress_host:
+                await self.egress.listen_for_remote(self.config.egress_host)
             for endpoint in self.endpoints:
-                if not endpoint.loopback:
+                if self._proxy(endpoint) is None:
                     log.warning(
-                        "browser endpoint %s is on another machine: the network policy holds "
-                        "there by routes only, which do not see redirect hops",
+                        "browser endpoint %s is on another machine and [browser] egress_host "
+                        "is not set: the network policy holds there by routes only, which do "
+                        "not see redirect hops",
                         endpoint.shown,
                     )
         if self.endpoints[0].kind == LOCAL:
@@ -826,6 +830,21 @@ class BrowserPool:
                 )
             return await self._new_context(endpoint, session.owner, None)
 
+    def _proxy(self, endpoint: Endpoint) -> dict[str, str] | None:
+        """The egress proxy as ``endpoint``'s browser reaches it, or None where it cannot.
+
+        A browser server elsewhere reaches it on ``egress_host`` with its credential (so does
+        one on this machine when that is set); the launched browser and a loopback server
+        on loopback.
+        """
+        if self.egress is None:
+            return None
+        if self.egress.remote_url and endpoint.kind != LOCAL:
+            return {**self.egress.credentials(), "bypass": "<-loopback>"}
+        if endpoint.loopback:
+            return {"server": self.egress.url, "bypass": "<-loopback>"}
+        return None
+
     async def _new_context(
         self, endpoint: Endpoint, owner: str, state: dict[str, Any] | None
     ) -> BrowserContext:
@@ -833,15 +852,16 @@ class BrowserPool:
 
         Routes judge every first request (and refuse the daemon's own port to everyone); an
         owner under ``block_private_networks`` also goes through the egress proxy, which
-        judges every connection, redirects and WebSockets included, where the browser runs
-        on this machine (the proxy listens on loopback).  Service workers are blocked: the
-        routes would not see their requests.
+        judges every connection, redirects and WebSockets included, wherever the browser can
+        reach it (``_proxy``).  Service workers are blocked: the routes would not see their
+        requests.
         """
         assert endpoint.browser is not None
         width, height = self.config.viewport
         options: dict[str, Any] = {}
-        if self.egress is not None and endpoint.loopback and self.policy.blocks_private(owner):
-            options["proxy"] = {"server": self.egress.url, "bypass": "<-loopback>"}
+        proxy = self._proxy(endpoint)
+        if proxy is not None and self.policy.blocks_private(owner):
+            options["proxy"] = proxy
         if state is not None:
             options["storage_state"] = state
         context = await endpoint.browser.new_context(
@@ -874,7 +894,18 @@ class BrowserPool:
     def status(self) -> list[dict[str, Any]]:
         """Each endpoint: where (no secrets), its state, contexts, limit and estimated MB."""
         limit, mb = self.config.contexts_per_endpoint, self.config.context_mb
-        return [e.status(self.load(e), limit, mb) for e in self.endpoints]
+        return [
+            {**e.status(self.load(e), limit, mb), "network_policy": self._enforced(e)}
+            for e in self.endpoints
+        ]
+
+    def _enforced(self, endpoint: Endpoint) -> str:
+        """How ``block_private_networks`` holds on ``endpoint``'s contexts (for status)."""
+        if self.egress is None:
+            return "off (block_private_networks = false)"
+        if self._proxy(endpoint) is not None:
+            return "egress proxy and routes"
+        return "routes only: redirect hops unseen (set egress_host)"
 
 
 async def _quietly(awaitable: Any) -> None:

@@ -276,8 +276,8 @@ def _status(config: Config, as_json: bool) -> int:
         limit = f"/{e['limit']}" if e.get("limit") is not None else ""
         error = f"  last error: {e['error']}" if e.get("error") else ""
         print(
-            f"  {e['url']}: {e['state']}, {e['contexts']}{limit} contexts, "
-            f"~{e['estimated_mb']:g} MB{error}"
+            f"  {e['url']}: {e['state']}, contexts {e['contexts']}{limit}, "
+            f"~{e['estimated_mb']:g} MB, network policy: {e['network_policy']}{error}"
         )
     _print_approvals(status.get("approvals") or [])
     _print_recent(status.get("recent") or [])
