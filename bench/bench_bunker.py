@@ -9,8 +9,10 @@
    seconds each process spent per 1,000 calls.
 2. ``workers``: bench/scale.py's deployment (workers of tests/fixtures/cluster.py, one
    PostgreSQL, two relays, bench/load.py's generator) with the identity in the bunker instead
-   of a key file, 1 and 3 workers: commands a second, and the bunker's calls per command,
-   counted from its log (one line per request it answers).
+   of a key file, 1 and 3 workers: commands a second, the bunker's calls per command,
+   counted from its log (one line per request it answers), and PostgreSQL's writes per
+   command (pg_stat_statements' INSERT, UPDATE and DELETE calls and rows, and the WAL bytes
+   the server wrote, over the timed window).
 
 Usage: ``.venv/bin/python -m bench.bench_bunker [calls]`` (default 200); prints JSON.
 """
@@ -18,6 +20,7 @@ Usage: ``.venv/bin/python -m bench.bench_bunker [calls]`` (default 200); prints 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import subprocess
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import nostr_sdk as sdk
+import psycopg
 
 from nostr_browserd.login.bunker import BunkerSigner
 from nostr_browserd.login.files import read_private_file
@@ -146,6 +150,45 @@ def bunker_calls(log: Path) -> dict[str, int]:
     return counts
 
 
+class DatabaseWrites(contextlib.AbstractContextManager["DatabaseWrites"]):
+    """What the database wrote while in the block: write statements, rows, WAL bytes."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        self.start = ""
+        self.statements: dict[str, int] = {}
+        self.wal_bytes = 0
+
+    def __enter__(self) -> DatabaseWrites:
+        with psycopg.connect(self.database, autocommit=True) as db:
+            db.execute("SELECT pg_stat_statements_reset()")
+            self.start = db.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with psycopg.connect(self.database, autocommit=True) as db:
+            self.wal_bytes = int(
+                db.execute(
+                    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", (self.start,)
+                ).fetchone()[0]
+            )
+            rows = db.execute(
+                "SELECT split_part(ltrim(query), ' ', 1), sum(calls), sum(rows)"
+                " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database"
+                " WHERE datname = current_database()) GROUP BY 1"
+            ).fetchall()
+        for verb, calls, affected in rows:
+            if verb.upper() in ("INSERT", "UPDATE", "DELETE"):
+                self.statements[verb.upper()] = int(calls)
+                self.statements[verb.upper() + "_rows"] = int(affected)
+
+    def per_command(self, commands: int) -> dict[str, float]:
+        n = max(commands, 1)
+        out = {k: round(v / n, 2) for k, v in self.statements.items()}
+        out["wal_bytes"] = round(self.wal_bytes / n)
+        return out
+
+
 def through_the_bunker(levels: tuple[int, ...] = (1, 3)) -> list[dict[str, Any]]:
     """Commands a second of 1 and 3 workers whose identity is in one bunker."""
     keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
@@ -161,7 +204,10 @@ def through_the_bunker(levels: tuple[int, ...] = (1, 3)) -> list[dict[str, Any]]
         urls = [first[0], second[0]]
         for n in levels:
             root = Path(where) / f"{n}-workers"
-            workers = Workers(root, urls, fresh_database(dsn), pubkeys, local=False)
+            database = fresh_database(dsn)
+            with psycopg.connect(database, autocommit=True) as db:
+                db.execute("CREATE EXTENSION pg_stat_statements")
+            workers = Workers(root, urls, database, pubkeys, local=False)
             bunker, _ = start_bunker(urls[0], root, workers.identity_file)
             workers.settings = {
                 "identity": {"method": "nip46", "bunker_url_file": str(root / "url")}
@@ -176,7 +222,10 @@ def through_the_bunker(levels: tuple[int, ...] = (1, 3)) -> list[dict[str, Any]]
                     "bunker": [bunker.pid],
                 }
                 before = bunker_calls(root / "bunker.log")
-                result = load.generate(urls, workers.pubkey, secrets_, PER_CONTROLLER, watch)
+                writes = DatabaseWrites(database)
+                result = load.generate(
+                    urls, workers.pubkey, secrets_, PER_CONTROLLER, watch, window=writes
+                )
                 after = bunker_calls(root / "bunker.log")
                 row = load.summary("daemon", CONTROLLERS, result)
                 answered = max(row["answered"], 1)
@@ -185,11 +234,13 @@ def through_the_bunker(levels: tuple[int, ...] = (1, 3)) -> list[dict[str, Any]]
                     "bunker_calls_per_command": {
                         m: round((after[m] - before.get(m, 0)) / answered, 2) for m in after
                     },
+                    "database_writes": writes.per_command(answered),
                 }
                 rows.append(row)
                 print(
                     f"  {n} worker(s) via the bunker: {row['throughput']:.1f}/s, p50 "
-                    f"{row['p50_ms']:.0f} ms, calls/command {row['bunker_calls_per_command']}",
+                    f"{row['p50_ms']:.0f} ms, calls/command {row['bunker_calls_per_command']}, "
+                    f"writes/command {row['database_writes']}",
                     file=sys.stderr,
                     flush=True,
                 )

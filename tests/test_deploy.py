@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import playwright
 import pytest
 import yaml
 from websockets.asyncio.client import connect
@@ -45,6 +46,7 @@ COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 WORKERS = sorted(name for name in SERVICES if name.startswith("worker-"))
 PLAYWRIGHT = version("playwright")
+VENV = "/opt/nostr-browserd"  # the install service's venv, shared by the other services
 
 
 def command(service: dict[str, Any]) -> list[str]:
@@ -82,32 +84,47 @@ def test_the_parts_the_issue_names_with_public_images_only() -> None:
 
 
 def test_the_browser_servers_run_the_installed_playwright() -> None:
-    """A Playwright client refuses a server of another version: one pin, everywhere."""
+    """A Playwright client refuses a server of another version: the servers run the driver of
+    the workers' own Playwright (the shared venv), among the browsers of Playwright's image
+    for that version."""
+    install = " ".join(command(SERVICES["install"]))
+    assert re.findall(r"playwright==([\w.]+)", install) == [PLAYWRIGHT]
+    assert SERVICES["install"]["image"] == "python:3.11-slim"  # the venv's lib/python3.11
+    driver = Path(playwright.__file__).parent.relative_to(sys.prefix) / "driver"
     for name in ("browsers-1", "browsers-2"):
         service = SERVICES[name]
         assert service["image"] == f"mcr.microsoft.com/playwright:v{PLAYWRIGHT}-noble", name
         words = command(service)
-        assert words[:3] == ["npx", "-y", f"playwright@{PLAYWRIGHT}"] and "run-server" in words
+        assert words[:3] == [
+            f"{VENV}/{driver}/node",
+            f"{VENV}/{driver}/package/cli.js",
+            "run-server",
+        ]
+        assert f"venv:{VENV}:ro" in service["volumes"]
         # Without --unsafe the server drops the workers' chromiumSandbox: no sandbox at all.
         assert "--unsafe" in words
         assert (
             service["user"] != "root" and "seccomp=seccomp_profile.json" in service["security_opt"]
         )
-    install = " ".join(command(SERVICES["install"]))
-    assert re.findall(r"playwright==([\w.]+)", install) == [PLAYWRIGHT]
 
 
-def test_only_the_workers_reach_the_browser_servers() -> None:
-    """run-server --unsafe lets a client name an executable: only workers may be clients,
-    and a page in those browsers reaches neither the database nor the bunker."""
+def test_pages_reach_the_web_only_through_their_workers_proxy() -> None:
+    """run-server --unsafe lets a client name an executable: only workers may be clients.
+    The browsers' network has no way out: a page reaches the web through its worker's egress
+    proxy (the network policy), listening on an alias that exists on that network only."""
+    assert COMPOSE["networks"]["browsers"] == {"internal": True}
+    aliases = set()
     for name, service in SERVICES.items():
-        networks = set(service.get("networks", []))
+        networks = service.get("networks", [])
         if name.startswith("browsers-"):
-            assert networks == {"browsers"}, name
+            assert networks == ["browsers"], name
         elif name.startswith("worker-"):
-            assert networks == {"backend", "browsers"}, name
+            egress = service["environment"]["NOSTR_BROWSERD_BROWSER_EGRESS_HOST"]
+            assert networks == {"backend": {}, "browsers": {"aliases": [egress]}}, name
+            aliases.add(egress)
         else:
             assert "browsers" not in networks, name
+    assert len(aliases) == len(WORKERS)
 
 
 def test_the_seccomp_profile_lets_chromium_make_its_sandbox_namespaces() -> None:
@@ -159,8 +176,8 @@ def test_every_cli_command_and_option_exists() -> None:
     }
     seen = set()
     for words in our_commands() + readme_commands():
-        if words[:2] == ["npx", "-y"]:  # npx -y playwright@1.2.3 run-server …
-            words = [words[2].split("@")[0], *words[3:]]
+        if words[0].endswith("/driver/node") and words[1].endswith("/cli.js"):
+            words = ["playwright", *words[2:]]  # Playwright's own driver
         program = programs.get(os.path.basename(words[0]))
         if program is None:
             for word in words:
@@ -306,6 +323,7 @@ async def test_the_parts_start_and_serve_one_identity(
     (tmp_path / "bunker").mkdir()
     places = {
         "/opt/nostr-browserd/bin/nostr-browserd": str(CLI),
+        **{f"{w}.egress": "127.0.0.1" for w in WORKERS},
         "/run/secrets/": f"{secrets_dir}/",
         "/run/bunker/": f"{tmp_path}/bunker/",
         "ws://relay:6969": nostr_relay_url,
