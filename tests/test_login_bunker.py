@@ -129,6 +129,23 @@ async def test_a_reusable_secret_pairs_every_worker_and_no_stranger(relay_url) -
         assert "invalid or already used secret" in err.value.message
 
 
+async def test_a_restarted_bunker_is_paired_with_again(relay_url) -> None:
+    """A restarted bunker has forgotten its clients and ignores their requests: a worker's
+    next call gets no answer, pairs again with the URL's (reusable) secret, and goes through."""
+    user = KeySigner.generate()
+    kept = {"secret": "a-reusable-secret", "reusable_secret": True}
+    async with running(BunkerServer(user, [relay_url], **kept)) as first:
+        url = first.bunker_url
+        worker = await BunkerSigner.connect(url, timeout=2.0)
+    try:
+        async with running(BunkerServer(user, [relay_url], **kept)) as second:
+            assert second.clients == {}
+            verify_event(await worker.sign_event({"kind": 13, "content": "after a restart"}))
+            assert len(second.clients) == 1
+    finally:
+        await worker.aclose()
+
+
 async def test_wrong_secret_is_refused(relay_url) -> None:
     user = KeySigner.generate()
     async with running(BunkerServer(user, [relay_url], secret="right")) as server:

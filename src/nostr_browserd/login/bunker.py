@@ -83,6 +83,9 @@ class BunkerSigner(RemoteSigner):
         self._pending: dict[str, _Pending] = {}
         self._paired: asyncio.Future[str] | None = None  # nostrconnect: the signer's pubkey
         self._pair_secret: str | None = None
+        # bunker://: the connect params, sent again when the bunker stops answering (a
+        # restarted bunker has forgotten its clients and ignores theirs)
+        self._connect_params: tuple[str, ...] | None = None
         self._reader: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -136,6 +139,7 @@ class BunkerSigner(RemoteSigner):
                 raise BrowserdError(
                     ErrorCode.SIGNER_ERROR, "the remote signer answered connect unexpectedly"
                 )
+            signer._connect_params = tuple(params)
             await signer.public_key()
         except BaseException:
             await signer.aclose()
@@ -250,6 +254,20 @@ class BunkerSigner(RemoteSigner):
             log.info("NIP-46: ignored a pairing answer without our secret")
 
     async def _call(self, method: str, *params: str, timeout: float | None = None) -> str:
+        """Send one request and return its result; with no answer in time, pair again once
+        (``connect`` with the URL's secret, which a bunker answers even when it has
+        forgotten us: ``--reusable-secret``) and send it again.
+        """
+        try:
+            return await self._request(method, *params, timeout=timeout)
+        except BrowserdError as exc:
+            if exc.code is not ErrorCode.TIMEOUT or method == "connect" or not self._connect_params:
+                raise
+        log.warning("NIP-46: no answer to %s; pairing with the bunker again", method)
+        await self._request("connect", *self._connect_params, timeout=timeout)
+        return await self._request(method, *params, timeout=timeout)
+
+    async def _request(self, method: str, *params: str, timeout: float | None = None) -> str:
         """Send one request and wait for its result (``auth_url`` extends the wait).
 
         Answers are ephemeral events: one sent while the signer (or we) were reconnecting is
