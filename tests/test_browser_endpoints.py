@@ -19,7 +19,13 @@ from nostr_browserd.browser.netpolicy import NetworkPolicy
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
-from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
+from tests.fixtures.browser import (
+    POLLING,
+    TEST_BROWSER,
+    command,
+    local_dispatcher,
+    until_polling,
+)
 from tests.fixtures.browser_servers import start_browser_server
 from tests.fixtures.daemon import wait_until
 from tests.fixtures.leaks import LEAKS
@@ -122,11 +128,8 @@ async def test_a_killed_browser_server_moves_its_controllers_with_their_state(
             assert (await command(dispatcher, session, f"open {site_url}/index.html"))["success"]
         await command(dispatcher, victim, "eval document.cookie = 'logged=in; max-age=600'")
         saved["victim"] = await victim.context.storage_state()
-        predicate = "() => { window.polled = (window.polled || 0) + 1; return false }"
-        running = asyncio.create_task(command(dispatcher, victim, f"wait_for_fn {predicate}"))
-        async with asyncio.timeout(20):  # until the command is inside the browser
-            while not await victim.page.evaluate("window.polled || 0"):
-                await asyncio.sleep(0.02)
+        running = asyncio.create_task(command(dispatcher, victim, f"wait_for_fn {POLLING}"))
+        await until_polling(victim.page)
         first.kill()
         hit = await asyncio.wait_for(running, 30)
         assert hit["error"]["code"] == "BROWSER_CRASHED", hit

@@ -11,6 +11,7 @@ import json
 import urllib.parse
 
 from nostr_browserd.browser.session import BrowserConfig
+from tests.fixtures.browser import POLLING, until_polling
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -18,8 +19,6 @@ from tests.fixtures.daemon import (
     wait_until,
 )
 from tests.fixtures.leaks import LEAKS
-
-POLLING = "() => { window.polled = (window.polled || 0) + 1; return false }"
 
 
 async def test_a_killed_browser_server_moves_its_controllers(
@@ -65,9 +64,7 @@ async def test_a_killed_browser_server_moves_its_controllers(
 
         victim = daemon.browser.existing(one.pubkey)
         running = asyncio.create_task(command(one, "wait_for_fn", script=POLLING))
-        async with asyncio.timeout(20):  # until the command is inside the browser
-            while not await victim.page.evaluate("window.polled || 0"):
-                await asyncio.sleep(0.05)
+        await until_polling(victim.page)
         first.kill()
         hit = await asyncio.wait_for(running, 30)
         assert hit["error"]["code"] == "BROWSER_CRASHED", hit

@@ -19,7 +19,7 @@ from websockets.asyncio.client import connect
 from nostr_browserd.browser.session import POPUP_BUDGET, BrowserConfig, BrowserPool, Session
 from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
-from tests.fixtures.browser import TEST_BROWSER
+from tests.fixtures.browser import POLLING, TEST_BROWSER, until_polling
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -102,11 +102,8 @@ async def test_chromium_killed_mid_command(site_url):
         session = await pool.session("victim")
         (ours,) = chromium_main_processes() - before
         assert (await send(session, f"open {site_url}/index.html"))["success"]
-        predicate = "() => { window.polled = (window.polled || 0) + 1; return false }"
-        running = asyncio.create_task(send(session, f"wait_for_fn {predicate}"))
-        async with asyncio.timeout(20):  # until the command is inside the browser
-            while not await session.page.evaluate("window.polled || 0"):
-                await asyncio.sleep(0.02)
+        running = asyncio.create_task(send(session, f"wait_for_fn {POLLING}"))
+        await until_polling(session.page)
         os.kill(ours, signal.SIGKILL)
         hit = await asyncio.wait_for(running, 30)
         assert hit["error"]["code"] == "BROWSER_CRASHED", hit
