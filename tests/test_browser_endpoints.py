@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from nostr_browserd.browser.egress import EgressProxy
-from nostr_browserd.browser.endpoints import endpoint_kind, shown_url
+from nostr_browserd.browser.endpoints import Endpoint, endpoint_kind, shown_url
 from nostr_browserd.browser.netpolicy import NetworkPolicy
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
 from nostr_browserd.daemon.config import ConfigError, load_config
@@ -34,6 +34,8 @@ from tests.fixtures.leaks import LEAKS
 def test_status_shows_no_credentials_path_or_query():
     url = "wss://user:hunter22@browsers-1.example:3000/5f2b9c?token=abc123"
     assert shown_url(url) == "wss://browsers-1.example:3000/…"
+    said = Endpoint(url, BrowserConfig()).plain(OSError("no answer from 127.0.0.1:3000/5f2b9c"))
+    assert said == "no answer from 127.0.0.1:3000/…"
     assert shown_url("http://[::1]:9222") == "http://[::1]:9222"
     assert endpoint_kind("ws://h:3000/") == "playwright"
     assert endpoint_kind("ws://h:9222/devtools/browser/1b2c") == "cdp"

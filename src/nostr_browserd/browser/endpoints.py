@@ -181,10 +181,15 @@ class Endpoint:
                 raise BrowserdError(ErrorCode.UNAVAILABLE, SANDBOX_FAILED) from None
             raise
 
-    def plain(self, exc: Exception) -> str:
-        """The first line of an error, with the endpoint's full address replaced."""
+    def plain(self, exc: BaseException) -> str:
+        """The first line of an error, with the endpoint's address and path hidden."""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return (text.replace(self.url, self.shown) if self.url else text)[:300]
+        if self.url:
+            text = text.replace(self.url, self.shown)
+            secret = urlsplit(self.url).path.strip("/")
+            if secret:
+                text = text.replace(secret, "…")
+        return text[:300]
 
     def _lost(self, browser: Browser) -> None:
         """Its browser disconnected: a remote one is tried again in the background."""
@@ -207,7 +212,9 @@ class Endpoint:
         while not self._closing and not self.alive:
             try:
                 await self.open(playwright)
-            except BrowserdError:
+            except Exception as exc:  # never let the retry die: the endpoint would stay lost
+                if not isinstance(exc, BrowserdError):
+                    self.error = self.plain(exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_CAP)
             else:
