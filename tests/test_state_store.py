@@ -353,3 +353,99 @@ async def test_an_approval_names_its_worker_until_decided_or_expired(open_store)
     await second.hold_approval("OLD333", worker="w2", **{**ask, "expires_in": -10_000})
     assert await first.prune(older_than=5000) == 1, "an approval long expired is pruned"
     assert await first.approval_holder("DEAD22") == "w2"
+
+
+# --- workers and controller leases (daemon/store/leases.py) ----------------------------------
+
+
+async def test_a_lease_is_one_workers_until_it_expires_or_is_released(open_store):
+    store, other = await open_store(), await open_store()
+    assert await store.take_lease("ctl", "w1", 30)
+    assert await store.take_lease("ctl", "w1", 30), "renewing is taking it again"
+    assert not await other.take_lease("ctl", "w2", 30), "held by w1"
+    await store.release_lease("ctl", "w2")  # not w2's: nothing happens
+    assert not await other.take_lease("ctl", "w2", 30)
+    await store.release_lease("ctl", "w1")
+    assert await other.take_lease("ctl", "w2", 0.2), "released: free at once"
+    assert [(lease.controller, lease.worker) for lease in await store.leases()] == [("ctl", "w2")]
+    await asyncio.sleep(0.3)  # the database's clock moves on: the lease expires
+    assert await store.take_lease("ctl", "w1", 30)
+    assert await store.renew_leases("w2", 30) == set(), "w2 lost it: renewing says so"
+    assert await store.renew_leases("w1", 30) == {"ctl"}
+
+
+async def test_a_restarted_worker_takes_its_own_lease_back_at_once(open_store):
+    store = await open_store()
+    assert await store.take_lease("ctl", "w1", 3600)
+    await store.close()
+    restarted = await open_store()
+    assert await restarted.take_lease("ctl", "w1", 3600), "same name: no wait for the expiry"
+    assert not await restarted.take_lease("ctl", "w2", 3600)
+
+
+async def test_racing_workers_lease_each_controller_to_exactly_one(open_store):
+    stores = [await open_store() for _ in range(4)]
+    controllers = [f"c{i}" for i in range(25)]
+
+    async def race(n: int) -> list[str]:
+        return [c for c in controllers if await stores[n].take_lease(c, f"w{n}", 30)]
+
+    won = await asyncio.gather(*(race(n) for n in range(4)))
+    taken = Counter(c for got in won for c in got)
+    assert set(taken) == set(controllers) and set(taken.values()) == {1}
+
+
+async def test_worker_rows_heartbeat_drain_and_load(open_store):
+    store = await open_store()
+    await store.worker_up("w1", "first")
+    await store.worker_up("w2", "x")
+    assert await store.live_workers(30) == ["w1", "w2"]
+    assert await store.heartbeat("w1", "first", running=2, queued=3, contexts=4)
+    await store.take_lease("ctl", "w1", 30)
+    row = {w.name: w for w in await store.workers()}["w1"]
+    assert (row.running, row.queued, row.contexts, row.leases) == (2, 3, 4, 1)
+    assert row.heartbeat_age < 30
+    await store.worker_up("w1", "second")  # restarted: the new process has the name now
+    assert not await store.heartbeat("w1", "first", running=0, queued=0, contexts=0)
+    await store.set_draining("w2")
+    assert await store.live_workers(30) == ["w1"], "a draining worker gets no new controller"
+    await store.release_leases("w1")
+    await store.worker_gone("w1", "second")
+    assert await store.live_workers(30) == []
+    assert {w.name: w.gone for w in await store.workers()} == {"w1": True, "w2": False}
+    assert await store.leases() == []
+    assert await store.forget_workers(3600) == 0, "both beat within the hour"
+    await asyncio.sleep(0.2)
+    assert await store.forget_workers(0.1) == 2
+
+
+async def test_a_taken_over_controllers_held_commands_move_to_one_worker(open_store):
+    store, other = await open_store(), await open_store()
+    for n, sender in enumerate(["ctl", "ctl", "other"]):
+        await store.hold(
+            outer_id=f"o{n}",
+            event_id=f"e{n}",
+            sender=sender,
+            scheme="nip17",
+            request_id=n,
+            text=False,
+            tool="click",
+            worker="w1",
+        )
+    await store.take_lease("ctl", "w1", 30)
+    assert await store.start_held("o0", "ctl", "w1"), "w1 holds both: it may run it"
+    assert await store.orphans("w2") == ["other"], "ctl has a live lease, other has none"
+    await store.release_lease("ctl", "w1")
+    assert sorted(await other.orphans("w2")) == ["ctl", "other"]
+    assert await other.take_lease("ctl", "w2", 30)
+    adopted = await other.adopt_held("ctl", "w2")
+    assert [(p.outer_id, p.request_id, p.running) for p in adopted] == [
+        ("o0", 0, True),
+        ("o1", 1, False),
+    ], "oldest first, as they were"
+    assert await other.adopt_held("ctl", "w2") == [], "moved once"
+    # the paused worker wakes: its rows are gone, so it neither runs nor answers them
+    assert not await store.start_held("o1", "ctl", "w1")
+    assert not await store.answering("o0", "w1")
+    assert await other.answering("o0", "w2")
+    assert [p.outer_id for p in await store.unanswered("w1")] == ["o2"]

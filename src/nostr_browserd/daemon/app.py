@@ -1,10 +1,12 @@
 """The daemon: login, relays, inbox, dispatcher, outbox, browser and local channel, joined.
 
-Start order: state store → identity → (embedded relay) → browser → relay pool → inbox
-subscription → announcements (kind 10050, 10002, 0) → local channel → ``READY=1``.
-Stop order is the reverse, after the dispatcher has finished the running commands and sent
-their replies.  A read-only identity starts everything except the inbox: it serves the local
-channel and status, and says plainly that it cannot read or answer direct messages.
+Start order: state store → identity → (embedded relay) → browser → worker row and heartbeat
+→ relay pool → inbox subscription → announcements (kind 10050, 10002, 0) → local channel →
+``READY=1``.  Stop order is the reverse, after a drain: the worker takes nothing new, the
+dispatcher finishes the running and queued commands and sends their replies, and the worker
+saves its controllers' sessions and releases their leases.  A read-only identity starts
+everything except the inbox: it serves the local channel and status, and says plainly that it
+cannot read or answer direct messages.
 With no identity (``[identity] method = "none"``, or logged out) only the local channel
 runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon waits for
 ``login`` there.
@@ -15,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,7 @@ from .notify import notify, watchdog, watchdog_interval
 from .push import EventForwarder
 from .store import Store, open_store
 from .store.state_files import shelve
+from .workers import Worker
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,7 @@ class Daemon:
         self.browser = BrowserPool(config.browser)
         self.link: NostrLink | None = None
         self.dispatcher: Dispatcher | None = None
+        self.worker: Worker | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
@@ -115,7 +118,6 @@ class Daemon:
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
         )
-        self.dispatcher.worker_name = socket.gethostname()
         self.dispatcher.asker = AskRunner(
             self.dispatcher,
             self.store,
@@ -124,6 +126,12 @@ class Daemon:
             REGISTRY,
             self.config.browser.result_cap,
         )
+        state = self.config.state
+        self.worker = Worker(
+            self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
+        )
+        self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
+        await self.worker.start()
         await self._connect_nostr()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
@@ -169,10 +177,15 @@ class Daemon:
         """Finish running commands and their replies, then close everything, in reverse."""
         self._stop.set()
         notify("STOPPING=1")
+        if self.worker is not None:
+            await self.worker.drain()
         if self.link is not None:
             self.link.stop_listening()
         if self.dispatcher is not None:
             await self.dispatcher.close()
+        if self.worker is not None:
+            await self.worker.leave()
+            self.worker = None
         if self.local is not None:
             await self.local.close()
         await self.forwarder.close()
@@ -210,7 +223,8 @@ class Daemon:
 
     async def _prune_store(self) -> None:
         """Hourly: forget seen and rejected ids older than the retention (far beyond any
-        relay's re-delivery), and keep the rejected ids and the audit log within their bounds."""
+        relay's re-delivery), and workers silent as long; keep the rejected ids and the audit
+        log within their bounds."""
         assert self.store is not None
         state = self.config.state
         while True:
@@ -221,6 +235,7 @@ class Daemon:
                     audit_age=state.audit_retention,
                     max_audit=state.audit_max_rows,
                 )
+                pruned += await self.store.forget_workers(state.seen_retention)
             except BrowserdError as exc:
                 log.error("%s", exc.message)
                 pruned = 0
@@ -254,6 +269,7 @@ class Daemon:
             store=self.store,
             dispatcher=self.dispatcher,
             controllers=self.config.allowed,
+            gate=self.worker,
         )
         await self.link.start()
 
@@ -327,7 +343,8 @@ class Daemon:
     # --- status ------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        """Identity, relays and their state, controllers, queues, recent commands."""
+        """Identity, relays and their state, controllers, queues, recent commands, and the
+        workers sharing the state store with their load and leases."""
         login = self.identity.status()
         relays = {}
         if self.link is not None:
@@ -374,6 +391,8 @@ class Daemon:
                 for a in await self.store.approvals()
             ]
             status["recent"] = [e.to_dict() for e in await self.store.recent(10)]
+        if self.worker is not None:
+            status.update(await self.worker.status())
         return status
 
     async def _live(self) -> dict[str, Any]:

@@ -224,13 +224,18 @@ def _local_token(config: Config) -> str | None:
         return None
 
 
-async def _recent_commands(config: Config) -> list[dict[str, Any]]:
-    """The last commands a stopped daemon recorded, from its state store."""
+async def _stored_status(config: Config) -> dict[str, Any]:
+    """What the state store says while this daemon is stopped: the workers sharing it (others
+    may be running), their leases, and the last commands recorded."""
     from .store import open_store
 
     store = await open_store(config.state)
     try:
-        return [e.to_dict() for e in await store.recent(10)]
+        return {
+            "workers": [w.to_dict() for w in await store.workers()],
+            "leases": [lease.to_dict() for lease in await store.leases()],
+            "recent": [e.to_dict() for e in await store.recent(10)],
+        }
     finally:
         await store.close()
 
@@ -247,11 +252,12 @@ def _status(config: Config, as_json: bool) -> int:
         print(f"nostr-browserd is not running (nothing answers on 127.0.0.1:{config.local.port}).")
         if config.state.database or (config.state.dir / "state.sqlite3").exists():
             try:
-                recent = asyncio.run(_recent_commands(config))
+                stored = asyncio.run(_stored_status(config))
             except BrowserdError as exc:
                 print(f"nostr-browserd: {exc.message}", file=sys.stderr)
                 return EXIT_NOT_RUNNING
-            _print_recent(recent)
+            _print_workers(stored["workers"], stored["leases"])
+            _print_recent(stored["recent"])
         return EXIT_NOT_RUNNING
     if as_json:
         print(json.dumps(status, indent=2, ensure_ascii=False))
@@ -280,6 +286,7 @@ def _status(config: Config, as_json: bool) -> int:
             f"~{e['estimated_mb']:g} MB, network policy: {e['network_policy']}{error}"
         )
     _print_approvals(status.get("approvals") or [])
+    _print_workers(status.get("workers") or [], status.get("leases") or [])
     _print_recent(status.get("recent") or [])
     return EXIT_OK
 
@@ -295,6 +302,35 @@ def _print_approvals(approvals: list[dict[str, Any]]) -> None:
             f"  {a['tool']} for {a['controller'][:16]}…, asked of {a['approver'][:16]}…"
             f" on {a['worker']} (forgotten in {left:.0f} s)"
         )
+
+
+LEASES_SHOWN = 20
+
+
+def _print_workers(workers: list[dict[str, Any]], leases: list[dict[str, Any]]) -> None:
+    """The workers sharing the state store, the load on each, and who serves which controller."""
+    if not workers:
+        return
+    print("workers:")
+    for w in workers:
+        state = (
+            "gone"
+            if w["gone"]
+            else "draining"
+            if w["draining"]
+            else f"heartbeat {w['heartbeat_age']:g} s ago"
+        )
+        print(
+            f"  {w['name']}: {state}; {w['running']} running, {w['queued']} queued,"
+            f" {w['contexts']} contexts, {w['leases']} leases"
+        )
+    print("leases:" if leases else "no controller leased.")
+    for lease in leases[:LEASES_SHOWN]:
+        left = lease["expires_in"]
+        expiry = f"expires in {left:g} s" if left > 0 else "expired"
+        print(f"  {npub_encode(lease['controller'])[:24]}… -> {lease['worker']} ({expiry})")
+    if len(leases) > LEASES_SHOWN:
+        print(f"  … and {len(leases) - LEASES_SHOWN} more")
 
 
 def _print_recent(entries: list[dict[str, Any]]) -> None:

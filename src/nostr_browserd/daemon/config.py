@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args, get_origin
@@ -269,6 +270,10 @@ class StateConfig(Section):
     audit_max_rows: int = Field(default=100_000, ge=1)
     # A PostgreSQL URL moves the store there (several daemons can share it); None: SQLite.
     database: str | None = None
+    # This worker's name among those sharing the database (each its own), and how long a
+    # controller stays leased to a worker that stopped renewing (a dead one), in seconds.
+    worker: str = Field(default_factory=socket.gethostname, min_length=1, max_length=64)
+    lease: float = Field(default=15.0, ge=1.0, le=3600.0)
 
     _path = field_validator("dir", mode="before")(_expand_path)
 

@@ -31,7 +31,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
@@ -44,7 +44,10 @@ from ..redact import redact
 from .config import ControllerConfig, Role
 from .inbox import Incoming, Scheme
 from .pending import notice
-from .store import Store
+from .store import Pending, Store
+
+if TYPE_CHECKING:
+    from .workers import Worker
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +83,12 @@ Deliver = Callable[[str, Any], Awaitable[bool]]
 
 @dataclass(frozen=True)
 class Answer:
-    """A handled command: the response, and its wire form (text or JSON, as it came)."""
+    """A handled command: the response, its wire form (text or JSON, as it came), and the
+    request when the message parsed."""
 
     response: Response
     wire: str
+    request: Request | None = None
 
 
 class Asker(Protocol):
@@ -202,7 +207,10 @@ class Dispatcher:
         self._guesses: dict[str, int] = {}  # approve/deny codes sent by a non-approver
         self._closing = False
         self.asker: Asker | None = None
-        self.worker_name = ""  # whose approvals these are, among workers sharing the store
+        self.worker_name = ""  # whose approvals and held commands these are ([state] worker)
+        # The daemon's worker (leases, fencing, saved sessions); None where no DM is served
+        # (MCP --local, tests of the dispatcher alone): commands are then held unfenced.
+        self.worker: Worker | None = None
 
     # --- intake ------------------------------------------------------------------------
 
@@ -217,6 +225,20 @@ class Dispatcher:
     def is_known(self, pubkey: str) -> bool:
         """Allow-listed: a controller or an approver (read at each message: SIGHUP-safe)."""
         return pubkey in self.controllers or pubkey in self.approvers()
+
+    def approval_code(self, content: str) -> str | None:
+        """The code of an ``approve``/``deny`` message, or None for anything else."""
+        match = APPROVAL.match(content)
+        return match[2].upper() if match else None
+
+    def holds_code(self, code: str) -> bool:
+        """Whether a command of this worker waits for an approval with ``code``."""
+        return code in self._approvals
+
+    def idle(self, controller: str) -> bool:
+        """Nothing of ``controller``'s runs or waits here (it may move to another worker)."""
+        queue = self._queues.get(controller)
+        return controller not in self._running and (queue is None or queue.empty())
 
     def submit(self, incoming: Incoming) -> None:
         """Take an authenticated message; never blocks the inbox.
@@ -272,6 +294,7 @@ class Dispatcher:
             request_id=request.id if request else None,
             text=is_text(incoming.content),
             tool=request.tool if request else None,
+            worker=self.worker_name,
         )
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
@@ -292,14 +315,43 @@ class Dispatcher:
                 except BrowserdError as exc:
                     await self._handle(incoming, exc)
                     continue
-                if self._closing:
-                    await self._handle(incoming, _stopping())
-                else:
-                    await self._store_quietly(self.store.mark_running(incoming.outer_id))
-                    await self._handle(incoming)
+                if not await self._start(incoming):
+                    continue  # another worker took the controller over, and answers it
+                await self._handle(incoming, fenced=self.worker is not None)
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
             await self._store_quietly(self.store.release(incoming.outer_id))
+
+    async def _start(self, incoming: Incoming) -> bool:
+        """Mark the held command running; with a worker, only if the command and the
+        controller's lease are still this worker's (fencing: a worker that was paused past
+        its lease must not run what another worker has taken over)."""
+        if self.worker is None:
+            await self._store_quietly(self.store.mark_running(incoming.outer_id))
+            return True
+        try:
+            if await self.store.start_held(incoming.outer_id, incoming.sender, self.worker.name):
+                return True
+            # The lease lapsed (a pause) and nobody took it: renew it, and look again.
+            if await self.worker.renew(incoming.sender) and await self.store.start_held(
+                incoming.outer_id, incoming.sender, self.worker.name
+            ):
+                return True
+            if await self.store.answering(incoming.outer_id, self.worker.name):
+                # Still ours, but the controller is another worker's now: say it was not run.
+                moved = BrowserdError(
+                    ErrorCode.UNAVAILABLE,
+                    "This controller moved to another worker before this command ran; it was"
+                    " not run. Send it again.",
+                )
+                await self._handle(incoming, moved)
+                await self._store_quietly(self.store.release(incoming.outer_id))
+                return False
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+            return True  # the store is down: the claim was ours, run it as before
+        log.warning("%s was taken over by another worker: not run here", incoming.event_id[:12])
+        return False
 
     async def _store_quietly(self, write: Awaitable[Any]) -> None:
         """A store write the command does not depend on: a full disk is logged, not raised."""
@@ -309,12 +361,18 @@ class Dispatcher:
             log.error("%s", exc.message)
 
     async def answer_unanswered(self) -> None:
-        """At start: answer what a killed daemon held, as not run or as interrupted.
+        """At start: answer what this worker held when it was killed."""
+        await self.answer_held(await self.store.unanswered(self.worker_name))
+
+    async def answer_held(self, rows: list[Pending]) -> None:
+        """Answer held commands that were never answered, as not run or as interrupted: at
+        start (this worker's, from before it was killed), or on taking a controller over
+        (another worker's).
 
         Nothing is run again (its ids stay claimed): a command that was running may have
         been partly done, and its sender is told so, to look before sending it again.
         """
-        for held in await self.store.unanswered():
+        for held in rows:
             if held.running:
                 error = BrowserdError(
                     ErrorCode.INTERRUPTED,
@@ -350,6 +408,7 @@ class Dispatcher:
         local: bool = False,
         deliver: Deliver | None = None,
         refusal: BrowserdError | None = None,
+        fence: Callable[[], Awaitable[bool]] | None = None,
     ) -> Answer:
         """Parse, police, run, encode, deliver and audit one command: every transport's path.
 
@@ -359,6 +418,8 @@ class Dispatcher:
         request's id when the message parses.  ``deliver`` sends a message to the sender (a
         DM) and says whether it went out: the reply, and before it any notice that the
         command waits for its approver; without it the caller sends ``Answer.wire`` itself.
+        ``fence()`` is asked before the reply goes out: False means another worker took the
+        command over and answered it, so this reply stays unsent.
         """
         started = time.perf_counter()
         request: Request | None = None
@@ -375,9 +436,12 @@ class Dispatcher:
             internal = BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it.")
             response = error_response(request.id if request else None, refusal or internal)
         wire = self.encode(response, as_text)
+        if fence is not None and not await fence():
+            log.warning("the reply to %s stays unsent: another worker answered it", owner[:12])
+            return Answer(response, wire, request)
         delivered = True if deliver is None else await deliver(wire, response.get("id"))
         await self._audit(owner, transport, request, response, started, delivered)
-        return Answer(response, wire)
+        return Answer(response, wire, request)
 
     def encode(self, response: Response, as_text: bool) -> str:
         """``protocol.encode`` with the configured result cap."""
@@ -409,18 +473,28 @@ class Dispatcher:
         finally:
             self._running.pop(owner, None)
 
-    async def _handle(self, incoming: Incoming, refusal: BrowserdError | None = None) -> None:
-        """One DM: its reply goes back by DM, in the scheme it came in."""
+    async def _handle(
+        self, incoming: Incoming, refusal: BrowserdError | None = None, fenced: bool = False
+    ) -> Answer:
+        """One DM: its reply goes back by DM, in the scheme it came in.  ``fenced``: it is a
+        held command, answered only while its row is still this worker's."""
 
         async def deliver(wire: str, request_id: Any) -> bool:
             return await self._deliver(incoming, wire, request_id)
 
-        await self.handle(
+        async def fence() -> bool:
+            try:
+                return await self.store.answering(incoming.outer_id, self.worker_name)
+            except BrowserdError:
+                return True  # the store is down: answer rather than stay silent
+
+        return await self.handle(
             incoming.sender,
             incoming.content,
             transport=incoming.scheme,
             deliver=deliver,
             refusal=refusal,
+            fence=fence if fenced else None,
         )
 
     async def _deliver(self, incoming: Incoming, text: str, request_id: Any) -> bool:
@@ -690,7 +764,8 @@ class Dispatcher:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Finish each running command and reply; refuse what is queued; deny held ones."""
+        """Finish each running and queued command and its reply (a drain: what was claimed
+        here is answered here); deny the commands held for their approver."""
         self._closing = True
         if self.asker is not None:
             self.asker.stop_all()

@@ -16,9 +16,12 @@ The order of the checks is the point of this module:
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
    which names the seal's signer, so a stranger's seal is never decrypted, its wrap id is
    remembered as rejected, and :class:`StrangerBudget` bounds these decryptions per minute;
-5. the replay guard claims the wrap id and the rumor id (or the kind 4 id) in SQLite, so a
-   command runs at most once, across relays and restarts;
-6. a command older than the freshness window, dated in the future, or expired (NIP-40) is
+5. with several workers sharing the identity, the gate (``daemon/workers.py``) says whether
+   this worker may claim the sender's command now, or keeps it aside, unclaimed, while the
+   sender's controller is leased to another worker;
+6. the replay guard claims the wrap id and the rumor id (or the kind 4 id) in the store, so a
+   command runs at most once, across relays, restarts and workers;
+7. a command older than the freshness window, dated in the future, or expired (NIP-40) is
    refused with an answer, since its sender is authenticated and may simply be offline.
 """
 
@@ -29,9 +32,9 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip17, nip40
@@ -75,6 +78,18 @@ class Incoming:
     expiration: int | None = None
     refusal: BrowserdError | None = None
     received: float = field(default_factory=time.monotonic)
+
+
+Proceed = Callable[[Incoming], Awaitable[None]]
+
+
+class Gate(Protocol):
+    """Which worker claims a command: the one its controller is leased to."""
+
+    async def admit(self, incoming: Incoming, proceed: Proceed) -> bool:
+        """True: claim it now.  False: not this worker's now; when it becomes so, the gate
+        calls ``proceed(incoming)`` (which claims and submits it)."""
+        ...
 
 
 class StrangerBudget:
@@ -145,8 +160,10 @@ class Inbox:
         freshness: float,
         stranger_budget: int = STRANGER_BUDGET,
         backlog_size: int = BACKLOG_SIZE,
+        gate: Gate | None = None,
     ) -> None:
         self.signer, self.pubkey, self.store = signer, pubkey, store
+        self.gate = gate
         self.is_known = is_known
         self.kinds = {KIND_OF[s] for s in schemes}
         self.freshness = freshness
@@ -242,12 +259,14 @@ class Inbox:
         and taking both in turn costs at most twice the better of the two.
         """
         opening: deque[asyncio.Task[Incoming | None]] = deque()
+        opened: asyncio.Queue[Incoming] = asyncio.Queue()
+        settling = asyncio.create_task(self._settle(opened, submit))
         try:
             while True:
                 while opening and opening[0].done():
                     incoming = opening.popleft().result()
                     if incoming is not None:
-                        submit(incoming)
+                        opened.put_nowait(incoming)
                 self._arrived.clear()
                 if self._arrivals:
                     await self.sort()
@@ -269,8 +288,26 @@ class Inbox:
                     if arrival is not None:
                         arrival.cancel()
         finally:
+            settling.cancel()
             for task in opening:
                 task.cancel()
+
+    async def _settle(self, opened: asyncio.Queue[Incoming], submit: Callable[[Incoming], None]):
+        """Claim the opened commands one at a time, in the order they arrived, and submit
+        them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
+
+        async def proceed(incoming: Incoming) -> None:
+            claimed = await self.claimed(incoming)
+            if claimed is not None:
+                submit(claimed)
+
+        while True:
+            incoming = await opened.get()
+            try:
+                if self.gate is None or await self.gate.admit(incoming, proceed):
+                    await proceed(incoming)
+            except Exception:  # one command must never stop the inbox
+                log.exception("could not take %s", incoming.event_id[:12])
 
     def _next(self) -> tuple[Event | None, float | None]:
         """The next event to open, or None and how long the budget needs (None: no limit)."""
@@ -289,7 +326,7 @@ class Inbox:
 
     async def _open_safely(self, event: Event, held: bool) -> Incoming | None:
         try:
-            return await self.open(event)
+            return await self.authenticate(event)
         except Exception:  # one bad event must never stop the inbox
             log.exception("could not process event %s", str(event.get("id", "?"))[:12])
             return None
@@ -299,15 +336,21 @@ class Inbox:
                 self.budget.hold(-1)
 
     async def open(self, event: Event) -> Incoming | None:
-        """The command ``event`` carries, or None when it must be ignored."""
+        """The command ``event`` carries, claimed, or None when it must be ignored."""
+        incoming = await self.authenticate(event)
+        return None if incoming is None else await self.claimed(incoming)
+
+    async def authenticate(self, event: Event) -> Incoming | None:
+        """The command ``event`` carries, not yet claimed, or None when it must be ignored."""
         if not self._addressed(event) or not await self._unknown(event):
             return None
         if event["kind"] == DM_KIND:
-            incoming = await self._open_nip04(event)
-        else:
-            incoming = await self._open_nip17(event)
-        if incoming is None:
-            return None
+            return await self._open_nip04(event)
+        return await self._open_nip17(event)
+
+    async def claimed(self, incoming: Incoming) -> Incoming | None:
+        """``incoming`` once claimed (the replay guard), and checked for freshness; None when
+        it was claimed before: by this worker, or by another one that ran it."""
         try:
             fresh = await self.store.claim({incoming.outer_id, incoming.event_id})
         except BrowserdError as exc:  # a full disk: answered as not run, never run later

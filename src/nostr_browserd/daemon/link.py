@@ -23,7 +23,7 @@ from ..nostr.signer import Signer
 from ..supervise import supervise
 from .config import ControllerConfig, NostrConfig
 from .dispatch import Dispatcher
-from .inbox import Inbox, Incoming, Scheme, subscription_filters
+from .inbox import Gate, Inbox, Incoming, Scheme, subscription_filters
 from .outbox import Outbox
 from .store import Store
 
@@ -46,8 +46,11 @@ class NostrLink:
         store: Store,
         dispatcher: Dispatcher,
         controllers: Callable[[], dict[str, ControllerConfig]],
+        gate: Gate | None = None,
     ) -> None:
+        """``gate`` decides, before each claim, whether this worker claims the command."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
+        self.gate = gate
         self.config, self.store, self.dispatcher = config, store, dispatcher
         self.controllers = controllers
         self.pubkey: str | None = None
@@ -83,6 +86,7 @@ class NostrLink:
             schemes=self.config.dm,
             freshness=self.config.freshness,
             stranger_budget=self.config.stranger_budget,
+            gate=self.gate,
         )
         filters = subscription_filters(pubkey, self.config.dm, now(), self.config.freshness)
         self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)

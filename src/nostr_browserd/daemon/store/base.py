@@ -29,6 +29,7 @@ from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
+from .leases import LeaseTables
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
 # Each migration is a list of statements; a database at version n runs the steps after n.
@@ -67,6 +68,15 @@ class Pending:
     running: bool
 
 
+PENDING_COLUMNS = "outer_id, event_id, sender, scheme, request_id, text, tool, running"
+
+
+def _pending(row: Sequence[Any]) -> Pending:
+    return Pending(
+        row[0], row[1], row[2], row[3], json.loads(row[4]), bool(row[5]), row[6], bool(row[7])
+    )
+
+
 def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[int, list[str]]]:
     """The migrations a database at ``version`` still needs, numbered from 1.
 
@@ -81,9 +91,10 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(ABC):
-    """The replay guard, the held commands, the audit log, ``ask``'s conversations and the
-    saved browser states (what ``browser.shelf.StateShelf`` asks of it)."""
+class Store(LeaseTables, ABC):
+    """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
+    browser states (what ``browser.shelf.StateShelf`` asks of it), and the workers and their
+    controller leases (``LeaseTables``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
@@ -178,14 +189,16 @@ class Store(ABC):
         request_id: Any,
         text: bool,
         tool: str | None,
+        worker: str = "",
     ) -> None:
-        """Keep a queued command until :meth:`release`: a restart answers what is left."""
+        """Keep a queued command until :meth:`release`: a restart answers what is left, and
+        so does a worker that takes ``worker``'s controller over."""
         await self._change(
             "INSERT INTO pending (outer_id, event_id, sender, scheme, request_id, text, tool,"
-            " running, at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?) ON CONFLICT (outer_id) DO UPDATE"
-            " SET event_id = excluded.event_id, sender = excluded.sender,"
+            " running, at, worker) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT (outer_id)"
+            " DO UPDATE SET event_id = excluded.event_id, sender = excluded.sender,"
             " scheme = excluded.scheme, request_id = excluded.request_id, text = excluded.text,"
-            " tool = excluded.tool, running = 0, at = excluded.at",
+            " tool = excluded.tool, running = 0, at = excluded.at, worker = excluded.worker",
             (
                 outer_id,
                 event_id,
@@ -195,6 +208,7 @@ class Store(ABC):
                 int(text),
                 tool,
                 time.time(),
+                worker,
             ),
         )
 
@@ -206,16 +220,27 @@ class Store(ABC):
         """The held command was answered."""
         await self._change("DELETE FROM pending WHERE outer_id = ?", (outer_id,))
 
-    async def unanswered(self) -> list[Pending]:
-        """Commands a stopped daemon held without answering them, oldest first."""
+    async def unanswered(self, worker: str = "") -> list[Pending]:
+        """Commands ``worker`` held without answering them when it stopped, oldest first."""
         rows = await self._rows(
-            "SELECT outer_id, event_id, sender, scheme, request_id, text, tool, running"
-            " FROM pending ORDER BY at"
+            f"SELECT {PENDING_COLUMNS} FROM pending WHERE worker = ? ORDER BY at", (worker,)
         )
-        return [
-            Pending(r[0], r[1], r[2], r[3], json.loads(r[4]), bool(r[5]), r[6], bool(r[7]))
-            for r in rows
-        ]
+        return [_pending(r) for r in rows]
+
+    async def adopt_held(self, controller: str, worker: str) -> list[Pending]:
+        """Make ``worker`` the holder of what other workers left unanswered for ``controller``,
+        oldest first.
+
+        Called by the worker that has just taken the controller's lease: one statement moves
+        the rows, so of two workers that did, only one answers each row, and a worker that
+        was paused finds its rows gone (``start_held``, ``answering``).
+        """
+        rows = await self._rows(
+            f"UPDATE pending SET worker = ? WHERE sender = ? AND worker <> ?"
+            f" RETURNING {PENDING_COLUMNS}, at",
+            (worker, controller, worker),
+        )
+        return [_pending(r) for r in sorted(rows, key=lambda r: r[-1])]
 
     async def prune(self, older_than: float, now: float | None = None) -> int:
         """Forget seen and rejected ids older than ``older_than`` seconds, and approvals that

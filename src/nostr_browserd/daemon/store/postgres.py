@@ -48,6 +48,19 @@ MIGRATIONS: Migrations = (
         " controller TEXT NOT NULL, approver TEXT NOT NULL, tool TEXT NOT NULL,"
         " at DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL)",
     ),
+    # 4: workers, their controller leases, and the worker holding each pending command
+    (
+        "CREATE TABLE worker (name TEXT PRIMARY KEY, instance TEXT NOT NULL,"
+        " started DOUBLE PRECISION NOT NULL, heartbeat DOUBLE PRECISION NOT NULL,"
+        " draining INTEGER NOT NULL DEFAULT 0, gone INTEGER NOT NULL DEFAULT 0,"
+        " running INTEGER NOT NULL DEFAULT 0, queued INTEGER NOT NULL DEFAULT 0,"
+        " contexts INTEGER NOT NULL DEFAULT 0)",
+        "CREATE TABLE lease (controller TEXT PRIMARY KEY, worker TEXT NOT NULL,"
+        " expires DOUBLE PRECISION NOT NULL, since DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX lease_worker ON lease (worker)",
+        "ALTER TABLE pending ADD COLUMN worker TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX pending_sender ON pending (sender)",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time
@@ -64,6 +77,8 @@ def describe(dsn: str) -> str:
 
 class PostgresStore(Store):
     """The store in the PostgreSQL database at ``dsn``: :meth:`open` it before use."""
+
+    now_sql = "extract(epoch from clock_timestamp())::float8"
 
     unlimited = "LIMIT ALL"
 

@@ -44,11 +44,26 @@ MIGRATIONS: Migrations = (
         " controller TEXT NOT NULL, approver TEXT NOT NULL, tool TEXT NOT NULL,"
         " at REAL NOT NULL, expires REAL NOT NULL) WITHOUT ROWID",
     ),
+    # 4: workers, their controller leases, and the worker holding each pending command
+    (
+        "CREATE TABLE worker (name TEXT PRIMARY KEY, instance TEXT NOT NULL,"
+        " started REAL NOT NULL, heartbeat REAL NOT NULL,"
+        " draining INTEGER NOT NULL DEFAULT 0, gone INTEGER NOT NULL DEFAULT 0,"
+        " running INTEGER NOT NULL DEFAULT 0, queued INTEGER NOT NULL DEFAULT 0,"
+        " contexts INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
+        "CREATE TABLE lease (controller TEXT PRIMARY KEY, worker TEXT NOT NULL,"
+        " expires REAL NOT NULL, since REAL NOT NULL) WITHOUT ROWID",
+        "CREATE INDEX lease_worker ON lease (worker)",
+        "ALTER TABLE pending ADD COLUMN worker TEXT NOT NULL DEFAULT ''",
+        "CREATE INDEX pending_sender ON pending (sender)",
+    ),
 )
 
 
 class SqliteStore(Store):
     """The store in ``path``; one connection, used from the daemon's event loop."""
+
+    now_sql = "(julianday('now') - 2440587.5) * 86400.0"
 
     def __init__(self, path: Path) -> None:
         super().__init__()

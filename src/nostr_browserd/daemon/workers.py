@@ -1,0 +1,322 @@
+"""This daemon as one of several workers that share an identity and a state store.
+
+Every worker reads every relay, so every worker opens every command.  The claim (one statement
+in the store) decides which worker runs it; the controller's lease decides which worker may
+claim it, so that one controller's commands run in order, in one browser context:
+
+- After a message is authenticated and before it is claimed, :meth:`Worker.admit` asks whether
+  this worker holds, or may take, the sender's lease.  A message for a controller leased to
+  another worker is kept aside, unclaimed, in arrival order; it is dropped once the other
+  worker has claimed it, and claimed here when the lease comes free (released, or expired
+  because its worker died), to be run or, if the other worker had it, dropped as a replay.
+- Free controllers go to their preferred worker: rendezvous hashing over the live workers that
+  are not draining, so each worker gets a fair share and a new worker takes only its own share.
+  Any worker takes a controller whose message has waited :data:`GRACE` seconds (its preferred
+  worker does not see it).  A controller idle for a lease period is handed to its preferred
+  worker when that is another one, so a worker that joins later gets its share too.
+- A heartbeat every third of the lease renews this worker's row and every lease it holds; a
+  lease it finds taken by another worker (it was paused) is dropped, and its commands are
+  fenced by the store (``start_held``, ``answering``).  When a worker dies, its leases expire
+  and another worker takes its controllers, answers what the dead one held (``INTERRUPTED``
+  when it was running, not run when queued), and serves what arrived meanwhile, in order.
+- SIGTERM drains: nothing new is admitted, what was claimed runs to its reply, the leases are
+  released at once (others take over without waiting) and the worker is marked gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import math
+import secrets
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..browser.session import BrowserPool
+from ..errors import BrowserdError
+from .inbox import Incoming
+from .store import Store
+
+if TYPE_CHECKING:
+    from .dispatch import Dispatcher
+
+log = logging.getLogger(__name__)
+
+GRACE = 2.0
+"""Seconds a message waits for its controller's preferred worker before any worker takes it."""
+ASIDE_TICK = 0.25
+"""Seconds between two looks at the messages kept aside."""
+LIVE_FRESH = 1.0
+"""Seconds the list of live workers is trusted before a free controller is placed by it."""
+
+Proceed = Callable[[Incoming], Awaitable[None]]
+
+
+def preferred(controller: str, workers: Sequence[str]) -> str | None:
+    """The worker ``controller`` goes to when free: the highest hash of (worker, controller).
+
+    Rendezvous hashing: each worker gets an even share, and a worker joining or leaving moves
+    only the controllers that prefer it.
+    """
+
+    def score(worker: str) -> bytes:
+        return hashlib.sha256(f"{worker}\n{controller}".encode()).digest()
+
+    return max(workers, key=score, default=None)
+
+
+class Worker:
+    """This process's worker row, its leases, its heartbeat and the messages kept aside."""
+
+    def __init__(
+        self,
+        store: Store,
+        name: str,
+        lease: float,
+        *,
+        dispatcher: Dispatcher,
+        browser: BrowserPool,
+    ) -> None:
+        self.store, self.name, self.lease = store, name, lease
+        self.dispatcher, self.browser = dispatcher, browser
+        self.instance = secrets.token_hex(8)  # this process, among those that used the name
+        self.held: set[str] = set()
+        self.live: list[str] = [name]
+        self._live_at = -math.inf  # when ``live`` was read
+        self.draining = False
+        self.aside: dict[str, deque[tuple[Incoming, Proceed]]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._used: dict[str, float] = {}  # when a controller's last message was admitted
+        self._orphaned: dict[str, float] = {}  # when its dead worker's commands were found
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register (taking the name back from a killed process at once) and start beating."""
+        await self.store.worker_up(self.name, self.instance)
+        await self._refresh_live()
+        self._tasks = [
+            asyncio.create_task(self._beat()),
+            asyncio.create_task(self._watch_aside()),
+        ]
+        log.info("worker %s: controllers leased for %g s", self.name, self.lease)
+
+    async def drain(self) -> None:
+        """Admit nothing more; other workers stop preferring this one (SIGTERM, first step)."""
+        self.draining = True
+        self.aside.clear()
+        with contextlib.suppress(BrowserdError):
+            await self.store.set_draining(self.name)
+
+    async def leave(self) -> None:
+        """After the claimed commands ran: release every lease, go."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await self.store.release_leases(self.name)
+            await self.store.worker_gone(self.name, self.instance)
+        except BrowserdError as exc:
+            log.error("%s (the leases expire by themselves)", exc.message)
+        log.info("worker %s: released %d controller(s)", self.name, len(self.held))
+        self.held.clear()
+
+    # --- admission: before the claim ---------------------------------------------------
+
+    async def admit(self, incoming: Incoming, proceed: Proceed) -> bool:
+        """Whether this worker claims ``incoming`` now.
+
+        False when it is another worker's: an ``approve`` for a code another worker holds is
+        left to it; a command for a controller leased elsewhere is kept aside, and once the
+        lease is this worker's ``proceed(incoming)`` claims and submits it.
+        """
+        if self.draining:
+            return False
+        code = self.dispatcher.approval_code(incoming.content)
+        if code is not None:
+            return await self._holds_code(code)
+        controller = incoming.sender
+        if incoming.refusal is not None or controller not in self.dispatcher.controllers:
+            return True  # answered at once, by whichever worker claims it
+        waiting = self.aside.get(controller)
+        if waiting:  # behind those already kept aside: in order
+            waiting.append((incoming, proceed))
+            return False
+        try:
+            if await self._lease(controller, waited=0.0):
+                return True
+        except BrowserdError as exc:  # the claim cannot be written either: it says so
+            log.error("%s", exc.message)
+            return True
+        self.aside[controller] = deque([(incoming, proceed)])
+        self._wake.set()
+        return False
+
+    async def _holds_code(self, code: str) -> bool:
+        """An approval goes to the worker whose command waits for it (the store's approval
+        table says which); a code nobody holds is answered by whichever worker claims it."""
+        if self.dispatcher.holds_code(code):
+            return True
+        try:
+            holder = await self.store.approval_holder(code)
+        except BrowserdError as exc:  # the claim cannot be written either: it says so
+            log.error("%s", exc.message)
+            return True
+        return holder is None or holder == self.name
+
+    async def _may_take(self, controller: str, waited: float) -> bool:
+        if controller in self.held or waited >= GRACE:
+            return True
+        if time.monotonic() - self._live_at > LIVE_FRESH:
+            await self._refresh_live()
+        return preferred(controller, self.live) in (self.name, None)
+
+    async def _refresh_live(self) -> None:
+        """Read the live workers that take new controllers (this one, unless draining)."""
+        live = await self.store.live_workers(self.lease)
+        if not self.draining and self.name not in live:
+            live = sorted([*live, self.name])
+        self.live, self._live_at = live, time.monotonic()
+
+    async def _lease(self, controller: str, waited: float) -> bool:
+        """Take or renew ``controller``'s lease; on taking it, answer what others left."""
+        lock = self._locks.setdefault(controller, asyncio.Lock())
+        async with lock:
+            if not await self._may_take(controller, waited):
+                return False
+            if not await self.store.take_lease(controller, self.name, self.lease):
+                self.held.discard(controller)
+                return False
+            self._used[controller] = time.monotonic()
+            if controller not in self.held:
+                self.held.add(controller)
+                self._orphaned.pop(controller, None)
+                adopted = await self.store.adopt_held(controller, self.name)
+                if adopted:
+                    log.warning(
+                        "took over %s with %d unanswered command(s) of another worker",
+                        controller[:12],
+                        len(adopted),
+                    )
+                    await self.dispatcher.answer_held(adopted)
+            return True
+
+    async def renew(self, controller: str) -> bool:
+        """Renew ``controller``'s lease before a command runs (it lapsed during a pause);
+        False when another worker holds it now."""
+        return await self._lease(controller, waited=GRACE)
+
+    async def _watch_aside(self) -> None:
+        """Drop what the lease holder claimed; claim the rest here once the lease is free."""
+        while True:
+            if not self.aside:
+                await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(ASIDE_TICK)
+            try:
+                await self._look_aside()
+            except BrowserdError as exc:
+                log.error("%s", exc.message)
+
+    async def _look_aside(self) -> None:
+        ids = [incoming.outer_id for kept in self.aside.values() for incoming, _ in kept]
+        claimed = await self.store.known(ids)
+        for controller in list(self.aside):
+            kept = deque(e for e in self.aside[controller] if e[0].outer_id not in claimed)
+            if not kept:
+                del self.aside[controller]
+                continue
+            self.aside[controller] = kept
+            waited = time.monotonic() - kept[0][0].received
+            if not await self._lease(controller, waited):
+                continue
+            while kept:  # what arrives meanwhile is appended here: in order
+                incoming, proceed = kept.popleft()
+                try:
+                    await proceed(incoming)
+                except Exception:  # one message must never stop the others
+                    log.exception("could not take %s", incoming.event_id[:12])
+            if self.aside.get(controller) is kept:
+                del self.aside[controller]
+
+    # --- heartbeat ---------------------------------------------------------------------
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                await self.beat()
+            except BrowserdError as exc:
+                log.error("%s", exc.message)
+            await asyncio.sleep(self.lease / 3)
+
+    async def beat(self) -> None:
+        """Record the load, renew the leases, hand idle controllers to their preferred worker
+        and take over the controllers of workers that died."""
+        status = self.dispatcher.status()
+        mine = await self.store.heartbeat(
+            self.name,
+            self.instance,
+            running=len(status["running"]),
+            queued=sum(status["queued"].values()),
+            contexts=len(self.browser.sessions()),
+        )
+        if not mine:
+            log.error(
+                "another process took the worker name %s: give each worker its own"
+                " ([state] worker)",
+                self.name,
+            )
+        await self._refresh_live()
+        kept = await self.store.renew_leases(self.name, self.lease)
+        for controller in sorted(self.held - kept):
+            log.warning("lost the lease of %s to another worker: stopped serving it", controller)
+            self.held.discard(controller)
+            await self.browser.release(controller)
+        await self._hand_over_idle()
+        await self._adopt_orphans()
+
+    async def _hand_over_idle(self) -> None:
+        now = time.monotonic()
+        for controller in sorted(self.held):
+            if preferred(controller, self.live) in (self.name, None):
+                continue
+            if now - self._used.get(controller, 0.0) < self.lease:
+                continue
+            async with self._locks.setdefault(controller, asyncio.Lock()):
+                if not self.dispatcher.idle(controller):
+                    continue
+                await self.store.release_lease(controller, self.name)
+                self.held.discard(controller)
+            await self.browser.release(controller)
+            log.info(
+                "handed idle %s to worker %s", controller[:12], preferred(controller, self.live)
+            )
+
+    async def _adopt_orphans(self) -> None:
+        now = time.monotonic()
+        for controller in await self.store.orphans(self.name):
+            found = self._orphaned.setdefault(controller, now)
+            await self._lease(controller, waited=now - found)
+
+    # --- status ------------------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        """The workers, their load and the leases, as the store has them."""
+        workers = [w.to_dict() for w in await self.store.workers()]
+        leases = [lease.to_dict() for lease in await self.store.leases()]
+        return {
+            "worker": self.name,
+            "live": self.live,  # as this worker last read it: where it places free controllers
+            "workers": workers,
+            "leases": leases,
+            "kept_aside": sum(len(kept) for kept in self.aside.values()),
+        }
+
+
+__all__ = ["GRACE", "Worker", "preferred"]

@@ -1,0 +1,195 @@
+"""Workers in one process (daemon/workers.py): two ``Worker`` objects on one SQLite store, each
+with the daemon's real dispatcher, decide which of them claims a controller's commands.  The
+same code runs in the multi-process tests (test_e2e_workers.py); here each step is visible."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from nostr_browserd.browser.session import BrowserPool
+from nostr_browserd.daemon.config import ControllerConfig
+from nostr_browserd.daemon.dispatch import Dispatcher
+from nostr_browserd.daemon.inbox import Incoming
+from nostr_browserd.daemon.workers import GRACE, Worker, preferred
+from tests.fixtures.browser import local_dispatcher
+
+LEASE = 1.0
+
+
+def test_rendezvous_spreads_evenly_and_a_leaving_worker_moves_only_its_own_share():
+    controllers = [f"{i:064x}" for i in range(3000)]
+    three = ["w1", "w2", "w3"]
+    share = Counter(preferred(c, three) for c in controllers)
+    assert set(share) == set(three) and all(850 < n < 1150 for n in share.values()), share
+    moved = [c for c in controllers if preferred(c, three) != preferred(c, ["w1", "w2"])]
+    assert moved and all(preferred(c, three) == "w3" for c in moved)
+    assert preferred("c", []) is None
+
+
+@dataclass
+class Node:
+    """One worker: its dispatcher (on the shared store) and what it claimed, in order."""
+
+    worker: Worker
+    dispatcher: Dispatcher
+    claimed: list[str] = field(default_factory=list)
+
+    async def proceed(self, incoming: Incoming) -> None:
+        """What the inbox does with a command this worker may take: claim it."""
+        if await self.dispatcher.store.claim([incoming.outer_id]):
+            self.claimed.append(incoming.outer_id)
+
+    async def offer(self, incoming: Incoming) -> bool:
+        """The inbox's step: admitted ones are claimed at once, the rest kept aside."""
+        admitted = await self.worker.admit(incoming, self.proceed)
+        if admitted:
+            await self.proceed(incoming)
+        return admitted
+
+
+def command(controller: str, n: int) -> Incoming:
+    text = json.dumps({"id": n, "tool": "help"})
+    return Incoming(controller, "nip17", text, f"{n:064x}", f"{n + 1000:064x}", 0)
+
+
+@pytest.fixture
+async def two(tmp_path) -> AsyncIterator[tuple[Node, Node, str]]:
+    """Workers w1 and w2 on one store, and a controller that prefers w1."""
+    controller = next(
+        f"{i:064x}" for i in range(100) if preferred(f"{i:064x}", ["w1", "w2"]) == "w1"
+    )
+    pool = BrowserPool()  # never started: nothing here runs a browser
+    nodes = []
+    for name in ("w1", "w2"):
+        dispatcher = local_dispatcher(
+            pool, tmp_path, controllers={controller: ControllerConfig(pubkey=controller)}
+        )
+        worker = Worker(dispatcher.store, name, LEASE, dispatcher=dispatcher, browser=pool)
+        dispatcher.worker = worker
+        await worker.start()
+        nodes.append(Node(worker, dispatcher))
+    for node in nodes:
+        await node.worker.beat()  # each sees the other live
+    yield nodes[0], nodes[1], controller
+    for node in nodes:
+        await node.worker.leave()
+        await node.dispatcher.close()
+        await node.dispatcher.store.close()
+
+
+async def until(condition, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_controller_leased_elsewhere_is_kept_aside_and_dropped_once_claimed(two):
+    w1, w2, controller = two
+    first = command(controller, 1)
+    assert not await w2.offer(first), "w1 is preferred: w2 keeps it aside, unclaimed"
+    assert await w1.offer(first) and w1.claimed == [first.outer_id]
+    await until(lambda: not w2.worker.aside)
+    assert w2.claimed == [], "w1 claimed it: w2 dropped it"
+    assert {lease.worker for lease in await w1.dispatcher.store.leases()} == {"w1"}
+
+
+async def test_a_dead_workers_controller_goes_on_elsewhere_in_order(two):
+    w1, w2, controller = two
+    assert await w1.offer(command(controller, 1))
+    for task in w1.worker._tasks:  # w1 dies: no heartbeat, no renewal, no release
+        task.cancel()
+    later = [command(controller, n) for n in (2, 3, 4)]
+    for incoming in later:
+        assert not await w2.offer(incoming), "leased to w1 until it expires"
+    await until(lambda: len(w2.claimed) == 3)
+    assert w2.claimed == [i.outer_id for i in later], "all of them, in order, once"
+    assert w1.claimed == [command(controller, 1).outer_id]
+    assert [lease.worker for lease in await w2.dispatcher.store.leases()] == ["w2"]
+
+
+async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two):
+    w1, w2, controller = two
+    held = command(controller, 1)
+    assert await w1.offer(held)
+    await w1.dispatcher.store.hold(
+        outer_id=held.outer_id,
+        event_id=held.event_id,
+        sender=controller,
+        scheme="nip17",
+        request_id=1,
+        text=False,
+        tool="help",
+        worker="w1",
+    )
+    for task in w1.worker._tasks:  # paused past its lease
+        task.cancel()
+    answered = []
+
+    async def answer_held(rows):
+        answered.extend(rows)
+
+    w2.dispatcher.answer_held = answer_held
+    assert not await w2.offer(command(controller, 2))
+    await until(lambda: w2.claimed)
+    assert [p.outer_id for p in answered] == [held.outer_id], "w2 answered w1's command"
+    assert not await w1.dispatcher._start(held), "w1 wakes: it must not run it"
+
+
+async def test_a_drained_worker_hands_its_controllers_over_at_once(two):
+    w1, w2, controller = two
+    assert await w1.offer(command(controller, 1))
+    await w1.worker.drain()
+    assert not await w1.offer(command(controller, 2)), "draining: nothing new"
+    assert not await w2.offer(command(controller, 2))
+    await w1.worker.leave()
+    await w2.worker.beat()  # w1 is gone: w2 is the preferred worker now
+    await until(lambda: w2.claimed)
+    assert w2.claimed == [command(controller, 2).outer_id]
+    assert [w.name for w in await w2.dispatcher.store.workers() if w.gone] == ["w1"]
+
+
+async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(two):
+    w1, w2, controller = two
+    late = command(controller, 1)
+    assert await w2.worker._lease(controller, waited=GRACE), "w2 took it: w1 was paused"
+    await w1.dispatcher.store.hold(  # and w1's hold of a command it had claimed lands now
+        outer_id=late.outer_id,
+        event_id=late.event_id,
+        sender=controller,
+        scheme="nip17",
+        request_id=1,
+        text=False,
+        tool="help",
+        worker="w1",
+    )
+    replies = []
+
+    async def reply(incoming, text, request_id):
+        replies.append(json.loads(text))
+        return True
+
+    w1.dispatcher._reply = reply
+    assert not await w1.dispatcher._start(late), "not run on w1"
+    assert [r["error"]["code"] for r in replies] == ["UNAVAILABLE"], "but answered"
+    assert "moved to another worker" in replies[0]["error"]["message"]
+    assert await w1.dispatcher.store.unanswered("w1") == []
+
+
+async def test_an_approval_is_left_to_the_worker_whose_command_waits_for_it(two):
+    w1, w2, controller = two
+    approver = "ee" * 32
+    await w1.dispatcher.store.hold_approval(
+        "K7P2QX", worker="w1", controller=controller, approver=approver, tool="click", expires_in=60
+    )
+    answer = Incoming(approver, "nip17", "approve K7P2QX", "1" * 64, "2" * 64, 0)
+    assert not await w2.worker.admit(answer, w2.proceed), "w2 leaves it to w1"
+    assert await w1.worker.admit(answer, w1.proceed)
+    guess = Incoming(approver, "nip17", "approve NOSUCH", "3" * 64, "4" * 64, 0)
+    assert await w2.worker.admit(guess, w2.proceed), "nobody holds it: whoever claims answers"
+    assert not w2.worker.aside, "an approval is never kept aside"
