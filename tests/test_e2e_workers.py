@@ -5,8 +5,10 @@ that counts loads and clicks on its server.
 - exactly once: every command runs once and is answered once, in each controller's order,
   and both workers take their share;
 - a worker killed (``kill -9``) while its controllers are busy: within the lease plus 5 s the
-  other worker answers their next commands, and what the dead one held (interrupted, not run);
-- a worker drained (SIGTERM) in the middle of its controllers' commands: nothing is lost.
+  other worker answers their next commands, logged in as they were, and what the dead one
+  held (interrupted, not run);
+- a worker drained (SIGTERM) in the middle of its controllers' commands: nothing is lost, and
+  the other worker carries on with their login.
 """
 
 from __future__ import annotations
@@ -120,7 +122,17 @@ async def test_exactly_once_in_order_on_two_workers(cluster, click_counter):
     assert status is not None and {w["name"] for w in status["workers"]} == set(names)
 
 
-async def test_a_killed_workers_controllers_go_on_elsewhere(cluster, click_counter):
+def logged_in(i: int) -> dict[str, Any]:
+    """The login a controller's session has: a cookie, set on the counter page."""
+    return {"tool": "cookies_set", "params": {"name": "session", "value": f"s{i}"}}
+
+
+def session_cookie(answer: dict[str, Any]) -> list[str]:
+    assert answer["success"], answer
+    return [c["value"] for c in answer["data"]["cookies"] if c["name"] == "session"]
+
+
+async def test_a_killed_workers_controllers_go_on_elsewhere_logged_in(cluster, click_counter):
     settings(cluster, LEASE)
     controllers = await cluster.controllers(4)
     first, second = await cluster.start_many(2)
@@ -134,6 +146,7 @@ async def test_a_killed_workers_controllers_go_on_elsewhere(cluster, click_count
             cluster.pubkey, {"tool": "open", "params": {"url": click_counter.page(f"k{i}")}}
         )
         assert opened["success"], opened
+        assert (await controller.command(cluster.pubkey, logged_in(i)))["success"]
     busy = {
         c.pubkey: await pipeline(
             c,
@@ -148,8 +161,10 @@ async def test_a_killed_workers_controllers_go_on_elsewhere(cluster, click_count
     await until_status(first, lambda s: len(s["running"]) == len(victims))
     first.kill()
     for controller in victims:
-        after = await controller.command(cluster.pubkey, {"tool": "get_url"}, timeout=LEASE + 5)
-        assert after["success"], after
+        i = controllers.index(controller)
+        cookies = {"tool": "cookies_get", "params": {"url": click_counter.page(f"k{i}")}}
+        after = await controller.command(cluster.pubkey, cookies, timeout=LEASE + 5)
+        assert session_cookie(after) == [f"s{i}"], "its login came along"
         waited, click = busy[controller.pubkey]
         answers = await answered(controller, [waited, click])
         assert answers[waited][0]["error"]["code"] == "INTERRUPTED", "it was running"
@@ -171,7 +186,7 @@ async def test_a_drained_worker_loses_nothing(cluster, click_counter):
     for i, controller in enumerate(controllers):
         page = click_counter.page(f"d{i}")
         requests = clicks_and_reads(page, 6)
-        requests.insert(1, {"tool": "wait", "params": {"ms": 1500}})
+        requests[1:1] = [{"tool": "wait", "params": {"ms": 1500}}, logged_in(i)]
         sent[i] = await pipeline(controller, cluster.pubkey, requests)
     for i, controller in enumerate(controllers):
         await answered(controller, sent[i][:1])  # the rest arrived and waits in its queue
@@ -180,6 +195,7 @@ async def test_a_drained_worker_loses_nothing(cluster, click_counter):
     for i, controller in enumerate(controllers):
         # a new context on the other worker for the drained ones: open the page again
         more = clicks_and_reads(click_counter.page(f"d{i}"), 3)
+        more.append({"tool": "cookies_get", "params": {"url": click_counter.page(f"d{i}")}})
         sent[i] += await pipeline(controller, cluster.pubkey, more)
     assert await stopping == 0, "drained and stopped"
     for i, controller in enumerate(controllers):
@@ -193,6 +209,7 @@ async def test_a_drained_worker_loses_nothing(cluster, click_counter):
         ]
         assert reads == [str(n) for n in range(1, 10)], "every click once, in order"
         assert click_counter.clicks[f"d{i}"] == 9
+        assert session_cookie(answers[sent[i][-1]][0]) == [f"s{i}"], "logged in as it was"
     assert "released" in first.tail(10**7)
     drained = [c for c in controllers if preferred(c.pubkey, names) == first.name]
     for controller in drained:

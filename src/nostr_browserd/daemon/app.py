@@ -131,6 +131,7 @@ class Daemon:
             self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
         )
         self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
+        self.browser.initial_state = self.worker.initial_state
         await self.worker.start()
         await self._connect_nostr()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered

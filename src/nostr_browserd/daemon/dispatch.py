@@ -317,7 +317,9 @@ class Dispatcher:
                     continue
                 if not await self._start(incoming):
                     continue  # another worker took the controller over, and answers it
-                await self._handle(incoming, fenced=self.worker is not None)
+                answer = await self._handle(incoming, fenced=self.worker is not None)
+                if self.worker is not None and self._changes_state(answer.request):
+                    await self.worker.keep_state(incoming.sender)
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
             await self._store_quietly(self.store.release(incoming.outer_id))
@@ -352,6 +354,13 @@ class Dispatcher:
             return True  # the store is down: the claim was ours, run it as before
         log.warning("%s was taken over by another worker: not run here", incoming.event_id[:12])
         return False
+
+    def _changes_state(self, request: Request | None) -> bool:
+        """Whether the command may have changed the session's cookies or storage: any that
+        is not ``read_only`` (the registry's policy field)."""
+        if request is None or request.tool not in self.registry:
+            return False
+        return not self.registry.get(request.tool).read_only
 
     async def _store_quietly(self, write: Awaitable[Any]) -> None:
         """A store write the command does not depend on: a full disk is logged, not raised."""

@@ -19,8 +19,12 @@ claim it, so that one controller's commands run in order, in one browser context
   fenced by the store (``start_held``, ``answering``).  When a worker dies, its leases expire
   and another worker takes its controllers, answers what the dead one held (``INTERRUPTED``
   when it was running, not run when queued), and serves what arrived meanwhile, in order.
-- SIGTERM drains: nothing new is admitted, what was claimed runs to its reply, the leases are
-  released at once (others take over without waiting) and the worker is marked gone.
+- A controller's login state (Playwright's storage_state) is saved in the store after every
+  command that may change it and at drain; a worker that takes the controller over creates its
+  browser context from it (``BrowserPool.initial_state``).
+- SIGTERM drains: nothing new is admitted, what was claimed runs to its reply, the sessions are
+  saved, the leases released at once (others take over without waiting) and the worker is
+  marked gone.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import math
 import secrets
@@ -46,6 +51,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SESSION_STATE = ".session"
+"""The saved-state name of a controller's own session: outside the names ``state_save``
+accepts, so a controller can neither overwrite nor list it."""
 GRACE = 2.0
 """Seconds a message waits for its controller's preferred worker before any worker takes it."""
 ASIDE_TICK = 0.25
@@ -92,6 +100,7 @@ class Worker:
         self._locks: dict[str, asyncio.Lock] = {}
         self._used: dict[str, float] = {}  # when a controller's last message was admitted
         self._orphaned: dict[str, float] = {}  # when its dead worker's commands were found
+        self._saved: dict[str, str] = {}  # the digest of each controller's last saved state
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -115,10 +124,12 @@ class Worker:
             await self.store.set_draining(self.name)
 
     async def leave(self) -> None:
-        """After the claimed commands ran: release every lease, go."""
+        """After the claimed commands ran: save every session, release every lease, go."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for controller in sorted(self.held):
+            await self.keep_state(controller)
         try:
             await self.store.release_leases(self.name)
             await self.store.worker_gone(self.name, self.instance)
@@ -291,6 +302,7 @@ class Worker:
             async with self._locks.setdefault(controller, asyncio.Lock()):
                 if not self.dispatcher.idle(controller):
                     continue
+                await self.keep_state(controller)
                 await self.store.release_lease(controller, self.name)
                 self.held.discard(controller)
             await self.browser.release(controller)
@@ -303,6 +315,41 @@ class Worker:
         for controller in await self.store.orphans(self.name):
             found = self._orphaned.setdefault(controller, now)
             await self._lease(controller, waited=now - found)
+
+    # --- the controller's login state --------------------------------------------------
+
+    async def keep_state(self, controller: str) -> None:
+        """Save ``controller``'s cookies and storage in the store when they changed, while
+        the lease is still this worker's (one that lost it must not overwrite the new one's)."""
+        session = self.browser.existing(controller)
+        if session is None or session.context is None:
+            return
+        try:
+            state = await session.context.storage_state()
+        except Exception:  # a closed or crashed context: nothing to save
+            return
+        digest = _digest(state)
+        if self._saved.get(controller) == digest:
+            return
+        try:
+            if await self.store.take_lease(controller, self.name, self.lease):
+                await self.store.save_state(controller, SESSION_STATE, state)
+                self._saved[controller] = digest
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+
+    async def initial_state(self, owner: str) -> dict[str, Any] | None:
+        """What a new browser context of ``owner`` starts with: its last saved session."""
+        if owner not in self.dispatcher.controllers:
+            return None
+        try:
+            state = await self.store.load_state(owner, SESSION_STATE)
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+            return None
+        if state is not None:
+            self._saved[owner] = _digest(state)
+        return state
 
     # --- status ------------------------------------------------------------------------
 
@@ -319,4 +366,8 @@ class Worker:
         }
 
 
-__all__ = ["GRACE", "Worker", "preferred"]
+def _digest(state: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+__all__ = ["GRACE", "SESSION_STATE", "Worker", "preferred"]
