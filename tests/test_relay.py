@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import json
 import statistics
@@ -12,6 +13,8 @@ from typing import Any
 
 import nostr_sdk
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import InvalidEvent, finalize_event
@@ -130,6 +133,28 @@ async def test_subscription_survives_a_relay_restart(local_relay_factory) -> Non
         after = note(secret, "after the restart")
         assert (await pool.publish(after, timeout=5)).ok
         assert (await next_event(sub))["id"] == after["id"]
+
+
+async def test_a_stopped_relay_hangs_up_even_on_a_client_it_was_writing_to(
+    local_relay_factory,
+) -> None:
+    """What the restart tests rest on: nostr-sdk's shutdown() missed a connection the relay
+    was busy writing to, which lived on, served by the stopped relay (they failed under load
+    when one of theirs was that connection)."""
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    async with (
+        connect(relay.url, max_queue=1, proxy=None) as slow,
+        RelayPool([relay.url]) as pool,
+    ):
+        await slow.send(json.dumps(["REQ", "all", {"authors": [public_key_hex(secret)]}]))
+        for i in range(100):  # ~6 MB the slow reader does not take: the relay's writes wait
+            assert (await pool.publish(note(secret, f"{i:060000}"), timeout=5)).ok
+        relay.stop()
+        async with asyncio.timeout(10):
+            with contextlib.suppress(ConnectionClosed):
+                async for _ in slow:  # what was sent before the stop, then the hang-up
+                    pass
 
 
 class GatedProxy:
