@@ -29,7 +29,7 @@ from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.session import BrowserConfig
 from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
-from nostr_browserd.daemon.config import BrowserSection, StateConfig, load_config
+from nostr_browserd.daemon.config import load_config
 from nostr_browserd.login.files import read_private_file
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.keys import is_valid_pubkey
@@ -254,15 +254,8 @@ def test_nothing_starts_before_what_it_needs_is_healthy() -> None:
     assert "relay" in SERVICES["bunker"]["depends_on"]
 
 
-def _awaited(model: type, key: str) -> None:
-    if key not in model.model_fields:
-        pytest.skip(f"waiting for the {model.__name__}.{key} setting (issue 13 contract)")
-
-
 @pytest.mark.parametrize("name", WORKERS)
 def test_each_workers_config_loads_with_its_environment(name) -> None:
-    _awaited(BrowserSection, "endpoints")
-    _awaited(StateConfig, "worker")
     controller = KeySigner.generate().pubkey
     config = load_config(DEPLOY / "worker.toml", worker_environment(name, npub_encode(controller)))
     assert config.state.worker == name
@@ -316,7 +309,6 @@ async def test_the_parts_start_and_serve_one_identity(
     and init-secrets.sh's files, and two workers on worker.toml with compose's environment;
     only addresses change (loopback for service names).  Each command is answered once,
     signed through the bunker, by one of the workers."""
-    _awaited(StateConfig, "worker")
     secrets_dir = tmp_path / "secrets"
     subprocess.run(["sh", str(DEPLOY / "init-secrets.sh"), str(secrets_dir)], check=True)
     LEAKS.secret(read_private_file(secrets_dir / "bunker_secret"), "the deployment's bunker secret")

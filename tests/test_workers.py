@@ -16,7 +16,7 @@ from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
 from nostr_browserd.daemon.inbox import Incoming
-from nostr_browserd.daemon.workers import GRACE, Worker, preferred
+from nostr_browserd.daemon.workers import GRACE, SESSION_STATE, STATE_TIMEOUT, Worker, preferred
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0
@@ -193,3 +193,35 @@ async def test_an_approval_is_left_to_the_worker_whose_command_waits_for_it(two)
     guess = Incoming(approver, "nip17", "approve NOSUCH", "3" * 64, "4" * 64, 0)
     assert await w2.worker.admit(guess, w2.proceed), "nobody holds it: whoever claims answers"
     assert not w2.worker.aside, "an approval is never kept aside"
+
+
+async def test_a_session_is_kept_only_with_other_workers_and_a_busy_page_does_not_hold_it(
+    browser_pool, site_url, tmp_path
+):
+    """The login state is read after each command that may change it: a lone worker skips
+    that, and a page in a busy loop (which never lets the read finish) is given up on."""
+    owner = "ab" * 32
+    dispatcher = local_dispatcher(
+        browser_pool, tmp_path, controllers={owner: ControllerConfig(pubkey=owner)}
+    )
+    worker = Worker(dispatcher.store, "w1", LEASE, dispatcher=dispatcher, browser=browser_pool)
+    session = await browser_pool.session(owner)
+    try:
+        await session.page.goto(site_url)
+        await session.main_context().add_cookies([{"name": "login", "value": "1", "url": site_url}])
+        await worker.keep_state(owner)
+        assert await dispatcher.store.load_state(owner, SESSION_STATE) is None, "alone: skipped"
+        worker.live = ["w1", "w2"]  # as its heartbeat reads them once w2 is up
+        await worker.keep_state(owner)
+        saved = await dispatcher.store.load_state(owner, SESSION_STATE)
+        assert [c["value"] for c in saved["cookies"]] == ["1"]
+        spinning = asyncio.create_task(session.page.evaluate("for (;;) {}"))
+        await session.main_context().add_cookies([{"name": "login", "value": "2", "url": site_url}])
+        async with asyncio.timeout(STATE_TIMEOUT + 10):
+            await worker.keep_state(owner)
+        assert await dispatcher.store.load_state(owner, SESSION_STATE) == saved, "kept as it was"
+        spinning.cancel()
+    finally:
+        await session.close()
+        await dispatcher.close()
+        await dispatcher.store.close()

@@ -58,6 +58,8 @@ GRACE = 2.0
 """Seconds a message waits for its controller's preferred worker before any worker takes it."""
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
+STATE_TIMEOUT = 2.0
+"""Seconds a controller's login state may take to read after a command before it is skipped."""
 LIVE_FRESH = 1.0
 """Seconds the list of live workers is trusted before a free controller is placed by it."""
 
@@ -320,13 +322,20 @@ class Worker:
 
     async def keep_state(self, controller: str) -> None:
         """Save ``controller``'s cookies and storage in the store when they changed, while
-        the lease is still this worker's (one that lost it must not overwrite the new one's)."""
+        the lease is still this worker's (one that lost it must not overwrite the new one's).
+
+        Only while another worker is live, which could take the controller over: a lone
+        daemon pays nothing and, as before, starts its contexts afresh.  Reading the state
+        evaluates in the pages, which a page in a busy loop never lets finish: it is bounded
+        by :data:`STATE_TIMEOUT`, and such a session keeps its last saved state.
+        """
         session = self.browser.existing(controller)
-        if session is None or session.context is None:
+        if session is None or session.context is None or not self._others_live():
             return
         try:
-            state = await session.context.storage_state()
-        except Exception:  # a closed or crashed context: nothing to save
+            async with asyncio.timeout(STATE_TIMEOUT):
+                state = await session.context.storage_state()
+        except Exception:  # a closed, crashed or busy context: nothing to save now
             return
         digest = _digest(state)
         if self._saved.get(controller) == digest:
@@ -337,6 +346,9 @@ class Worker:
                 self._saved[controller] = digest
         except BrowserdError as exc:
             log.error("%s", exc.message)
+
+    def _others_live(self) -> bool:
+        return any(name != self.name for name in self.live)
 
     async def initial_state(self, owner: str) -> dict[str, Any] | None:
         """What a new browser context of ``owner`` starts with: its last saved session."""
