@@ -73,9 +73,9 @@ class DatabaseCost(contextlib.AbstractContextManager["DatabaseCost"]):
 
 def _postgres_pids(database: str) -> list[int]:
     """The server's processes: the postmaster (our backend's parent) and its children."""
-    with psycopg.connect(database) as db:
+    with psycopg.connect(database) as db:  # read while connected: the backend ends with it
         backend = db.execute("SELECT pg_backend_pid()").fetchone()[0]
-    parent = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        parent = int(Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()[1])
     return process_tree(parent)
 
 
