@@ -29,6 +29,8 @@ bench: setup
 	  || { .venv/bin/pip install -q -e '.[test,dev,bench]' && touch .venv/.bench-installed; }
 	@[ bench/node_modules/.package-lock.json -nt bench/package-lock.json ] \
 	  || (cd bench && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+	@# agent-browser's install script (not run: --ignore-scripts) would mark its binary executable
+	@chmod +x bench/node_modules/agent-browser/bin/agent-browser-linux-*
 	.venv/bin/python -m bench.run
 
 lint: setup

@@ -21,9 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import secrets
-import socket
 import statistics
 import sys
 import tempfile
@@ -41,16 +39,9 @@ from nostr_browserd.nostr import nip17
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
 
-# Chromium refuses its sandbox to root: there the benchmark runs it without, explicitly.
-SANDBOX = os.geteuid() != 0
+from .sites import SANDBOX, free_port
 
 Responder = Callable[[str, asyncio.Event], Awaitable[None]]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def answer(request_text: str, url: str) -> str:

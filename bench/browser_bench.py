@@ -12,6 +12,7 @@ import gc
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 import time
@@ -28,7 +29,7 @@ from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 
 from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapshot_text
-from .sites import free_port
+from .sites import BENCH_BROWSER, SANDBOX, free_port
 
 REF = re.compile(r"\[ref=[a-z0-9]+\]")
 SMALL_MS = 300  # a page whose goto takes less gets three times the repetitions
@@ -53,7 +54,9 @@ class Tools:
     """Every tool, started once; ``snapshot`` and ``navigate`` probes by tool name."""
 
     def __init__(self) -> None:
-        self.pool = BrowserPool(BrowserConfig(result_cap=10**9, timeout_ms=TIMEOUT_MS))
+        self.pool = BrowserPool(
+            BrowserConfig(result_cap=10**9, timeout_ms=TIMEOUT_MS, **BENCH_BROWSER)
+        )
         self.mcp = PlaywrightMcp()
         self.agent = AgentBrowser(f"bench{os.getpid()}")
 
@@ -184,11 +187,17 @@ async def cold_ours() -> float:
     """``nostr-browserd run`` (embedded relay, local channel) to its first answered command."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as state:
+        token = secrets.token_urlsafe(32)  # the local channel's, as a client is given it
+        token_file = Path(state) / "local-token"
+        token_file.write_text(token)
+        token_file.chmod(0o600)
         env = {
             **os.environ,
             "NOSTR_BROWSERD_STATE_DIR": state,
             "NOSTR_BROWSERD_LOCAL_PORT": str(port),
+            "NOSTR_BROWSERD_LOCAL_TOKEN_FILE": str(token_file),
             "NOSTR_BROWSERD_NOSTR_EMBEDDED_RELAY_PORT": str(free_port()),
+            "NOSTR_BROWSERD_BROWSER_SANDBOX": str(SANDBOX).lower(),
         }
         cli = Path(sys.executable).with_name("nostr-browserd")
         started = time.perf_counter()
@@ -203,7 +212,10 @@ async def cold_ours() -> float:
             async with asyncio.timeout(120):
                 while True:
                     try:
-                        async with websockets.connect(f"ws://127.0.0.1:{port}/agent") as ws:
+                        async with websockets.connect(
+                            f"ws://127.0.0.1:{port}/agent",
+                            additional_headers={"Authorization": f"Bearer {token}"},
+                        ) as ws:
                             await ws.send(json.dumps({"id": 1, "tool": "get_url"}))
                             reply = json.loads(await ws.recv())
                             while reply.get("type") == "event":  # pushed, not our answer
@@ -290,7 +302,7 @@ async def settle() -> None:
 async def memory(url: str, counts: list[int]) -> list[dict[str, Any]]:
     """PSS with 1…N contexts, each with one tab on ``url``: ours (a controller each), raw."""
     rows = []
-    pool = BrowserPool(BrowserConfig())
+    pool = BrowserPool(BrowserConfig(**BENCH_BROWSER))
     await pool.start()
     try:
         for n in range(1, max(counts) + 1):
@@ -335,7 +347,7 @@ async def open_phases(url: str, reps: int) -> dict[str, list[float]]:
 
         return phase
 
-    pool = BrowserPool(BrowserConfig())
+    pool = BrowserPool(BrowserConfig(**BENCH_BROWSER))
     await pool.start()
     try:
         session = await pool.session("phases")

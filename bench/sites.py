@@ -17,6 +17,10 @@ sys.path.insert(0, str(ROOT))  # for tests.fixtures
 
 from tests.fixtures.site import serve_directory  # noqa: E402
 
+# Chromium refuses its sandbox to root: there the benchmarks run it without, explicitly.
+SANDBOX = os.geteuid() != 0
+# The pages are served on loopback, which the network policy refuses by default.
+BENCH_BROWSER = {"sandbox": SANDBOX, "block_private_networks": False}
 DOCS = Path("/usr/share/doc/python3.11/html")
 # Page name in the report → path under the docs, or under the Django site.
 DOC_PAGES = {
