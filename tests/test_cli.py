@@ -53,6 +53,32 @@ def test_status_without_a_daemon_says_so_and_shows_the_audit(tmp_path, capsys, m
     ], out
 
 
+def test_status_without_a_daemon_lists_the_workers_their_load_and_leases(
+    tmp_path, capsys, monkeypatch
+):
+    """Other workers may be running on the same store while this one is stopped."""
+    monkeypatch.setenv("NOSTR_BROWSERD_STATE_DIR", str(tmp_path))
+    monkeypatch.setenv("NOSTR_BROWSERD_LOCAL_PORT", "1")
+    controller = "cd" * 32
+
+    async def two_workers() -> None:
+        store = SqliteStore(tmp_path / "state.sqlite3")
+        await store.worker_up("w1", "i1")
+        await store.heartbeat("w1", "i1", running=1, queued=2, contexts=3)
+        await store.take_lease(controller, "w1", 60)
+        await store.worker_up("w2", "i2")
+        await store.set_draining("w2")
+        await store.close()
+
+    asyncio.run(two_workers())
+    assert main(["status"]) == 3
+    out = capsys.readouterr().out
+    assert "w1: heartbeat" in out and "1 running, 2 queued, 3 contexts, 1 leases" in out
+    assert "w2: draining; 0 running, 0 queued, 0 contexts, 0 leases" in out
+    lease = next(line for line in out.splitlines() if "-> w1" in line)
+    assert lease.strip().startswith(npub_encode(controller)[:24]) and "expires in" in lease
+
+
 def test_config_errors_exit_with_usage_and_name_the_key(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text("[browser]\nisolation = 'nope'\n")
