@@ -99,6 +99,27 @@ async def test_a_controller_leased_elsewhere_is_kept_aside_and_dropped_once_clai
     assert {lease.worker for lease in await w1.dispatcher.store.leases()} == {"w1"}
 
 
+async def test_a_held_fresh_lease_is_not_written_again_for_each_command(two, monkeypatch):
+    w1, _, controller = two
+    taken = []
+    take_lease = w1.dispatcher.store.take_lease
+
+    async def counted(*args):
+        taken.append(args)
+        return await take_lease(*args)
+
+    monkeypatch.setattr(w1.dispatcher.store, "take_lease", counted)
+    for n in (1, 2, 3):
+        assert await w1.offer(command(controller, n))
+    assert len(taken) == 1, "taken once; the next ones are within a third of the lease"
+    for task in w1.worker._tasks:  # no heartbeat renews it meanwhile
+        task.cancel()
+    await asyncio.sleep(LEASE / 3)
+    assert await w1.offer(command(controller, 4))
+    assert len(taken) == 2, "asked again once a third of the lease has passed"
+    assert w1.claimed == [command(controller, n).outer_id for n in (1, 2, 3, 4)]
+
+
 async def test_a_dead_workers_controller_goes_on_elsewhere_in_order(two):
     w1, w2, controller = two
     assert await w1.offer(command(controller, 1))

@@ -101,6 +101,7 @@ class Worker:
         self.aside: dict[str, deque[tuple[Incoming, Proceed]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._used: dict[str, float] = {}  # when a controller's last message was admitted
+        self._renewed: dict[str, float] = {}  # when its lease was last asked for and granted
         self._orphaned: dict[str, float] = {}  # when its dead worker's commands were found
         self._saved: dict[str, str] = {}  # the digest of each controller's last saved state
         self._wake = asyncio.Event()
@@ -201,12 +202,16 @@ class Worker:
         """Take or renew ``controller``'s lease; on taking it, answer what others left."""
         lock = self._locks.setdefault(controller, asyncio.Lock())
         async with lock:
+            if self._fresh(controller):
+                self._used[controller] = time.monotonic()
+                return True
             if not await self._may_take(controller, waited):
                 return False
+            asked = time.monotonic()
             if not await self.store.take_lease(controller, self.name, self.lease):
                 self.held.discard(controller)
                 return False
-            self._used[controller] = time.monotonic()
+            self._used[controller] = self._renewed[controller] = asked
             if controller not in self.held:
                 self.held.add(controller)
                 self._orphaned.pop(controller, None)
@@ -219,6 +224,13 @@ class Worker:
                     )
                     await self.dispatcher.answer_held(adopted)
             return True
+
+    def _fresh(self, controller: str) -> bool:
+        """Whether ``controller``'s lease is surely still this worker's without asking: held,
+        and granted less than a third of the lease ago (asked before the statement ran, so the
+        database's expiry is later still).  This spares a write for every command."""
+        granted = self._renewed.get(controller, -math.inf)
+        return controller in self.held and time.monotonic() - granted < self.lease / 3
 
     async def renew(self, controller: str) -> bool:
         """Renew ``controller``'s lease before a command runs (it lapsed during a pause);
@@ -286,7 +298,9 @@ class Worker:
                 self.name,
             )
         await self._refresh_live()
+        asked = time.monotonic()
         kept = await self.store.renew_leases(self.name, self.lease)
+        self._renewed.update(dict.fromkeys(kept, asked))
         for controller in sorted(self.held - kept):
             log.warning("lost the lease of %s to another worker: stopped serving it", controller)
             self.held.discard(controller)
