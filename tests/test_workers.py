@@ -120,6 +120,23 @@ async def test_a_held_fresh_lease_is_not_written_again_for_each_command(two, mon
     assert w1.claimed == [command(controller, n).outer_id for n in (1, 2, 3, 4)]
 
 
+async def test_the_heartbeat_goes_on_after_an_unexpected_error(two, monkeypatch):
+    """A bug in one beat must not stop the heartbeat: every lease here would expire."""
+    w1, _, controller = two
+    beats = []
+    beat = w1.worker.beat
+
+    async def failing_once() -> None:
+        beats.append(None)
+        if len(beats) == 1:
+            raise RuntimeError("a bug in one beat")
+        await beat()
+
+    monkeypatch.setattr(w1.worker, "beat", failing_once)
+    await until(lambda: len(beats) >= 3)
+    assert await w1.offer(command(controller, 1)), "w1 still takes its controller"
+
+
 async def test_a_dead_workers_controller_goes_on_elsewhere_in_order(two):
     w1, w2, controller = two
     assert await w1.offer(command(controller, 1))

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..browser.session import BrowserPool
 from ..errors import BrowserdError
+from ..supervise import supervise
 from .inbox import Incoming
 from .store import Store
 
@@ -113,9 +114,11 @@ class Worker:
         """Register (taking the name back from a killed process at once) and start beating."""
         await self.store.worker_up(self.name, self.instance)
         await self._refresh_live()
+        # Supervised: a heartbeat that died would let every lease here expire, and a dead
+        # watcher would strand the messages kept aside.
         self._tasks = [
-            asyncio.create_task(self._beat()),
-            asyncio.create_task(self._watch_aside()),
+            supervise(f"worker {self.name} heartbeat", self._beat),
+            supervise(f"worker {self.name} kept-aside watcher", self._watch_aside),
         ]
         log.info("worker %s: controllers leased for %g s", self.name, self.lease)
 
