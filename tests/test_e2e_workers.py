@@ -98,13 +98,18 @@ async def until_status(worker: Worker, condition: Callable[[dict[str, Any]], boo
             await asyncio.sleep(0.2)
 
 
+async def two_live_workers(cluster: Cluster) -> tuple[Worker, Worker]:
+    """Start two workers and wait until each knows the other (its next heartbeat)."""
+    first, second = await cluster.start_many(2)
+    for worker in (first, second):
+        await until_status(worker, lambda s: s["live"] == [first.name, second.name])
+    return first, second
+
+
 async def test_exactly_once_in_order_on_two_workers(cluster, click_counter):
     settings(cluster)
     controllers = await cluster.controllers(5)
-    await cluster.start_many(2)
-    names = [w.name for w in cluster.workers.started]
-    for worker in cluster.workers.started:  # each knows the other (its next heartbeat)
-        await until_status(worker, lambda s: s["live"] == names)
+    names = [w.name for w in await two_live_workers(cluster)]
     sent = {}
     for i, controller in enumerate(controllers):
         # 1 open + 19 commands: clicks and reads of the count, in turn
@@ -143,10 +148,8 @@ def session_cookie(answer: dict[str, Any]) -> list[str]:
 async def test_a_killed_workers_controllers_go_on_elsewhere_logged_in(cluster, click_counter):
     settings(cluster, LEASE)
     controllers = await controllers_for_both(cluster, 4)
-    first, second = await cluster.start_many(2)
+    first, second = await two_live_workers(cluster)
     names = [first.name, second.name]
-    for worker in (first, second):
-        await until_status(worker, lambda s: s["live"] == names)
     victims = [c for c in controllers if preferred(c.pubkey, names) == first.name]
     for i, controller in enumerate(controllers):
         opened = await controller.command(
@@ -184,10 +187,8 @@ async def test_a_killed_workers_controllers_go_on_elsewhere_logged_in(cluster, c
 async def test_a_drained_worker_loses_nothing(cluster, click_counter):
     settings(cluster, LEASE)
     controllers = await controllers_for_both(cluster, 4)
-    first, second = await cluster.start_many(2)
+    first, second = await two_live_workers(cluster)
     names = [first.name, second.name]
-    for worker in (first, second):
-        await until_status(worker, lambda s: s["live"] == names)
     sent = {}
     for i, controller in enumerate(controllers):
         page = click_counter.page(f"d{i}")

@@ -83,6 +83,20 @@ async def two(tmp_path) -> AsyncIterator[tuple[Node, Node, str]]:
         await node.dispatcher.store.close()
 
 
+async def hold(node: Node, incoming: Incoming) -> None:
+    """What ``node``'s dispatcher records of a claimed command before it runs."""
+    await node.dispatcher.store.hold(
+        outer_id=incoming.outer_id,
+        event_id=incoming.event_id,
+        sender=incoming.sender,
+        scheme=incoming.scheme,
+        request_id=json.loads(incoming.content)["id"],
+        text=False,
+        tool="help",
+        worker=node.worker.name,
+    )
+
+
 async def until(condition, timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
@@ -155,16 +169,7 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     w1, w2, controller = two
     held = command(controller, 1)
     assert await w1.offer(held)
-    await w1.dispatcher.store.hold(
-        outer_id=held.outer_id,
-        event_id=held.event_id,
-        sender=controller,
-        scheme="nip17",
-        request_id=1,
-        text=False,
-        tool="help",
-        worker="w1",
-    )
+    await hold(w1, held)
     for task in w1.worker._tasks:  # paused past its lease
         task.cancel()
     answered = []
@@ -196,16 +201,7 @@ async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(
     w1, w2, controller = two
     late = command(controller, 1)
     assert await w2.worker._lease(controller, waited=GRACE), "w2 took it: w1 was paused"
-    await w1.dispatcher.store.hold(  # and w1's hold of a command it had claimed lands now
-        outer_id=late.outer_id,
-        event_id=late.event_id,
-        sender=controller,
-        scheme="nip17",
-        request_id=1,
-        text=False,
-        tool="help",
-        worker="w1",
-    )
+    await hold(w1, late)  # and w1's hold of a command it had claimed lands now
     replies = []
 
     async def reply(incoming, text, request_id):
