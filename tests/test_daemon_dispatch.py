@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
 from nostr_browserd.daemon.dispatch import APPROVAL, permits
 from nostr_browserd.errors import BrowserdError
@@ -85,7 +85,7 @@ def test_an_approval_prompt_is_whole_or_in_parts_never_cut():
 async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
     from types import SimpleNamespace
 
-    from nostr_browserd.commands.catalog import REGISTRY
+    from nostr_browserd.catalog import REGISTRY
     from nostr_browserd.commands.protocol import Request
     from nostr_browserd.daemon.dispatch import describe_action
 

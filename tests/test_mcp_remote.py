@@ -16,7 +16,7 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from tests.fixtures.daemon import (
     SdkController,

@@ -25,7 +25,7 @@ from typing import Any
 from .. import __version__
 from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
 from ..errors import BrowserdError
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod

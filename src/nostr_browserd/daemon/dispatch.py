@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
-from ..commands.catalog import describe
+from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode

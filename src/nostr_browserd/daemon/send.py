@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
 from ..commands.protocol import is_text, parse_request
 from ..commands.render import render_text
 from ..errors import BrowserdError

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
 from .listing import Selection, listed
 
 NAME = "nostr-browserd"
