@@ -28,8 +28,8 @@ import yaml
 from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.session import BrowserConfig
-from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.daemon.config import load_config
+from nostr_browserd.dm.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.login.files import read_private_file
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.keys import is_valid_pubkey

@@ -11,7 +11,7 @@ from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import Request, cap, parse_request
 from nostr_browserd.commands.render import render_text
 from nostr_browserd.daemon.config import ControllerConfig
-from nostr_browserd.daemon.inbox import Incoming
+from nostr_browserd.dm.messages import Incoming
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.browser import local_dispatcher

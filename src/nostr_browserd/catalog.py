@@ -11,6 +11,8 @@ from typing import Any
 from pydantic import Field
 
 from .agent import command as agent
+from .commands.grammar import usage
+from .commands.registry import Params, Registry
 from .tools import (
     annotate,
     batch,
@@ -44,8 +46,6 @@ from .tools import (
     wait,
     windows,
 )
-from .commands.grammar import usage
-from .commands.registry import Params, Registry
 
 FAMILIES = (
     navigate,

@@ -38,12 +38,12 @@ from ..browser.session import BrowserPool, Session
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
+from ..dm.messages import Incoming, Scheme
+from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .config import ControllerConfig, Role
-from .inbox import Incoming, Scheme
-from .pending import notice
 from .store import Pending, Store
 
 if TYPE_CHECKING:

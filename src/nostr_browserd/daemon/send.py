@@ -18,97 +18,22 @@ import json
 import secrets
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..catalog import REGISTRY
 from ..commands.protocol import is_text, parse_request
 from ..commands.render import render_text
+from ..dm.chunks import ReassemblyError
+from ..dm.conversation import Conversation
+from ..dm.pending import as_pending
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
-from ..nostr import nip17
-from ..nostr.nip01 import Event, now, tag_values
 from ..nostr.nip19 import Bech32Error, parse_pubkey
-from ..nostr.nip59 import UnwrapError, make_rumor, wrap
 from ..nostr.relay import RelayPool
-from ..nostr.signer import KeySigner
-from .chunks import ReassemblyError, as_part, reassemble
 from .config import DEFAULT_EMBEDDED_RELAY_PORT
-from .inbox import DM_KIND
-from .pending import as_pending
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 4
-
-
-class Conversation:
-    """One request to a daemon and the collection of its reply's parts."""
-
-    def __init__(self, signer: KeySigner, daemon: str, nip04: bool) -> None:
-        self.signer, self.daemon, self.nip04 = signer, daemon, nip04
-        self.request_event_id: str | None = None
-        self._parts: list[dict[str, Any]] = []
-
-    def reply_filter(self) -> dict[str, Any]:
-        """Live events only (``limit: 0``): we subscribe before sending."""
-        me = self.signer.pubkey
-        if self.nip04:
-            return {"kinds": [DM_KIND], "authors": [self.daemon], "#p": [me], "limit": 0}
-        return {"kinds": [1059], "#p": [me], "limit": 0}
-
-    async def request(self, content: str) -> Event:
-        """The event carrying ``content`` to the daemon; remembers what a reply must cite."""
-        if self.nip04:
-            template = {
-                "kind": DM_KIND,
-                "content": await self.signer.nip04_encrypt(self.daemon, content),
-                "tags": [["p", self.daemon]],
-                "created_at": now(),
-            }
-            event = await self.signer.sign_event(template)
-            self.request_event_id = event["id"]
-            return event
-        rumor = make_rumor(self.signer.pubkey, nip17.CHAT_KIND, content, [["p", self.daemon]])
-        self.request_event_id = rumor["id"]
-        return await wrap(rumor, self.signer, self.daemon)
-
-    async def open(self, event: Event) -> DaemonMessage | None:
-        """``event`` opened, when it is authenticated as the daemon's message to us."""
-        if self.nip04:
-            if event["pubkey"] != self.daemon:
-                return None
-            text = await self.signer.nip04_decrypt(self.daemon, event["content"])
-            return DaemonMessage(text, tuple(tag_values(event, "e")))
-        try:
-            opened = await nip17.open_dm(event, self.signer, kinds={nip17.CHAT_KIND})
-        except UnwrapError:
-            return None
-        if opened.sender != self.daemon:
-            return None
-        return DaemonMessage(opened.rumor["content"], tuple(tag_values(opened.rumor, "e")))
-
-    def collect(self, text: str) -> str | None:
-        """The whole reply once ``text`` (a whole reply, or one part of it) completes it."""
-        part = as_part(text)
-        if part is None:
-            return text
-        self._parts.append(part)
-        return reassemble(self._parts)
-
-    async def accept(self, event: Event) -> str | None:
-        """The whole reply once ``event`` completes it; None for unrelated events."""
-        message = await self.open(event)
-        if message is None or self.request_event_id not in message.cites:
-            return None
-        return self.collect(message.text)
-
-
-@dataclass(frozen=True)
-class DaemonMessage:
-    """A message authenticated as the daemon's: its text and the events it cites (``e``)."""
-
-    text: str
-    cites: tuple[str, ...]
 
 
 def _build_request(words: list[str]) -> tuple[dict[str, Any], bool]:

@@ -2,7 +2,7 @@
 
 Each call is a JSON request in a gift wrap signed by the agent's own key; the daemon's
 allow-list, roles and approver apply to it as to any phone.  A reply counts only when it is
-authenticated as the daemon's and cites the request (``daemon.send.Conversation``, shared
+authenticated as the daemon's and cites the request (``dm.conversation.Conversation``, shared
 with ``nostr-browserd send``); parts are joined and checked against their hash.  While a
 gated call waits for its approver the daemon says so, and the host gets progress notices.
 
@@ -21,9 +21,9 @@ import secrets
 from collections.abc import Collection
 from typing import Any
 
-from ..daemon.chunks import ReassemblyError
-from ..daemon.pending import as_pending
-from ..daemon.send import Conversation
+from ..dm.chunks import ReassemblyError
+from ..dm.conversation import Conversation
+from ..dm.pending import as_pending
 from ..errors import BrowserdError, ErrorCode
 from ..login.nsec import signer_from_file
 from ..nostr import nip17
