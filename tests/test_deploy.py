@@ -170,7 +170,7 @@ def test_every_cli_command_and_option_exists() -> None:
         "nostr-browserd": [
             sys.executable,
             "-c",
-            "from nostr_browserd.daemon.cli import main; main()",
+            "from nostr_browserd.cli.main import main; main()",
         ],
         "playwright": [sys.executable, "-m", "playwright"],
     }

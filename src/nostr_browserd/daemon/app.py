@@ -40,8 +40,8 @@ from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
+from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
-from .keys_cli import KEY_TOOLS, run_key_tool
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .store import Store, open_store

@@ -11,19 +11,20 @@ Parts are reassembled and checked against their sha256.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import base64
 import json
 import secrets
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..catalog import REGISTRY
 from ..commands.protocol import is_text, parse_request
 from ..commands.render import render_text
+from ..daemon.config import DEFAULT_EMBEDDED_RELAY_PORT
 from ..dm.chunks import ReassemblyError
 from ..dm.conversation import Conversation
 from ..dm.pending import as_pending
@@ -31,9 +32,22 @@ from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
 from ..nostr.nip19 import Bech32Error, parse_pubkey
 from ..nostr.relay import RelayPool
-from .config import DEFAULT_EMBEDDED_RELAY_PORT
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIMEOUT = 0, 1, 2, 4
+
+
+@dataclass(frozen=True)
+class SendOptions:
+    """``send``'s options: whom to ask, as whom, over which relays, and how to print."""
+
+    to: str
+    key: Path
+    words: list[str]
+    relay: list[str]
+    nip04: bool = False
+    json: bool = False
+    timeout: float = 60.0
+    out: Path | None = None
 
 
 def _build_request(words: list[str]) -> tuple[dict[str, Any], bool]:
@@ -57,25 +71,26 @@ def _save_binary(response: dict[str, Any], out: Path | None) -> Path | None:
     return path
 
 
-async def send_command(args: argparse.Namespace) -> int:
-    """Send ``args.words`` to ``args.to`` and print the reply; the exit code says how it went."""
+async def send_command(options: SendOptions) -> int:
+    """Send ``options.words`` to ``options.to`` and print the reply; the exit code says how
+    it went."""
     try:
-        daemon = parse_pubkey(args.to)
-        signer = signer_from_file(args.key)
-        request, text = _build_request(args.words)
+        daemon = parse_pubkey(options.to)
+        signer = signer_from_file(options.key)
+        request, text = _build_request(options.words)
     except (Bech32Error, BrowserdError) as exc:
         print(f"nostr-browserd send: {getattr(exc, 'message', exc)}", file=sys.stderr)
         return EXIT_USAGE
-    relays = args.relay or [f"ws://127.0.0.1:{DEFAULT_EMBEDDED_RELAY_PORT}"]
-    talk = Conversation(signer, daemon, args.nip04)
+    relays = options.relay or [f"ws://127.0.0.1:{DEFAULT_EMBEDDED_RELAY_PORT}"]
+    talk = Conversation(signer, daemon, options.nip04)
     async with RelayPool(relays, auth_signer=signer) as pool:
-        if not await pool.wait_connected(min(args.timeout, 10)):
+        if not await pool.wait_connected(min(options.timeout, 10)):
             print(f"nostr-browserd send: cannot reach {', '.join(relays)}", file=sys.stderr)
             return EXIT_FAILED
         sub = pool.subscribe([talk.reply_filter()], advance_since=False)
         await sub.wait_eose(5)
         event = await talk.request(json.dumps(request, ensure_ascii=False))
-        result = await pool.publish(event, min(args.timeout, 10))
+        result = await pool.publish(event, min(options.timeout, 10))
         if not result.ok:
             print(
                 f"nostr-browserd send: no relay took the command: {result.refused}", file=sys.stderr
@@ -83,7 +98,7 @@ async def send_command(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         whole = None
         try:
-            async with asyncio.timeout(args.timeout):
+            async with asyncio.timeout(options.timeout):
                 async for reply in sub:
                     whole = await talk.accept(reply)
                     if whole is not None and (held := as_pending(whole)) is not None:
@@ -92,7 +107,7 @@ async def send_command(args: argparse.Namespace) -> int:
                     elif whole is not None:
                         break
         except TimeoutError:
-            print(f"nostr-browserd send: no reply within {args.timeout:g} s", file=sys.stderr)
+            print(f"nostr-browserd send: no reply within {options.timeout:g} s", file=sys.stderr)
             return EXIT_TIMEOUT
         except ReassemblyError as exc:
             print(f"nostr-browserd send: the reply's parts are corrupt: {exc}", file=sys.stderr)
@@ -105,10 +120,10 @@ async def send_command(args: argparse.Namespace) -> int:
     except ValueError:
         print(whole)
         return EXIT_OK
-    saved = _save_binary(response, args.out)
+    saved = _save_binary(response, options.out)
     print(
         json.dumps(response, indent=2, ensure_ascii=False)
-        if args.json or not text
+        if options.json or not text
         else render_text(response, len(whole))  # the daemon already cut it to its cap
     )
     if saved:
