@@ -19,8 +19,9 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..daemon.config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
 from ..daemon.local_ws import load_token
@@ -29,6 +30,38 @@ from ..nostr.nip19 import Bech32Error, npub_encode
 from .options import parsed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``run``: the config file (none: the local default setup) and how much to log."""
+
+    config: Path | None
+    verbose: bool
+
+
+@dataclass(frozen=True)
+class StatusOptions:
+    """``status``: whose status (the daemon's config file), as text or JSON."""
+
+    config: Path | None
+    json: bool
+
+
+@dataclass(frozen=True)
+class KeysOptions:
+    """``keys``: what to do with which provider's API key, for the daemon of ``config``."""
+
+    config: Path | None
+    action: Literal["set", "status", "clear"]
+    provider: str | None
+
+
+@dataclass(frozen=True)
+class KeygenOptions:
+    """``keygen``: where the new key goes."""
+
+    file: Path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,9 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _run(args.config, args.verbose)
+            run = parsed(RunOptions, args)
+            return _run(run.config, run.verbose)
         if args.command == "status":
-            return _status(_load(args.config), args.json)
+            status = parsed(StatusOptions, args)
+            return _status(_load(status.config), status.json)
         if args.command == "send":
             from .send import SendOptions, send_command
 
@@ -102,11 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "keys":
             from .keys import keys_command
 
-            if (args.action == "status") != (args.provider is None):
-                takes = "no provider" if args.action == "status" else "a provider"
-                _parser().error(f"keys {args.action} takes {takes}")
-            return asyncio.run(keys_command(_load(args.config), args.action, args.provider))
-        return _keygen(args.file)
+            keys = parsed(KeysOptions, args)
+            if (keys.action == "status") != (keys.provider is None):
+                takes = "no provider" if keys.action == "status" else "a provider"
+                _parser().error(f"keys {keys.action} takes {takes}")
+            return asyncio.run(keys_command(_load(keys.config), keys.action, keys.provider))
+        return _keygen(parsed(KeygenOptions, args).file)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)
         return EXIT_USAGE
