@@ -167,7 +167,7 @@ async def test_the_model_cannot_call_a_tool_it_was_not_offered(
         await phone.command(me, {"tool": "open", "params": {"url": f"{site_url}/login.html"}})
         set_cookie = {"tool": "cookies_set", "params": {"name": "session", "value": cookie}}
         assert (await phone.command(me, set_cookie))["success"]
-        fake_provider.script = [call(tool, "look", **({"id": 1} if "network" in tool else {}))]
+        fake_provider.script = [call(tool, "look", **({"id": "r1"} if "network" in tool else {}))]
         fake_provider.script.append(say("Nothing."))
         request_id = await send_ask(phone, me, "what cookies are there?")
         data = (await final_reply(phone, me, request_id)).json["data"]
@@ -256,6 +256,7 @@ async def test_the_local_channel_refuses_ask(nostr_relay_url, start_daemon, tmp_
     async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
         await ws.send(json.dumps({"id": 1, "tool": "ask", "params": {"task": "anything"}}))
         answer: dict[str, Any] = json.loads(await ws.recv())
+    assert not answer["success"], answer
     assert answer["error"]["code"] == "FORBIDDEN"
     assert "direct messages only" in answer["error"]["message"]
 
