@@ -28,13 +28,17 @@ LEAKS.secret(KEY, "a model provider's API key")
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
 
-async def start(start_daemon, relay, phone, fake, provider="openai", controller=None, **kw):
-    """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``."""
+async def start(
+    start_daemon, relay, phone, fake, provider="openai", controller=None, tools=None, **kw
+):
+    """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``;
+    ``tools``: the ``[ask] tools`` offered instead of the default set."""
     ask = {
         "provider": provider,
         provider: {"base_url": fake.base_url(provider)},
         "max_retries": 0,
         "progress_interval": 3600,
+        **({"tools": tools} if tools else {}),
     }
     entry = {"pubkey": phone.npub, **(controller or {})}
     daemon = await start_daemon([relay], controllers=[entry], ask=ask, **kw)

@@ -60,22 +60,24 @@ def tool_specs(registry: Registry, names: Iterable[str]) -> list[ToolSpec]:
         schema.pop("title", None)
         schema.pop("description", None)
         description = tool.description + (
-            " (gated: may need the person's approval)" if tool.gated else ""
+            " (gated: may need the person's approval)" if tool.gated or tool.sends else ""
         )
         specs.append(ToolSpec(name, description, schema))
     return specs
 
 
 def needs_consent(
-    tool: str, gated: bool, acts_through: bool, description: str, auto_approve: Iterable[str]
+    tool: str, asks: bool, acts_through: bool, description: str, auto_approve: Iterable[str]
 ) -> bool:
-    """Whether a call must wait for the person: gated, and not auto-approved.
+    """Whether a call must wait for the person: one that asks, and is not auto-approved.
 
+    ``asks``: the call is gated, or can carry what the model read off the machine (the
+    registry's ``sends``: a scrape's address is as good a channel as an open's).
     ``acts_through``: the call runs other tools (a batch, a find with an action), which
     auto_approve never covers.  A target that reads like a commit (submit, pay, place
     order…) always asks.
     """
-    if not gated:
+    if not asks:
         return False
     if acts_through or COMMIT.search(description):
         return True

@@ -114,12 +114,13 @@ def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -
     """Whether ``role`` may run ``tool`` with ``params``: full, read, or an explicit list.
 
     The registry judges a request by every tool it would run (a batch's commands, a find's
-    action), so neither can smuggle a gated tool past a "read" role or a tool list.
+    action), so neither can smuggle a gated tool past a "read" role or a tool list.  A "read"
+    role never runs what ``spends`` the owner's model keys (``ask``): a list must name it.
     """
     if role == "full":
         return True
     if role == "read":
-        return not registry.is_gated(tool, params)
+        return not registry.is_gated(tool, params) and not registry.get(tool).spends
     return all(name in role for name in registry.tools_run_by(tool, params))
 
 
@@ -621,9 +622,10 @@ class Dispatcher:
     ) -> tuple[Response, str]:
         """One tool call of ``owner``'s ask turn, under the controller's role and consent.
 
-        Returns the response and the target as the person would name it.  A gated call
-        waits for the controller (or its approver) unless auto_approve names the tool, and a
-        target that reads like a commit always waits; a refusal raises ``DENIED``.
+        Returns the response and the target as the person would name it.  A gated call, and
+        one that can send data out (``sends``: scrape, open, eval…, free or not), waits for
+        the controller (or its approver) unless auto_approve names the tool, and a target
+        that reads like a commit always waits; a refusal raises ``DENIED``.
         """
         started = time.perf_counter()
         response: Response | None = None
@@ -639,10 +641,12 @@ class Dispatcher:
             check_role(self.registry, controller, request)
             target = await describe_target(session, request.params)
             gated = self.registry.is_gated(request.tool, request.params)
-            what = await describe_action(self.registry, session, request) if gated else ""
+            sends = self.registry.sends(request.tool, request.params)
+            asks = gated or sends
+            what = await describe_action(self.registry, session, request) if asks else ""
             through = self.registry.get(request.tool).delegates is not None
             auto = controller.ask.auto_approve
-            if needs_consent(request.tool, gated, through, what, auto):
+            if needs_consent(request.tool, asks, through, what, auto):
                 who = f"ask (a model, for {controller.name or npub_encode(owner)[:20] + '…'})"
                 why = f". Why: {reason}" if reason else ""
                 approver = controller.approver or owner

@@ -59,7 +59,7 @@ async def clipboard_write(session: Session, params: ClipText) -> dict[str, Any]:
     return {"characters": len(params.text)}
 
 
-@TOOLS.tool("clipboard_read", family="clipboard", gated=False)
+@TOOLS.tool("clipboard_read", family="clipboard", gated=False, reads_secrets=True)
 async def clipboard_read(session: Session, params: NoParams) -> dict[str, Any]:
     """What this session's clipboard holds (from clipboard_write or clipboard_copy)."""
     return {"text": CLIPS.get(session, "")}
