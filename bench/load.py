@@ -3,7 +3,8 @@
 Four kinds of process, each on its own: the relay (LocalRelay), the system under test (the
 real daemon, ``nostr-browserd run``; or the minimal responder on nostr-sdk), and the load
 generator (pre-signed wraps).  The CPU seconds of each side are read from /proc around the
-generator's timed window and reported per 1,000 commands.
+generator's timed window and reported per 1,000 commands.  The echo (bench/echo.py, replies
+built in advance, no crypto) is the generator's own floor, measured in the same run.
 """
 
 from __future__ import annotations
@@ -123,12 +124,14 @@ def generate(
     *,
     request: tuple[str, dict[str, Any]] = ("get_url", {}),
     window: contextlib.AbstractContextManager[Any] | None = None,
+    echo: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """One run of the generator; CPU seconds of each watched side over its timed window.
 
     ``profiled``: the pid of a daemon under bench/profiled.py, profiled for that window.
     ``request``: the tool and params every command asks for.  ``window``: entered just
-    before the first command leaves and left once the last reply is in.
+    before the first command leaves and left once the last reply is in.  ``echo``: the
+    generator also writes the echo's table (see bench/loadgen.py).
     """
     process = module("loadgen")
     assert process.stdin is not None and process.stdout is not None
@@ -139,6 +142,7 @@ def generate(
         "per_controller": per_controller,
         "tool": request[0],
         "params": request[1],
+        **({"echo": echo} if echo else {}),
     }
     process.stdin.write(json.dumps(config) + "\n")
     process.stdin.flush()
@@ -157,6 +161,28 @@ def generate(
     result["cpu"] = {side: after[side] - before[side] for side in watch}
     result["cpu"]["generator"] = result.pop("cpu_s")
     return result
+
+
+def echo_run(url: str, keys: list[str], commands: int, relay_pid: int) -> dict[str, Any]:
+    """One run of the generator against the echo, which starts once the table is written."""
+    echo_keys = sdk.Keys.generate()
+    pubkey = echo_keys.public_key().to_hex()
+    watch: dict[str, list[int]] = {"relay": [relay_pid]}
+    with tempfile.TemporaryDirectory(prefix="bench-echo-") as where:
+        table = str(Path(where) / "table.json")
+
+        @contextlib.contextmanager
+        def serving() -> Iterator[None]:
+            process = module("echo", url, table, pubkey)
+            try:
+                wait_ready(process)
+                watch["echo"] = [process.pid]
+                yield
+            finally:
+                stop(process)
+
+        echo = {"secret": echo_keys.secret_key().to_hex(), "table": table}
+        return generate([url], pubkey, keys, commands, watch, window=serving(), echo=echo)
 
 
 def per_controller(n: int) -> int:
@@ -182,9 +208,9 @@ def load(
     levels: list[int],
     reps: int,
     profile: str | None = None,
-    systems: tuple[str, ...] = ("minimal responder", "daemon"),
+    systems: tuple[str, ...] = ("echo", "minimal responder", "daemon"),
 ) -> list[dict[str, Any]]:
-    """Each level, ``reps`` times, alternating the minimal responder and the daemon."""
+    """Each level, ``reps`` times, alternating the echo, the minimal responder and the daemon."""
     controllers = [sdk.Keys.generate() for _ in range(MAX_CONTROLLERS)]
     secrets_ = [k.secret_key().to_hex() for k in controllers]
     pubkeys = [k.public_key().to_hex() for k in controllers]
@@ -207,6 +233,10 @@ def load(
             sides["daemon"][1]["browser"] = [p for p in daemon_pids if p != daemon_pid]
         for _ in range(reps):
             for n in levels:
+                if "echo" in systems:
+                    result = echo_run(url, secrets_[:n], per_controller(n), relay_pid)
+                    rows.append(summary("echo", n, result))
+                    report_row(rows[-1], result)
                 for system, (target, watch) in sides.items():
                     result = generate(
                         [url],
@@ -217,13 +247,16 @@ def load(
                         profiled=daemon_pid if profile and system == "daemon" else None,
                     )
                     rows.append(summary(system, n, result))
-                    print(
-                        f"  {system:18} {n:3} controllers: "
-                        f"{rows[-1]['throughput']:6.1f}/s p50 {rows[-1]['p50_ms']:.1f} ms "
-                        f"check {result['check']}",
-                        flush=True,
-                    )
+                    report_row(rows[-1], result)
     return rows
+
+
+def report_row(row: dict[str, Any], result: dict[str, Any]) -> None:
+    print(
+        f"  {row['system']:18} {row['controllers']:3} controllers: "
+        f"{row['throughput']:6.1f}/s p50 {row['p50_ms']:.1f} ms check {result['check']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

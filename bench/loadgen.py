@@ -1,16 +1,21 @@
 """The load generator in its own process, kept light so that it does not steal the CPU it measures.
 
 Every command is gift-wrapped (nostr-sdk) before the clock starts; the timed part only sends
-pre-built ``EVENT`` frames (a WebSocket per relay) and matches replies to controllers by their
-``p`` tag, without decrypting them.  Each controller is a closed loop: its next command leaves when
-its previous reply arrives.  Replies are decrypted and checked (success, the id asked for)
-after the clock stops.
+pre-built ``EVENT`` frames and matches replies to controllers by their ``p`` tag, without
+decrypting them.  Commands go out on a publishing connection per relay and replies come in on a
+reading connection of their own, as our RelayPool does: a command sent on the socket its
+reply arrives on waits for the kernel's delayed ACK (~40 ms, bench_relay.py), and the
+generator would measure that stall instead of the system under test.  Each controller is a
+closed loop: its next command leaves when its previous reply arrives.  Replies are decrypted
+and checked (success, the id asked for) after the clock stops.
 
 Protocol on stdio: one JSON line in (``relays``, ``target`` pubkey, ``keys`` (hex secrets),
 ``per_controller``, ``tool``, ``params``); ``ready`` out once wrapped and subscribed; ``go`` in;
 one JSON line out with the timings, the generator's own CPU seconds, the check and the run's
 id (its request ids' prefix).  Every command goes to every relay (as a controller's client
-sends it); replies are read on the first.
+sends it); replies are read on the first.  With ``echo`` (``secret``, ``table``) it also writes,
+before ``ready``, the reply each wrap should get (signed by that key) to the file ``table``,
+for bench/echo.py: the generator's own floor.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ import contextlib
 import json
 import resource
 import secrets
+import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import nostr_sdk as sdk
@@ -48,7 +55,34 @@ def prepare(config: dict[str, Any], run: str) -> tuple[list[sdk.Keys], list[list
             wrap = sdk.nip17_make_private_msg(key, target, request).as_json()
             plan.append((request_id, f'["EVENT",{wrap}]'))
         plans.append(plan)
+    if "echo" in config:
+        write_echo_table(config["echo"], plans, keys)
     return keys, plans
+
+
+def write_echo_table(
+    echo: dict[str, str], plans: list[list[tuple[str, str]]], keys: list[sdk.Keys]
+) -> None:
+    """Per wrap id, the frame of a successful reply to it from ``echo["secret"]``, written to
+    ``echo["table"]``: what bench/echo.py publishes without opening anything."""
+    signer = sdk.Keys.parse(echo["secret"])
+    table = {}
+    for key, plan in zip(keys, plans, strict=True):
+        for request_id, frame in plan:
+            wrap_id = json.loads(frame[len('["EVENT",') : -1])["id"]
+            reply = json.dumps({"id": request_id, "success": True, "result": "about:blank"})
+            event = sdk.nip17_make_private_msg(signer, key.public_key(), reply).as_json()
+            table[wrap_id] = f'["EVENT",{event}]'
+    Path(echo["table"]).write_text(json.dumps(table))
+
+
+def ack_now(ws: ClientConnection) -> None:
+    """TCP_QUICKACK on the reading socket, once per frame (it is not sticky), as the RelayPool
+    does: the relay's Nagle then never waits for our ACK."""
+    sock = ws.transport.get_extra_info("socket")
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
 
 def check(keys: list[sdk.Keys], replies: list[list[str]], ids: list[list[str]]) -> dict[str, Any]:
@@ -91,10 +125,10 @@ async def main() -> None:
             await stack.enter_async_context(connect(url, max_size=2**24))
             for url in config["relays"]
         ]
-        ws = sockets[0]
+        reader = await stack.enter_async_context(connect(config["relays"][0], max_size=2**24))
         subscription = {"kinds": [1059], "#p": list(index), "limit": 0}
-        await ws.send(json.dumps(["REQ", "replies", subscription]))
-        while json.loads(await ws.recv())[0] != "EOSE":
+        await reader.send(json.dumps(["REQ", "replies", subscription]))
+        while json.loads(await reader.recv())[0] != "EOSE":
             pass
 
         async def send(i: int) -> None:
@@ -104,9 +138,10 @@ async def main() -> None:
             next_command[i] += 1
 
         async def receive(sock: ClientConnection) -> None:
-            """Refusals from every relay; replies come on the first, the one subscribed."""
+            """Refusals from every publishing connection; replies on the reading one."""
             nonlocal remaining
             async for raw in sock:
+                ack_now(sock)
                 message = json.loads(raw)
                 if message[0] == "OK" and not message[2]:
                     refused.append(message[3])
@@ -124,7 +159,7 @@ async def main() -> None:
                 elif remaining == 0:
                     done.set()
 
-        receiving = [asyncio.create_task(receive(sock)) for sock in sockets]
+        receiving = [asyncio.create_task(receive(sock)) for sock in [reader, *sockets]]
         print("ready", flush=True)
         await stdin.readline()  # go
         cpu, started = cpu_seconds(), time.perf_counter()
