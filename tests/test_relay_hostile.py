@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from nostr_browserd.nostr import nip59
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event, matches
 from nostr_browserd.nostr.relay import (
@@ -182,6 +183,22 @@ async def test_invalid_and_unmatched_events_are_dropped_and_counted() -> None:
         assert await next_event(sub) == valid  # the two before it never reached us
         counts = pool.status()[relay.url].counts
         assert (counts["invalid"], counts["unmatched"], counts["events"]) == (1, 1, 2)
+
+
+async def test_a_badly_signed_gift_wrap_is_dropped_and_does_not_shadow_the_good_copy() -> None:
+    """The pool verifies a gift wrap's signature before de-duplicating it, so the inbox need
+    not verify it again: a copy with a bad signature (same id) never arrives, and the good one
+    after it still does."""
+    alice, bob = KeySigner.generate(), KeySigner.generate()
+    rumor = nip59.make_rumor(alice.pubkey, 14, "get url", [["p", bob.pubkey]])
+    wrap = await nip59.wrap(rumor, alice, bob.pubkey)
+    bad = {**wrap, "sig": wrap["sig"][::-1]}
+    script = answering_every_req_with(bad, wrap)
+
+    async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
+        sub = pool.subscribe([{"kinds": [1059], "#p": [bob.pubkey]}], advance_since=False)
+        assert await next_event(sub) == wrap
+        assert pool.status()[relay.url].counts["invalid"] == 1
 
 
 async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:

@@ -52,14 +52,15 @@ class Conversation:
         return await wrap(rumor, self.signer, self.daemon)
 
     async def open(self, event: Event) -> DaemonMessage | None:
-        """``event`` opened, when it is authenticated as the daemon's message to us."""
+        """``event`` (from a RelayPool subscription, which verified it) opened, when it is
+        authenticated as the daemon's message to us."""
         if self.nip04:
             if event["pubkey"] != self.daemon:
                 return None
             text = await self.signer.nip04_decrypt(self.daemon, event["content"])
             return DaemonMessage(text, tuple(tag_values(event, "e")))
         try:
-            opened = await nip17.open_dm(event, self.signer, kinds={nip17.CHAT_KIND})
+            opened = await nip17.open_dm(event, self.signer, kinds={nip17.CHAT_KIND}, verified=True)
         except UnwrapError:
             return None
         if opened.sender != self.daemon:

@@ -10,7 +10,8 @@ The order of the checks is the point of this module:
    the store in one query (:meth:`Inbox.sort`) before it joins the backlog;
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
-   never trusted on its own;
+   never trusted on its own.  A gift wrap's own signature (a one-time key's) was verified by
+   the relay pool that delivered it, and is not verified twice;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
    never answered, so a stranger cannot even learn that the daemon reads its messages.  A
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
@@ -383,7 +384,7 @@ class Inbox:
 
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
-            seal = await unwrap_seal(event, self.signer)
+            seal = await unwrap_seal(event, self.signer, verified=True)
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
                 await self._reject(event)
                 return None

@@ -3,16 +3,25 @@
 Everything here is a thin, strict layer over coincurve (libsecp256k1). Secrets are
 ``bytes`` of length 32; public keys are 64 lowercase hex characters (x-only, BIP-340).
 A leaf: it imports nothing from the package (``KeySigner`` lives in ``signer.py``).
+
+A key that signs is a :class:`Keypair`, derived once: coincurve's ``PrivateKey`` derives its
+public key twice when built and the keypair again, then verifies the fresh signature, on every
+``sign_schnorr``.  That verification is a countermeasure against faults injected into the
+signing hardware; it authenticates nothing (the signature is our own), and the relays verify
+what we publish, so we sign once and move on.
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
-from coincurve import PrivateKey, PublicKey, PublicKeyXOnly
+from coincurve import PublicKey, PublicKeyXOnly
+from coincurve._libsecp256k1 import ffi, lib
+from coincurve.context import GLOBAL_CONTEXT
 
 __all__ = [
+    "Keypair",
     "check_secret",
     "generate_secret",
     "is_valid_pubkey",
@@ -55,10 +64,55 @@ def generate_secret() -> bytes:
             return candidate
 
 
+class Keypair:
+    """A secret key with its libsecp256k1 keypair and x-only public key, derived once."""
+
+    __slots__ = ("_keypair", "pubkey", "secret")
+
+    def __init__(self, seckey: bytes) -> None:
+        self.secret = check_secret(seckey)
+        self._keypair = ffi.new("secp256k1_keypair *")
+        if not lib.secp256k1_keypair_create(GLOBAL_CONTEXT.ctx, self._keypair, self.secret):
+            raise ValueError("invalid secret key")  # unreachable: check_secret passed
+        xonly = ffi.new("secp256k1_xonly_pubkey *")
+        lib.secp256k1_keypair_xonly_pub(GLOBAL_CONTEXT.ctx, xonly, ffi.NULL, self._keypair)
+        out = ffi.new("unsigned char[32]")
+        lib.secp256k1_xonly_pubkey_serialize(GLOBAL_CONTEXT.ctx, out, xonly)
+        self.pubkey: str = bytes(ffi.buffer(out, 32)).hex()
+
+    @classmethod
+    def generate(cls) -> Keypair:
+        """A fresh random key: a gift wrap's one-time key, a new identity."""
+        return cls(generate_secret())
+
+    def __repr__(self) -> str:
+        return f"Keypair(pubkey={self.pubkey})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("a Keypair holds a secret key and cannot be pickled")
+
+    def sign(self, msg32: bytes, aux_rand: bytes | None = None) -> str:
+        """BIP-340 signature of the 32-byte ``msg32`` as 128 hex characters.
+
+        ``aux_rand`` defaults to 32 fresh random bytes (as BIP-340 recommends); tests pass the
+        vector's value to reproduce a signature exactly.
+        """
+        if not isinstance(msg32, bytes | bytearray) or len(msg32) != 32:
+            raise ValueError("message to sign must be 32 bytes")
+        aux = secrets.token_bytes(32) if aux_rand is None else aux_rand
+        if len(aux) != 32:
+            raise ValueError("aux_rand must be 32 bytes")
+        sig = ffi.new("unsigned char[64]")
+        if not lib.secp256k1_schnorrsig_sign32(
+            GLOBAL_CONTEXT.ctx, sig, bytes(msg32), self._keypair, aux
+        ):
+            raise ValueError("signing failed")
+        return bytes(ffi.buffer(sig, 64)).hex()
+
+
 def public_key_hex(seckey: bytes) -> str:
     """The x-only (BIP-340) public key of ``seckey`` as 64 lowercase hex characters."""
-    sk = PrivateKey(check_secret(seckey))
-    return sk.public_key_xonly.format().hex()
+    return Keypair(seckey).pubkey
 
 
 def is_valid_pubkey(pubkey_hex: object) -> bool:
@@ -93,15 +147,8 @@ def shared_x(seckey: bytes, pubkey_hex: str) -> bytes:
 
 
 def schnorr_sign(msg32: bytes, seckey: bytes, aux_rand: bytes | None = None) -> str:
-    """BIP-340 signature of the 32-byte ``msg32`` as 128 hex characters.
-
-    ``aux_rand`` defaults to 32 fresh random bytes (as BIP-340 recommends); tests pass the
-    vector's value to reproduce a signature exactly.
-    """
-    if not isinstance(msg32, bytes | bytearray) or len(msg32) != 32:
-        raise ValueError("message to sign must be 32 bytes")
-    aux = secrets.token_bytes(32) if aux_rand is None else aux_rand
-    return PrivateKey(check_secret(seckey)).sign_schnorr(bytes(msg32), aux).hex()
+    """BIP-340 signature of ``msg32`` by ``seckey`` (see :meth:`Keypair.sign`)."""
+    return Keypair(seckey).sign(msg32, aux_rand)
 
 
 def schnorr_verify(msg32: bytes, sig_hex: str, pubkey_hex: str) -> bool:

@@ -20,7 +20,7 @@ from typing import Any, TypeGuard
 from ..untrusted_json import BadJSON
 from ..untrusted_json import loads as loads_json
 from .errors import NostrError
-from .keys import public_key_hex, schnorr_sign, schnorr_verify
+from .keys import Keypair, schnorr_verify
 
 __all__ = [
     "MAX_RELAY_TEXT",
@@ -97,13 +97,15 @@ def _id_of(event: Event) -> str:
     )
 
 
-def finalize_event(template: dict[str, Any], seckey: bytes) -> Event:
-    """Sign ``template`` (kind, content, tags=[], created_at=now) with ``seckey``.
+def finalize_event(template: dict[str, Any], key: Keypair | bytes) -> Event:
+    """Sign ``template`` (kind, content, tags=[], created_at=now) with ``key``.
 
-    Returns a new dict with id, pubkey, created_at, kind, tags, content and sig.
+    Returns a new dict with id, pubkey, created_at, kind, tags, content and sig.  A key that
+    signs often is passed as its :class:`~.keys.Keypair`, derived once.
     """
+    keypair = key if isinstance(key, Keypair) else Keypair(key)
     event: Event = {
-        "pubkey": public_key_hex(seckey),
+        "pubkey": keypair.pubkey,
         "created_at": template.get("created_at", now()),
         "kind": template["kind"],
         "tags": [list(t) for t in template.get("tags", [])],
@@ -111,7 +113,7 @@ def finalize_event(template: dict[str, Any], seckey: bytes) -> Event:
     }
     _check_fields(event)
     event["id"] = _id_of(event)
-    event["sig"] = schnorr_sign(bytes.fromhex(event["id"]), seckey)
+    event["sig"] = keypair.sign(bytes.fromhex(event["id"]))
     return event
 
 

@@ -66,13 +66,18 @@ async def make_dm(
 
 
 async def open_dm(
-    wrap_event: Event, signer: Signer, *, kinds: Iterable[int] | None = None
+    wrap_event: Event,
+    signer: Signer,
+    *,
+    kinds: Iterable[int] | None = None,
+    verified: bool = False,
 ) -> Unwrapped:
     """Unwrap a NIP-17 message; ``.sender`` is the authenticated author.
 
-    ``kinds`` optionally restricts the rumor kinds accepted (e.g. ``{14, 15}``).
+    ``kinds`` optionally restricts the rumor kinds accepted (e.g. ``{14, 15}``); ``verified``:
+    the wrap came from a RelayPool subscription (see :mod:`.nip59`).
     """
-    opened = await unwrap(wrap_event, signer)
+    opened = await unwrap(wrap_event, signer, verified=verified)
     if kinds is not None and opened.rumor["kind"] not in set(kinds):
         raise UnwrapError(f"rumor: kind {opened.rumor['kind']} is not a direct message")
     return opened

@@ -1,9 +1,14 @@
 """NIP-59 gift wrap: rumor (unsigned) → seal (kind 13, by the author) → wrap (kind 1059).
 
 Sealing goes through a :class:`~.signer.Signer` so a bunker can seal; wrapping uses a
-fresh local one-time key. :func:`unwrap` authenticates the sender: both signatures are
-verified, the seal's pubkey must equal the rumor's pubkey and the rumor id must
+fresh local one-time key, derived once. :func:`unwrap` authenticates the sender: both
+signatures are verified, the seal's pubkey must equal the rumor's pubkey and the rumor id must
 recompute. Authorise on :attr:`Unwrapped.sender` only.
+
+A wrap delivered by a :class:`~.relay.RelayPool` subscription had its id and signature verified
+there, before it was de-duplicated (a relay's badly signed copy must not shadow a good one);
+``verified=True`` says so and spares the second verification.  The seal's is never spared: it
+is what authenticates the sender.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from ..untrusted_json import BadJSON
 from ..untrusted_json import loads as loads_json
 from . import nip44
 from .errors import NostrError
-from .keys import generate_secret, is_valid_pubkey
+from .keys import Keypair, is_valid_pubkey
 from .nip01 import Event, InvalidEvent, check_shape, event_id, finalize_event, now, verify_event
 from .signer import Signer
 
@@ -125,8 +130,8 @@ def gift_wrap(
     """
     if not is_valid_pubkey(recipient_pubkey):
         raise ValueError("recipient is not a valid public key")
-    one_time = generate_secret()
-    conv = nip44.conversation_key(one_time, recipient_pubkey)
+    one_time = Keypair.generate()
+    conv = nip44.conversation_key(one_time.secret, recipient_pubkey)
     tags = [["p", recipient_pubkey]]
     if expiration is not None:
         tags.append(["expiration", str(int(expiration))])
@@ -159,10 +164,15 @@ def _parse(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-async def _open(event: Event, kind: int, layer: str, signer: Signer) -> str:
-    """Verify one signed layer (wrap or seal), check its kind, and decrypt its content."""
+async def _open(
+    event: Event, kind: int, layer: str, signer: Signer, *, verified: bool = False
+) -> str:
+    """Verify one signed layer (wrap or seal), check its kind, and decrypt its content.
+
+    ``verified``: its id and signature were verified already; its shape is checked again.
+    """
     try:
-        verify_event(event)
+        check_shape(event) if verified else verify_event(event)
     except InvalidEvent as exc:
         raise UnwrapError(f"{layer}: {exc.reason}") from None
     if event["kind"] != kind:
@@ -173,13 +183,15 @@ async def _open(event: Event, kind: int, layer: str, signer: Signer) -> str:
         raise UnwrapError(f"{layer}: cannot decrypt ({exc})") from None
 
 
-async def unwrap_seal(wrap_event: Event, signer: Signer) -> Event:
+async def unwrap_seal(wrap_event: Event, signer: Signer, *, verified: bool = False) -> Event:
     """The seal inside a gift wrap: one decryption, the seal's signature not yet checked.
 
     Its ``pubkey`` names the claimed sender, enough to drop a stranger's message before
     paying for the second decryption; trust it only once :func:`open_seal` returned.
+    ``verified``: the wrap came from a RelayPool subscription (see the module's docstring).
     """
-    seal_event = _parse(await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer), "seal")
+    opened = await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer, verified=verified)
+    seal_event = _parse(opened, "seal")
     if not is_valid_pubkey(seal_event.get("pubkey")):
         raise UnwrapError("seal: pubkey is not a valid public key")
     return seal_event
@@ -204,12 +216,13 @@ async def open_seal(wrap_event: Event, seal_event: Event, signer: Signer) -> Unw
     return Unwrapped(wrap=wrap_event, seal=seal_event, rumor=rumor, sender=seal_event["pubkey"])
 
 
-async def unwrap(wrap_event: Event, signer: Signer) -> Unwrapped:
+async def unwrap(wrap_event: Event, signer: Signer, *, verified: bool = False) -> Unwrapped:
     """Open a gift wrap addressed to ``signer`` and authenticate the sender.
 
-    Checks, in order: the wrap's shape, id and signature, kind 1059; decryption; the
-    seal's shape, id, signature and kind 13; decryption; the rumor's shape and id; and
-    that the seal's pubkey equals the rumor's pubkey. Any failure is an
+    Checks, in order: the wrap's shape, id and signature (unless ``verified``), kind 1059;
+    decryption; the seal's shape, id, signature and kind 13; decryption; the rumor's shape
+    and id; and that the seal's pubkey equals the rumor's pubkey. Any failure is an
     :class:`UnwrapError` naming the step.
     """
-    return await open_seal(wrap_event, await unwrap_seal(wrap_event, signer), signer)
+    seal_event = await unwrap_seal(wrap_event, signer, verified=verified)
+    return await open_seal(wrap_event, seal_event, signer)

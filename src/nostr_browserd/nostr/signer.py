@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from . import nip01, nip04, nip44
-from .keys import check_secret, generate_secret, public_key_hex
+from .conversations import ConversationKeys
+from .keys import Keypair, generate_secret
 
 Event = dict[str, Any]
 
@@ -38,13 +39,19 @@ class Signer(Protocol):
 
 
 class KeySigner:
-    """A :class:`Signer` backed by a secret key held in this process."""
+    """A :class:`Signer` backed by a secret key held in this process.
 
-    __slots__ = ("_pubkey", "_seckey")
+    Its keypair is derived once, and its NIP-44 conversation keys are computed once per peer
+    (:class:`~.conversations.ConversationKeys`) and forgotten by :meth:`aclose`.
+    """
+
+    __slots__ = ("_conversations", "_keypair", "_pubkey", "_seckey")
 
     def __init__(self, seckey: bytes) -> None:
-        self._seckey = check_secret(seckey)
-        self._pubkey = public_key_hex(self._seckey)
+        self._keypair = Keypair(seckey)
+        self._seckey = self._keypair.secret
+        self._pubkey = self._keypair.pubkey
+        self._conversations = ConversationKeys(self._seckey)
 
     @classmethod
     def generate(cls) -> KeySigner:
@@ -74,7 +81,7 @@ class KeySigner:
 
     def sign_event_sync(self, template: dict[str, Any]) -> dict[str, Any]:
         """Synchronous ``sign_event``."""
-        return nip01.finalize_event(template, self._seckey)
+        return nip01.finalize_event(template, self._keypair)
 
     async def sign_event(self, template: dict[str, Any]) -> dict[str, Any]:
         return self.sign_event_sync(template)
@@ -86,7 +93,11 @@ class KeySigner:
         return nip04.decrypt(self._seckey, pubkey, ciphertext)
 
     async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
-        return nip44.encrypt(plaintext, nip44.conversation_key(self._seckey, pubkey))
+        return nip44.encrypt(plaintext, self._conversations.get(pubkey))
 
     async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
-        return nip44.decrypt(ciphertext, nip44.conversation_key(self._seckey, pubkey))
+        return nip44.decrypt(ciphertext, self._conversations.get(pubkey))
+
+    async def aclose(self) -> None:
+        """Logged out or switched away: forget the conversation keys computed with this key."""
+        self._conversations.clear()
