@@ -44,12 +44,17 @@ def kind_of(path: str, function: str) -> str:
 
 
 def summary(path: str, top: int = 15) -> dict[str, Any]:
-    """Own time per kind of work, and the functions with the most own time (idle excluded)."""
+    """Own time per kind of work, the functions with the most own time (idle excluded), and
+    the calls of each libsecp256k1 function (verifications, signatures, key derivations)."""
     stats = pstats.Stats(path)
     total = 0.0
     kinds: dict[str, float] = {}
+    secp256k1: dict[str, int] = {}
     functions = []
     for (file, line, function), (_, calls, own, cumulative, _) in stats.stats.items():
+        if "_libsecp256k1.secp256k1_" in function:
+            name = function.split("_libsecp256k1.", 1)[1].rstrip(">")
+            secp256k1[name] = secp256k1.get(name, 0) + calls
         kind = kind_of(file, function)
         kinds[kind] = kinds.get(kind, 0.0) + own
         if kind.startswith("idle"):
@@ -62,6 +67,7 @@ def summary(path: str, top: int = 15) -> dict[str, Any]:
     return {
         "total_s": total,
         "kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        "secp256k1": dict(sorted(secp256k1.items(), key=lambda kv: -kv[1])),
         "top": [
             {"own_s": own, "cumulative_s": cum, "calls": calls, "function": name}
             for own, cum, calls, name in functions[:top]

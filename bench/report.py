@@ -490,6 +490,11 @@ def profile_section(profile: dict[str, Any]) -> list[str]:
             continue
         scaled = f"{seconds * per:.2f}" if per else "–"
         lines.append(f"| {kind} | {seconds:.2f} | {scaled} | {seconds / total:.0%} |")
+    if profile.get("secp256k1") and profile.get("commands"):
+        calls = ", ".join(
+            f"`{name}` {n / profile['commands']:.1f}" for name, n in profile["secp256k1"].items()
+        )
+        lines += ["", f"libsecp256k1 calls per command (request and reply): {calls}."]
     lines += ["", "| function | own s | cumulative s | calls |", "| --- | ---: | ---: | ---: |"]
     for f in profile["top"]:
         lines.append(
