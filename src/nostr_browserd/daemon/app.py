@@ -92,10 +92,26 @@ class Daemon:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bring everything up; raises with a clear message when something cannot start."""
+        """Bring everything up; raises with a clear message when something cannot start.
+
+        Chromium is launched first and awaited last before anything can send a command: the
+        store, the login, the embedded relay and the worker start meanwhile.
+        """
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         make_browser_dirs(self.config.browser)
+        launching = asyncio.create_task(self.browser.start())
+        await asyncio.sleep(0)  # let it spawn Playwright's driver before the store's first query
+        try:
+            await self._start_beside(launching)
+        except BaseException:
+            launching.cancel()
+            await asyncio.gather(launching, return_exceptions=True)
+            raise
+
+    async def _start_beside(self, launching: asyncio.Task[None]) -> None:
+        """Everything but the browser's launch, which must be done before the first command
+        can arrive (by Nostr, then by the local channel)."""
         self.store = await open_store(self.config.state)
         await shelve(self.browser, self.store)
         configured = login_params(self.config.identity, self.state_dir)
@@ -104,7 +120,6 @@ class Daemon:
         if self.config.nostr.uses_embedded_relay:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
             self.relays.insert(0, await self.embedded.start())
-        await self.browser.start()
         self.browser.on_event(self._browser_event)
         self.dispatcher = Dispatcher(
             registry=REGISTRY,
@@ -133,6 +148,7 @@ class Daemon:
         self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
         self.browser.initial_state = self.worker.initial_state
         await self.worker.start()
+        await launching
         await self._connect_nostr()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))

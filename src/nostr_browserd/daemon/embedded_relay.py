@@ -9,8 +9,10 @@ it; configure real relays for that.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-import nostr_sdk
+if TYPE_CHECKING:
+    import nostr_sdk
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,8 @@ class EmbeddedRelay:
 
     async def start(self) -> str:
         """Listen; returns the ``ws://`` URL.  Fails clearly when the port is taken."""
+        import nostr_sdk  # here: a daemon with relays of its own never loads it (0.1 s)
+
         relay = (
             nostr_sdk.LocalRelayBuilder()
             .addr("127.0.0.1")
