@@ -6,12 +6,15 @@ The other tests turn the policy off (the test site is on loopback); here it is a
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import json
 import urllib.parse
 
 import pytest
 from websockets.asyncio.client import connect
 
+from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.netpolicy import NetworkPolicy
 from tests.fixtures.daemon import (
     SdkController,
@@ -33,12 +36,19 @@ def reach(url: str) -> str:
         "http://127.0.0.1:8000/",
         "http://localhost:631/",
         "http://anything.localhost/",
+        "http://localhost./",  # Chromium maps the dotted forms to loopback too, without DNS
+        "http://x.localhost.:8080/",
         "http://169.254.169.254/latest/meta-data/",
         "http://10.1.2.3/",
         "https://192.168.0.1/",
         "http://100.64.0.1/",
         "http://[::1]:22/",
         "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://[64:ff9b::a00:1]/",  # NAT64 of 10.0.0.1
+        "http://[64:ff9b::7f00:1]/",  # NAT64 of 127.0.0.1
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4 of 169.254.169.254
+        "http://[::10.0.0.1]/",  # IPv4-compatible
         "http://[fe80::1]/",
         "http://0.0.0.0:17777/",
         "http://2130706433/",  # 127.0.0.1 as one number
@@ -52,7 +62,17 @@ async def test_private_addresses_are_refused_to_dm_controllers(url):
     assert await policy.check(url, "local") is None  # the owner on this machine keeps it
 
 
-@pytest.mark.parametrize("url", ["https://93.184.216.34/", "about:blank", "data:text/html,x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://93.184.216.34/",
+        "http://[64:ff9b::5db8:d822]/",  # NAT64 of 93.184.216.34
+        "http://[2002:5db8:d822::1]/",
+        "http://[2606:4700::1111]/",
+        "about:blank",
+        "data:text/html,x",
+    ],
+)
 async def test_public_and_addressless_urls_pass(url):
     assert await NetworkPolicy(None, []).check(url, "ab" * 32) is None
 
@@ -64,7 +84,13 @@ async def test_settings_and_exceptions():
     assert await policy.check("http://127.0.0.1:8000/x", dm) is None
     assert await policy.check("http://127.0.0.1:8001/x", dm) is not None
     for owner in (dm, "local"):  # the daemon's own port: to everyone, allowed or not
-        for url in ("http://127.0.0.1:17777/", "http://localhost:17777/", "ws://[::1]:17777/"):
+        for url in (
+            "http://127.0.0.1:17777/",
+            "http://localhost:17777/",
+            "http://localhost.:17777/",
+            "http://x.localhost.:17777/",
+            "ws://[::1]:17777/",
+        ):
             assert "own local channel" in (await policy.check(url, owner) or "")
     assert await NetworkPolicy(False, []).check("http://127.0.0.1:8000/", dm) is None
     assert await NetworkPolicy(True, []).check("http://127.0.0.1:8000/", "local") is not None
@@ -153,3 +179,42 @@ async def test_no_browser_context_shows_the_status_page(nostr_relay_url, start_d
             while (answer := await ws.recv()).startswith('{"type": "event"'):
                 pass
         assert json.loads(answer)["error"]["code"] == "FORBIDDEN"
+
+
+async def test_the_egress_proxy_connects_to_the_address_it_judged():
+    """A name answering a public address, then 127.0.0.1 (DNS rebinding): the proxy connects
+    to the address it judged, never to the name resolved again."""
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])
+    asked, connected = [], []
+
+    async def rebinding(host):
+        asked.append(host)
+        return [ipaddress.ip_address(a) for a in next(answers)]
+
+    async def stand_in(reader, writer):  # answers in the public server's place, on loopback
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\npublic")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(stand_in, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def connect(host, to_port):
+        connected.append((host, to_port))
+        return await asyncio.open_connection("127.0.0.1", port)
+
+    proxy = EgressProxy(NetworkPolicy(True, [], resolver=rebinding), connect=connect)
+    await proxy.start()
+    try:
+        reader, writer = await asyncio.open_connection(
+            *urllib.parse.urlsplit(proxy.url).netloc.split(":")
+        )
+        writer.write(b"GET http://rebind.example/ HTTP/1.1\r\nHost: rebind.example\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        await proxy.close()
+        server.close()
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"public"), answer
+    assert connected == [("93.184.216.34", 80)] and asked == ["rebind.example"]
