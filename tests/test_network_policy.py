@@ -218,3 +218,45 @@ async def test_the_egress_proxy_connects_to_the_address_it_judged():
         server.close()
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"public"), answer
     assert connected == [("93.184.216.34", 80)] and asked == ["rebind.example"]
+
+
+class Datagrams(asyncio.DatagramProtocol):
+    """A UDP socket on loopback that counts what reaches it."""
+
+    def __init__(self):
+        self.count = 0
+        self.arrived = asyncio.Event()
+
+    def datagram_received(self, data, addr):
+        self.count += 1
+        self.arrived.set()
+
+
+STUN = """new Promise(async (done) => {
+  const pc = new RTCPeerConnection({iceServers: [{urls: "stun:127.0.0.1:%d"}]});
+  pc.createDataChannel("x");
+  pc.onicegatheringstatechange = () => pc.iceGatheringState === "complete" && done("gathered");
+  await pc.setLocalDescription(await pc.createOffer());
+})"""
+
+
+async def test_webrtc_sends_no_udp_around_the_policy(nostr_relay_url, start_daemon):
+    """A page's RTCPeerConnection asks a STUN server on loopback: not one datagram arrives."""
+    loop = asyncio.get_running_loop()
+    transport, counter = await loop.create_datagram_endpoint(Datagrams, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    try:
+        async with SdkController([nostr_relay_url]) as phone:
+            daemon = await start_daemon(
+                [nostr_relay_url], controllers=[phone.npub], browser=DEFAULT
+            )
+            me = await daemon_pubkey(daemon)
+            params = {"script": STUN % port}
+            gathering = asyncio.ensure_future(phone.command(me, {"tool": "eval", "params": params}))
+            arrived = asyncio.ensure_future(counter.arrived.wait())
+            await asyncio.wait([gathering, arrived], return_when=asyncio.FIRST_COMPLETED)
+            arrived.cancel()
+            assert counter.count == 0, "a STUN request reached 127.0.0.1"
+            assert gathering.result()["data"]["result"] == "gathered", gathering.result()
+    finally:
+        transport.close()
