@@ -260,3 +260,18 @@ async def test_webrtc_sends_no_udp_around_the_policy(nostr_relay_url, start_daem
             assert gathering.result()["data"]["result"] == "gathered", gathering.result()
     finally:
         transport.close()
+
+
+REGISTER = """!navigator.serviceWorker ? 'refused' : navigator.serviceWorker.register('/sw.js')
+  .then(r => !r ? 'refused' : new Promise(done => {
+    const worker = r.installing || r.waiting || r.active;
+    if (worker.state === 'activated') return done('running');
+    worker.onstatechange = () => worker.state === 'activated' && done('running');
+  }), e => 'refused')"""
+
+
+async def test_service_workers_are_off(call, site_url):
+    """A service worker's requests would pass the routes: no page may start one."""
+    assert (await call(f"open {site_url}/index.html"))["success"]
+    registered = await call({"tool": "eval", "params": {"script": REGISTER}})
+    assert registered["success"] and registered["data"]["result"] == "refused", registered
