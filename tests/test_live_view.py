@@ -14,7 +14,7 @@ from PIL import Image
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from nostr_browserd.browser.screencast import Fanout
+from nostr_browserd.browser.screencast import Fanout, Screencast, StreamSettings
 from nostr_browserd.daemon.local_ws import OWNER
 from tests.fixtures.daemon import start_daemon_fixture  # noqa: F401
 
@@ -266,3 +266,34 @@ async def test_with_no_viewer_frames_are_acknowledged_at_once():
     fanout.offer("frame", ack)
     await settle()
     assert acks == [1] and fanout.sent == 0 and fanout.dropped == 0
+
+
+class FakeCdp:
+    """The page's CDP session as far as acknowledging frames goes."""
+
+    def __init__(self):
+        self.acked = []
+
+    async def send(self, method, params):
+        self.acked.append((method, params["sessionId"]))
+
+
+async def test_frames_are_acknowledged_no_faster_than_max_fps():
+    """Chrome sends the next frame only after an ack: an ack waits out 1/max_fps since the
+    last one (the clock is the test's, so nothing here is timed)."""
+    now, waits = [100.0], []
+
+    async def sleep(seconds):
+        waits.append(round(seconds, 6))
+        now[0] += seconds
+
+    cast, cdp = Screencast(Fanout(), StreamSettings(max_fps=4)), FakeCdp()
+    cast.clock, cast.sleep, cast._cdp = lambda: now[0], sleep, cdp
+    await cast._ack(cdp, 1)  # the first frame: nothing to wait for
+    await cast._ack(cdp, 2)  # at once after it: a quarter of a second later
+    now[0] += 0.1
+    await cast._ack(cdp, 3)  # 0.1 s after: the rest of the quarter
+    now[0] += 1.0
+    await cast._ack(cdp, 4)  # long after: at once
+    assert waits == [0.25, 0.15]
+    assert cdp.acked == [("Page.screencastFrameAck", n) for n in (1, 2, 3, 4)]
