@@ -16,6 +16,7 @@ from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.netpolicy import NetworkPolicy
+from nostr_browserd.browser.session import BrowserConfig
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -240,15 +241,23 @@ STUN = """new Promise(async (done) => {
 })"""
 
 
-async def test_webrtc_sends_no_udp_around_the_policy(nostr_relay_url, start_daemon):
-    """A page's RTCPeerConnection asks a STUN server on loopback: not one datagram arrives."""
+@pytest.mark.parametrize("where", ["here", "run-server"])
+async def test_webrtc_sends_no_udp_around_the_policy(
+    nostr_relay_url, start_daemon, browser_servers, where
+):
+    """A page's RTCPeerConnection asks a STUN server on loopback: not one datagram arrives,
+    from the Chromium launched here or from a browser server's."""
+    browser = dict(DEFAULT)
+    if where == "run-server":
+        server = await browser_servers("run-server")
+        browser |= {"endpoints": [server.url], "executable": BrowserConfig().find_executable()}
     loop = asyncio.get_running_loop()
     transport, counter = await loop.create_datagram_endpoint(Datagrams, local_addr=("127.0.0.1", 0))
     port = transport.get_extra_info("sockname")[1]
     try:
         async with SdkController([nostr_relay_url]) as phone:
             daemon = await start_daemon(
-                [nostr_relay_url], controllers=[phone.npub], browser=DEFAULT
+                [nostr_relay_url], controllers=[phone.npub], browser=browser
             )
             me = await daemon_pubkey(daemon)
             params = {"script": STUN % port}
