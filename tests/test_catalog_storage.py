@@ -106,3 +106,27 @@ async def test_no_page_reads_the_browsers_clipboard(page, browser_pool, dispatch
     finally:
         await mallory.close()
     assert seen == []  # not one read was let through, of anything
+
+
+EDITOR = """() => {
+  const log = document.querySelector('#log');
+  log.addEventListener('copy', (e) => {
+    e.clipboardData.setData('text/plain', 'from the handler');
+    e.preventDefault();
+  }, { once: true });
+  log.addEventListener('paste', (e) => {
+    window.pasted = e.clipboardData.getData('text/plain');
+    e.preventDefault();
+  }, { once: true });
+}"""
+
+
+async def test_a_pages_copy_and_paste_handlers_see_the_text(page):
+    """An editor that handles copy and paste itself gets them as in a person's browser."""
+    await page({"tool": "eval", "params": {"script": f"({EDITOR})()"}})
+    await page("focus #log")
+    assert (await page("clipboard_copy"))["data"]["text"] == "from the handler"
+    await page("clipboard_write for the editor")
+    await page("clipboard_paste")
+    assert (await page("eval window.pasted"))["data"]["result"] == "for the editor"
+    assert (await page("get_value #log"))["data"]["value"] == ""  # the handler took it
