@@ -184,4 +184,8 @@ async def system_resolve(host: str) -> list[IPAddress]:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError:
         return []
-    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    return [
+        ipaddress.ip_address(info[4][0].split("%")[0])
+        for info in infos
+        if isinstance(info[4][0], str)  # an unknown family gives (int, bytes)
+    ]
