@@ -23,6 +23,10 @@ def test_free_tools_never_ask_and_gated_ones_ask_unless_auto_approved():
 def test_a_commit_always_asks_whatever_auto_approve_says():
     for name in ("Submit", "Pay now", "Place order", "Checkout", "Send", "Confirm", "Delete"):
         assert reads_like_commit(f"{name}"), name
+    # However the page writes it: a zero-width space inside, a no-break space, full width.
+    for styled in ("Pla\u200bce\u00a0order", "\uff30\uff41\uff59 now", "CHECK  OUT"):
+        assert reads_like_commit(styled), styled
+    assert not reads_like_commit("Paypal") and not reads_like_commit("Sender address")
     assert needs_consent("click", True, False, True, ["click"])
     # A batch or a find that acts runs other tools: auto_approve never covers it.
     assert needs_consent("find_text", True, True, False, ["find_text", "click"])
