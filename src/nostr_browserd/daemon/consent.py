@@ -130,12 +130,6 @@ async def target_of(session: Session, tool: str, params: dict[str, Any]) -> Elem
     return None
 
 
-async def describe_target(session: Session, tool: str, params: dict[str, Any]) -> str:
-    """``button "Send" (@e4)`` for a call that acts on an element, else ``""``."""
-    element = await target_of(session, tool, params)
-    return "" if element is None else element.describe()
-
-
 async def describe_action(
     registry: Registry, session: Session, request: Request, element: Element | None = None
 ) -> str:
@@ -153,20 +147,27 @@ async def describe_action(
         head = f"a {request.tool} of {len(calls)} commands" + (f" {_shown(rest)}" if rest else "")
         lines = [head + ":"]
         for i, (inner, params) in enumerate(calls, 1):
-            lines.append(f"{i}. {await _describe_call(session, inner, params, None)}")
+            lines.append(f"{i}. {await _describe_call(registry, session, inner, params)}")
         described = "\n".join(lines)
         page = session.page_or_none
         return described + (f"\n(on {page.url})" if page is not None else "")
-    described = await _describe_call(session, request.tool, request.params, element)
+    described = await _describe_call(registry, session, request.tool, request.params, element)
     page = session.page_or_none
     return described + (f" on {page.url}" if page is not None else "")
 
 
 async def _describe_call(
-    session: Session, tool: str, params: dict[str, Any], element: Element | None
+    registry: Registry,
+    session: Session,
+    tool: str,
+    params: dict[str, Any],
+    element: Element | None = None,
 ) -> str:
+    """One call: its tool, its target described, its params.  A find's selector is what it
+    searches, not a target: the find is shown as it was sent."""
     parts = [tool]
-    element = element or await target_of(session, tool, params)
+    if element is None and registry.get(tool).delegates is None:
+        element = await target_of(session, tool, params)
     if element is not None:
         parts.append(element.describe())
     shown = {k: v for k, v in params.items() if k not in ("ref", "selector")}

@@ -620,7 +620,8 @@ class Dispatcher:
     ) -> tuple[Response, str]:
         """One tool call of ``owner``'s ask turn, under the controller's role and consent.
 
-        Returns the response and the target as the person would name it.  A gated call
+        Returns the response and the target as the person would name it (a gated call's;
+        the loop names a free one's by its ref or selector).  A gated call
         waits for the controller (or its approver) unless auto_approve names the tool, and a
         commit (consent.commits: judged on the element itself) always waits; a refusal
         raises ``DENIED``.
@@ -637,10 +638,12 @@ class Dispatcher:
             self.registry.get(request.tool)
             session = await self.browser.session(owner)
             check_role(self.registry, controller, request)
-            element = await target_of(session, request.tool, request.params)
             gated = self.registry.is_gated(request.tool, request.params)
             through = self.registry.get(request.tool).delegates is not None
-            commit = gated and commits(request.tool, request.params, element)
+            # Read only where consent turns on it: reading costs a full snapshot of the page.
+            judged = gated and not through
+            element = await target_of(session, request.tool, request.params) if judged else None
+            commit = judged and commits(request.tool, request.params, element)
             auto = controller.ask.auto_approve
             if needs_consent(request.tool, gated, through, commit, auto):
                 what = await describe_action(self.registry, session, request, element)
