@@ -20,6 +20,7 @@ from playwright.async_api import Frame, Locator, Page
 from .snapshot import parse, unquote
 
 READ_MS = 2000  # each read of a live element; a page that hangs it is judged unread
+REFILL_S = 15.0  # the full snapshot that puts the ref table back (1.2 s on tests' big.html)
 # The element and the controls around it that a click on it activates, nearest first:
 # a click on a span inside a submit button submits, and so does one on a button's label.
 CONTROLS = (
@@ -104,7 +105,7 @@ async def read_element(page: Page, locator: Locator, given: str) -> Element:
         return Element(given, found=False)
     finally:
         with contextlib.suppress(PlaywrightError, TimeoutError):
-            await asyncio.wait_for(page.aria_snapshot(mode="ai"), READ_MS / 1000)
+            await asyncio.wait_for(page.aria_snapshot(mode="ai"), REFILL_S)
 
 
 async def focused(page: Page, scope: Page | Frame) -> Locator | None:
@@ -161,10 +162,11 @@ async def _words(locator: Locator) -> list[str]:
             await locator.inner_text(timeout=READ_MS),
             await locator.text_content(timeout=READ_MS) or "",
         ]
-    for attribute in ("aria-label", "title", "alt", "value"):
+    password = await _matches(locator, PASSWORD)  # a password's value is never read
+    for attribute in ("aria-label", "title", "alt", *(() if password else ("value",))):
         words.append(await locator.get_attribute(attribute, timeout=READ_MS) or "")
-    if not await _matches(locator, PASSWORD):  # a password's value is never read
-        with contextlib.suppress(PlaywrightError):
+    if not password:
+        with contextlib.suppress(PlaywrightError):  # not a field: it has no value
             words.append(await locator.input_value(timeout=READ_MS))
     return words
 
