@@ -9,9 +9,10 @@
   it would run (``Registry.is_gated``, ``Registry.tools_run_by``): a batch's commands, a
   find's action.
 - Consent: a controller with an ``approver`` has each gated command held while the approver
-  is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
-  short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
-  the timeout or a shutdown answer the requester with ``DENIED``.
+  is asked, by DM, what would happen (tool, target element's role and name, page URL:
+  ``consent.describe_action``) with a short code; it runs only on ``approve <code>`` from
+  that key within the timeout.  ``deny``, the timeout or a shutdown answer the requester
+  with ``DENIED``.
 - Login and API-key tools never run here: they belong to the local control channel.
 - Logged out means logged out: while no identity is logged in, every tool but the login
   tools (``LOGIN_TOOLS``) answers ``NOT_LOGGED_IN``, whichever transport carried it.
