@@ -67,7 +67,8 @@ async def test_a_page_cannot_rename_its_way_past_the_rule(call, session, site_ur
 
 async def test_submitting_a_form_is_a_commit_whatever_the_button_says(call, session, site_url):
     assert (await call(f"open {site_url}/commit.html"))["success"]
-    for selector in ("#go", "#inside", "#continue"):  # default type, a span in one, an input
+    # Default type, a span in a submit button, an input, a label naming a submit button.
+    for selector in ("#go", "#inside", "#continue", "#go-label"):
         assert await judged(session, "click", selector=selector), selector
     assert (await described(session, "click", selector="#inside")).endswith(
         "(#inside), submits a form"

@@ -21,8 +21,8 @@ from .snapshot import parse, unquote
 
 READ_MS = 2000  # each read of a live element; a page that hangs it is judged unread
 REFILL_S = 15.0  # the full snapshot that puts the ref table back (1.2 s on tests' big.html)
-# The element and the controls around it that a click on it activates, nearest first:
-# a click on a span inside a submit button submits, and so does one on a button's label.
+# The element and the controls around it that a click on it activates: a click on a span
+# inside a submit button submits, and so does one on a label naming a submit button.
 CONTROLS = (
     "xpath=ancestor-or-self::*[self::button or self::a[@href] or self::input or self::label"
     " or self::summary or @role='button' or @role='link' or @role='menuitem' or @role='tab'"
@@ -40,6 +40,7 @@ ENTER_FIELD = ":scope:is(input:not([type=button i], [type=reset i], [type=hidden
 IN_FORM = "xpath=self::*[ancestor::form or @form]"
 PASSWORD = ":scope[type=password i]"
 LABEL_OF = "xpath=ancestor::label[1]"
+LABELLED = "xpath=descendant::*[self::button or self::input or self::select or self::textarea][1]"
 FIELD_ROLES = frozenset(
     {"textbox", "searchbox", "combobox", "listbox", "spinbutton", "slider", "checkbox"}
     | {"radio", "switch"}
@@ -132,9 +133,12 @@ async def _read(locator: Locator, given: str) -> Element:
     name = unquote(f'"{node.name}"') if node is not None and node.name else ""
     label = await _label(locator) if role in FIELD_ROLES else ""
     judged = [locator, *(controls.nth(-1 - i) for i in range(count))]
+    judged += [control for each in judged[1:] for control in await _labelled(each)]
     words = [name, label]
     submits = False
     for each in judged:
+        if await each.count() != 1:  # a label naming no element
+            continue
         words.extend(await _words(each))
         submits = submits or await _in_form(each, SUBMITTER)
     enter = await _in_form(locator, ENTER_FIELD)
@@ -171,17 +175,31 @@ async def _words(locator: Locator) -> list[str]:
     return words
 
 
+async def _labelled(locator: Locator) -> list[Locator]:
+    """What a click on a <label> clicks too: the element it names, or the field inside it."""
+    if not await _matches(locator, ":scope:is(label)"):
+        return []
+    named = await locator.get_attribute("for", timeout=READ_MS)
+    if named:
+        return [_in_document(locator, f"*[@id={_xpath_string(named)}]").first]
+    return [locator.locator(LABELLED)]
+
+
 async def _label(locator: Locator) -> str:
     """A field's <label>: the one naming its id, or the one around it."""
     element_id = await locator.get_attribute("id", timeout=READ_MS)
     candidates = [locator.locator(LABEL_OF)]
-    if element_id:  # from the document's root: a chained "//" searches below it
-        root = locator.locator("xpath=ancestor-or-self::*[last()]")
-        candidates.insert(0, root.locator(f"xpath=//label[@for={_xpath_string(element_id)}]"))
+    if element_id:
+        candidates.insert(0, _in_document(locator, f"label[@for={_xpath_string(element_id)}]"))
     for label in candidates:
         if await label.count() >= 1:
             return " ".join((await label.first.inner_text(timeout=READ_MS)).split())
     return ""
+
+
+def _in_document(locator: Locator, xpath: str) -> Locator:
+    """``//xpath`` in the element's document (from its root: a chained "//" searches below)."""
+    return locator.locator("xpath=ancestor-or-self::*[last()]").locator(f"xpath=//{xpath}")
 
 
 async def _matches(locator: Locator, selector: str) -> bool:
