@@ -1,8 +1,8 @@
-"""Print the README's tool catalog table from the registry, or check the README against it.
+"""Print the tool catalog (docs/tools.md) from the registry, or check the page against it.
 
 .venv/bin/python scripts/catalog_table.py           # print the table
-.venv/bin/python scripts/catalog_table.py --write   # replace it in README.md
-.venv/bin/python scripts/catalog_table.py --check   # exit 1 when README.md is out of date
+.venv/bin/python scripts/catalog_table.py --write   # replace it in docs/tools.md
+.venv/bin/python scripts/catalog_table.py --check   # exit 1 when docs/tools.md is out of date
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from nostr_browserd.commands.catalog import REGISTRY
 from nostr_browserd.commands.grammar import usage
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "tools.md"
 START, END = "<!-- catalog:start -->", "<!-- catalog:end -->"
 
 
@@ -41,7 +41,7 @@ def table() -> str:
 
 
 def replaced(readme: str) -> str:
-    """README text with the block between the markers regenerated."""
+    """The page with the block between the markers regenerated."""
     head, _, rest = readme.partition(START)
     _, _, tail = rest.partition(END)
     return f"{head}{START}\n{table()}\n{END}{tail}"
@@ -49,11 +49,11 @@ def replaced(readme: str) -> str:
 
 def main(argv: list[str]) -> int:
     if "--write" in argv:
-        README.write_text(replaced(README.read_text()))
+        PAGE.write_text(replaced(PAGE.read_text()))
     elif "--check" in argv:
-        current = README.read_text()
+        current = PAGE.read_text()
         if replaced(current) != current:
-            print("README.md's tool catalog is out of date: run scripts/catalog_table.py --write")
+            print("docs/tools.md is out of date: run scripts/catalog_table.py --write")
             return 1
     else:
         print(table())

@@ -9,14 +9,14 @@ from pathlib import Path
 
 from nostr_browserd.daemon.consent import COMMIT_WORDS, commits, needs_consent, target_of
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ASK_DOC = Path(__file__).resolve().parent.parent / "docs" / "ask.md"
 
 
-def readme_commit_words() -> list[str]:
-    """The commit words the README promises, as it lists them."""
-    text = " ".join(README.read_text().split())
+def documented_commit_words() -> list[str]:
+    """The commit words docs/ask.md promises, as it lists them."""
+    text = " ".join(ASK_DOC.read_text().split())
     listed = re.search(r"named like a commit \(([^)]*)\)", text)
-    assert listed, "README lists the commit words after 'named like a commit ('"
+    assert listed, "docs/ask.md lists the commit words after 'named like a commit ('"
     return [w.strip() for w in listed[1].split(",")]
 
 
@@ -30,8 +30,8 @@ async def described(session, tool: str, **params) -> str:
     return element.describe()
 
 
-async def test_the_readmes_commit_words_are_the_codes_and_each_asks(call, session, site_url):
-    words = readme_commit_words()
+async def test_the_documented_commit_words_are_the_codes_and_each_asks(call, session, site_url):
+    words = documented_commit_words()
     assert sorted(words) == sorted(COMMIT_WORDS)
     query = urllib.parse.urlencode([("word", w) for w in words])
     assert (await call(f"open {site_url}/commit.html?{query}"))["success"]

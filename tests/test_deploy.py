@@ -139,10 +139,10 @@ def test_the_seccomp_profile_lets_chromium_make_its_sandbox_namespaces() -> None
     assert {"clone", "unshare", "setns"} <= allowed
 
 
-def readme_commands() -> list[list[str]]:
-    """The commands in the README's Scaling out section (its sh blocks, each ``&&`` apart)."""
-    readme = (DEPLOY.parent / "README.md").read_text()
-    section = readme.split("\n## Scaling out\n", 1)[1].split("\n## ", 1)[0]
+def deployment_commands() -> list[list[str]]:
+    """The commands in docs/deployment.md's reference deployment (its sh blocks, ``&&`` apart)."""
+    page = (DEPLOY.parent / "docs" / "deployment.md").read_text()
+    section = page.split("\n## A reference deployment\n", 1)[1].split("\n## ", 1)[0]
     found = []
     for block in re.findall(r"```sh\n(.*?)```", section, re.S):
         for line in block.splitlines():
@@ -164,8 +164,8 @@ def options_of(program: list[str]) -> set[str]:
 
 
 def test_every_cli_command_and_option_exists() -> None:
-    """Each nostr-browserd and playwright invocation, in compose and in the README's Scaling
-    out section, names a subcommand and options its --help lists; files it names exist."""
+    """Each nostr-browserd and playwright invocation, in compose and in docs/deployment.md's
+    reference deployment, names a subcommand and options its --help lists; files it names exist."""
     programs = {
         "nostr-browserd": [
             sys.executable,
@@ -175,7 +175,7 @@ def test_every_cli_command_and_option_exists() -> None:
         "playwright": [sys.executable, "-m", "playwright"],
     }
     seen = set()
-    for words in our_commands() + readme_commands():
+    for words in our_commands() + deployment_commands():
         if words[0].endswith("/driver/node") and words[1].endswith("/cli.js"):
             words = ["playwright", *words[2:]]  # Playwright's own driver
         program = programs.get(os.path.basename(words[0]))

@@ -1,4 +1,4 @@
-"""The host configurations in the README and from ``--print-config`` parse, and name a command
+"""The host configurations in docs/mcp.md and from ``--print-config`` parse, and name a command
 that exists with arguments ``nostr-browserd mcp`` accepts."""
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ FENCE = re.compile(r"```(\w+)\n(.*?)```", re.S)
 
 
 def mcp_section() -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Agent hosts (MCP)")
-    return readme[start : readme.index("\n## ", start + 1)]
+    return (ROOT / "docs" / "mcp.md").read_text()
 
 
 def blocks(language: str) -> list[str]:
@@ -60,14 +58,14 @@ def check_claude_add(line: str) -> None:
     check_command(rest[0], rest[1:])
 
 
-def test_readme_json_configurations() -> None:
+def test_docs_json_configurations() -> None:
     found = blocks("json")
     assert len(found) >= 4
     for body in found:
         check_servers(json.loads(body))
 
 
-def test_readme_toml_configurations() -> None:
+def test_docs_toml_configurations() -> None:
     found = [tomllib.loads(body) for body in blocks("toml")]
     codex = [t["mcp_servers"][NAME] for t in found if "mcp_servers" in t]
     controllers = [c for t in found for c in t.get("controllers", [])]
@@ -79,7 +77,7 @@ def test_readme_toml_configurations() -> None:
         assert controller["role"] == "full" and controller["approver"]
 
 
-def test_readme_shell_lines() -> None:
+def test_docs_shell_lines() -> None:
     lines = [line for body in blocks("sh") for line in body.splitlines()]
     adds = [line for line in lines if line.startswith("claude mcp add")]
     assert len(adds) >= 2

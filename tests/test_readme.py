@@ -1,4 +1,4 @@
-"""The README is part of the product: its tool catalog must match the registry."""
+"""The README and docs/ are part of the product: the tool catalog must match the registry."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_catalog_lists_every_registered_tool() -> None:
+def test_docs_catalog_lists_every_registered_tool() -> None:
     run = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "catalog_table.py"), "--check"],
         capture_output=True,

@@ -27,8 +27,8 @@ from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..redact import redact
 
-# What a commit is named: a step on such an element always asks.  README's list is this one
-# (tests/test_readme.py checks it).
+# What a commit is named: a step on such an element always asks.  docs/ask.md's list is this
+# one (tests/test_consent.py checks it).
 COMMIT_WORDS = (
     "submit",
     "pay",
@@ -125,8 +125,8 @@ async def target_of(session: Session, tool: str, params: dict[str, Any]) -> Elem
             return Element(given, found=False)
         return await read_element(page, locator, given)
     if tool in FOCUS_TOOLS and page is not None:
-        locator = await focused(page, session.scope)
-        return None if locator is None else await read_element(page, locator, FOCUSED)
+        focus = await focused(page, session.scope)
+        return None if focus is None else await read_element(page, focus, FOCUSED)
     return None
 
 
