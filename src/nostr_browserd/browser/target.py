@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import unicodedata
 from dataclasses import dataclass, field
 
 from playwright.async_api import Error as PlaywrightError
@@ -74,16 +76,23 @@ class Element:
             return f"target {self.given!r} (not found on the page now)"
         parts = [self.role or "element"]
         if self.name:
-            parts.append(f'"{self.name}"')
+            parts.append(quoted(self.name))
         if self.label and self.label != self.name:
-            parts.append(f'(label "{self.label}")')
+            parts.append(f"(label {quoted(self.label)})")
         if self.text and self.text != self.name and self.role not in FIELD_ROLES:
-            parts.append(f'(text "{shortened(self.text)}")')
+            parts.append(f"(text {quoted(shortened(self.text))})")
         parts.append(f"({self.given})")
         described = " ".join(parts)
         if self.submits:
             described += ", submits a form"
         return described
+
+
+def quoted(text: str) -> str:
+    """The page's words in quotes it cannot close: a name never passes for the prompt's own
+    text (a quote, a new line, a right-to-left override are escaped)."""
+    escaped = json.dumps(text, ensure_ascii=False)
+    return "".join(f"\\u{ord(c):04x}" if unicodedata.category(c) == "Cf" else c for c in escaped)
 
 
 def shortened(text: str) -> str:
