@@ -65,7 +65,10 @@ async def test_strangers_forgeries_and_bad_signatures_are_dropped(parties):
     inbox, daemon, controller, stranger = parties
     assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
     assert await inbox.open(kind4(stranger, daemon.pubkey, "get url")) is None
-    forged = forged_wrap(stranger, controller.pubkey, daemon.pubkey, "get url")
+    # An allowed key's seal (past the allow-list) around a rumor that claims another key.
+    colleague = KeySigner.generate()
+    inbox.is_known = lambda pk: pk in (controller.pubkey, colleague.pubkey)
+    forged = forged_wrap(colleague, controller.pubkey, daemon.pubkey, "get url")
     assert await inbox.open(forged) is None
     assert await inbox.open(tampered(kind4(controller, daemon.pubkey, "get url"))) is None
     assert await inbox.open(tampered(await dm(controller, daemon.pubkey, "get url"))) is None
