@@ -403,6 +403,37 @@ async def test_unpaired_strangers_get_no_signed_answers(relay_url) -> None:
     assert got == ["c"]
 
 
+async def test_strangers_get_a_few_refused_connects_a_minute_and_no_more(relay_url) -> None:
+    """Every answer is signed and published: wrong secrets are told so only
+    ``_STRANGER_ANSWERS`` times a minute, for all strangers together."""
+    user, stranger = KeySigner.generate(), KeySigner.generate()
+    cap = bunker_server._STRANGER_ANSWERS
+    async with running(BunkerServer(user, [relay_url], secret="right")) as server:
+        channel = Channel([relay_url], stranger, stranger.pubkey)
+        await channel.open()
+        wrong = [f"wrong-{i}" for i in range(cap + 2)]
+        try:
+            for request_id in wrong:
+                connect = nip46.Request(request_id, "connect", (server.pubkey, "x"))
+                await channel.send(server.pubkey, connect)
+            # Then the right secret (never capped), then a ping once paired: its answer comes
+            # after every answer the wrong ones could have had.
+            await channel.send(
+                server.pubkey, nip46.Request("right", "connect", (server.pubkey, "right"))
+            )
+            got = []
+            async with asyncio.timeout(10):
+                async for incoming in channel.messages():
+                    got.append(incoming.message.id)
+                    if incoming.message.id == "right":
+                        await channel.send(server.pubkey, nip46.Request("ping", "ping", ()))
+                    if incoming.message.id == "ping":
+                        break
+        finally:
+            await channel.close()
+    assert sorted(got) == sorted([*wrong[:cap], "right", "ping"])
+
+
 async def test_nostrconnect_flow_our_client_our_bunker(relay_url) -> None:
     user = KeySigner.generate()
     async with running(BunkerServer(user, [relay_url], transport=KeySigner.generate())) as server:
