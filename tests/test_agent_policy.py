@@ -43,30 +43,33 @@ def test_the_default_set_is_about_twenty_registered_tools_without_ask():
 
 async def test_progress_sends_the_first_at_once_then_coalesces():
     sent: list[str] = []
+    arrived = asyncio.Event()
 
     async def send(text: str) -> None:
         sent.append(text)
+        arrived.set()
 
     progress = Progress(send, interval=3600)
     progress.note("reading the page")
-    await asyncio.sleep(0)
-    await asyncio.sleep(0)
+    await asyncio.wait_for(arrived.wait(), 10)
     assert sent == ["… reading the page"]
     for i in range(100):
         progress.note(f"step {i}")
         progress.text("delta ")
-    await asyncio.sleep(0)
+    # The loop runs ready tasks in order: once a task made now has run, the sender made by
+    # the first note above has had its turn, and sent or gone to sleep for the interval.
+    await asyncio.create_task(asyncio.sleep(0))
     assert len(sent) == 1  # the rest waits for the interval, then goes as one message
     await progress.close()
     assert len(sent) == 1  # what was pending at the end is dropped: the reply carries it
 
     quick = Progress(send, interval=0)
     sent.clear()
+    arrived.clear()
     quick.note("a")
     quick.text("b")
     quick.text("c")
-    for _ in range(5):
-        await asyncio.sleep(0)
+    await asyncio.wait_for(arrived.wait(), 10)
     await quick.close()
     assert sent == ["… a\nbc"]
 

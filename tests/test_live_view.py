@@ -16,7 +16,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from nostr_browserd.browser.screencast import Fanout, Screencast, StreamSettings
 from nostr_browserd.daemon.local_ws import OWNER
-from tests.fixtures.daemon import start_daemon_fixture  # noqa: F401
+from tests.fixtures.daemon import start_daemon_fixture, wait_until  # noqa: F401
 
 
 @pytest_asyncio.fixture
@@ -197,16 +197,13 @@ class SlowViewer:
 
     def __init__(self):
         self.gate = asyncio.Event()
+        self.begun = []
         self.got = []
 
     async def send(self, text):
+        self.begun.append(text)
         await self.gate.wait()
         self.got.append(text)
-
-
-async def settle():
-    for _ in range(20):
-        await asyncio.sleep(0)
 
 
 async def test_a_slow_viewer_drops_frames_and_holds_back_the_acks():
@@ -219,7 +216,7 @@ async def test_a_slow_viewer_drops_frames_and_holds_back_the_acks():
     fanout.add("slow", slow.send)
     for n in range(10):
         fanout.offer(f"frame {n}", ack)
-    await settle()
+    await wait_until(lambda: slow.begun)  # the acks' waits began before it: they wait
     assert acks == []  # Chrome is held back while the one frame in flight is not sent
     assert fanout.status() | {"fps": 0} == {
         "viewers": 1,
@@ -228,11 +225,11 @@ async def test_a_slow_viewer_drops_frames_and_holds_back_the_acks():
         "fps": 0,
     }
     slow.gate.set()
-    await settle()
+    await wait_until(lambda: len(acks) == 10)
     assert slow.got == ["frame 0"]  # nothing was queued behind it
     assert len(acks) == 10 and fanout.sent == 1
     fanout.offer("frame 10", ack)  # free again: the next frame is taken
-    await settle()
+    await wait_until(lambda: len(slow.got) == 2)
     assert slow.got == ["frame 0", "frame 10"] and fanout.dropped == 9
 
 
@@ -248,12 +245,12 @@ async def test_a_fast_viewer_is_not_held_back_by_a_slow_one():
     fanout.add("fast", fast.send)
     for n in range(5):
         fanout.offer(f"frame {n}", ack)
-        await settle()
+        await wait_until(lambda n=n: len(acks) == n + 1)  # the fast one took it: free again
     assert len(fast.got) == 5 and len(acks) == 5
     assert fanout.viewers["slow"].dropped == 4 and slow.got == []
     fanout.remove("slow")
     slow.gate.set()
-    await settle()
+    await wait_until(lambda: slow.got)
     assert slow.got == ["frame 0"]
 
 
@@ -264,7 +261,7 @@ async def test_with_no_viewer_frames_are_acknowledged_at_once():
         acks.append(1)
 
     fanout.offer("frame", ack)
-    await settle()
+    await wait_until(lambda: acks)
     assert acks == [1] and fanout.sent == 0 and fanout.dropped == 0
 
 
