@@ -23,7 +23,14 @@ SNAPSHOT_BASE = "Playwright raw"
 NAV_BASE = "Playwright goto"
 COLD_BASE = "Playwright launch"
 LOAD_BASE = "minimal responder"
-TARGETS = {"snapshot": 1.15, "open": 1.1, "throughput": 0.95, "p50": 1.2}
+TARGETS = {
+    "snapshot": 1.15,
+    "open": 1.1,
+    "throughput": 0.95,
+    "p50": 1.2,
+    "generator": 3.0,
+    "cpu": 1.1,
+}
 
 
 def med(values: list[float]) -> float:
@@ -288,12 +295,14 @@ def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     lines = [
         "## Throughput and latency under load",
         "",
-        "The relay, the load generator (pre-signed wraps, one WebSocket, replies matched",
-        "without decrypting) and the system under test each run in their own process; each",
-        "controller sends its next `get_url` when its previous reply arrives. Medians over",
-        "the repetitions (min–max); the minimal responder is nostr-sdk's Rust crypto and our",
-        "relay pool with no browser. CPU seconds per 1,000 commands are read from /proc around",
-        "the generator's timed window.",
+        "The relay, the load generator (pre-signed wraps, published on a connection apart from",
+        "the one its replies arrive on, replies matched without decrypting) and the system",
+        "under test each run in their own process; each controller sends its next `get_url`",
+        "when its previous reply arrives. Medians over the repetitions (min–max); the echo",
+        "publishes replies built in advance (no crypto: the generator's and the relay's own",
+        "floor), the minimal responder is nostr-sdk's Rust crypto and our relay pool with no",
+        "browser. CPU seconds per 1,000 commands are read from /proc around the generator's",
+        "timed window.",
         "",
         "| controllers | system | commands/s | × minimal | p50 ms | × minimal | p95 ms | "
         "CPU s / 1,000: system | browser | relay | generator | replies checked |",
@@ -313,7 +322,7 @@ def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
             for r in runs:
                 for side, value in r["cpu_per_1000"].items():
                     cpu[side].append(value)
-            own = cpu.get("daemon") or cpu.get("responder") or [0]
+            own = cpu.get("daemon") or cpu.get("responder") or cpu.get("echo") or [0]
             note_tp = note_p50 = ""
             if system == "daemon":
                 ok_tp = med(tp) / base_tp >= TARGETS["throughput"]
@@ -334,6 +343,8 @@ def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
         f"Targets (daemon against the minimal responder at the same load): throughput ≥ "
         f"{TARGETS['throughput']}×, p50 ≤ {TARGETS['p50']}×: "
         f"{sum(verdicts)} of {len(verdicts)} met.",
+        "",
+        *load_floor_and_cpu(groups, levels),
         "",
         "![throughput](throughput.png)",
         "",
@@ -358,6 +369,35 @@ def load_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     fig.tight_layout()
     fig.savefig(out / "throughput.png", dpi=110)
     plt.close(fig)
+    return lines
+
+
+def load_floor_and_cpu(
+    groups: dict[tuple[str, int], list[dict[str, Any]]], levels: list[int]
+) -> list[str]:
+    """The generator's floor (the echo's rate over the daemon's) and the daemon's CPU per
+    command over the minimal responder's, per level."""
+    lines = []
+    for n in levels:
+        echo, daemon = groups.get(("echo", n)), groups.get(("daemon", n))
+        base = groups.get((LOAD_BASE, n))
+        if not daemon or not base:
+            continue
+        own = med([r["cpu_per_1000"]["daemon"] for r in daemon])
+        floor = med([r["cpu_per_1000"]["responder"] for r in base])
+        cpu_ok = own / floor <= TARGETS["cpu"]
+        line = (
+            f"- {n} controller(s): daemon CPU per command {own / floor:.2f}× the minimal "
+            f"responder's {mark(cpu_ok)} (target ≤ {TARGETS['cpu']}×)"
+        )
+        if echo:
+            ratio = med([r["throughput"] for r in echo]) / med([r["throughput"] for r in daemon])
+            ok = ratio >= TARGETS["generator"]
+            line += (
+                f"; the generator alone (against the echo) reaches {ratio:.1f}× the daemon's "
+                f"rate {mark(ok)} (target ≥ {TARGETS['generator']}×)"
+            )
+        lines.append(line + ".")
     return lines
 
 
@@ -503,6 +543,17 @@ def profile_section(profile: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def measured_when(results: dict[str, Any]) -> list[str]:
+    """Which parts were measured when, if some were redone alone (``--only``)."""
+    when: dict[str, list[str]] = defaultdict(list)
+    for name, date in results.get("measured", {}).items():
+        when[date].append(name)
+    if len(when) < 2:
+        return []
+    parts = "; ".join(f"{', '.join(names)}: {date}" for date, names in sorted(when.items()))
+    return [f"Parts measured at different times: {parts}.", ""]
+
+
 def write(results: dict[str, Any], out: Path) -> None:
     m = results["machine"]
     lines = [
@@ -519,6 +570,7 @@ def write(results: dict[str, Any], out: Path) -> None:
         f"{results.get('seconds', 0) / 60:.1f} minutes.",
         "",
     ]
+    lines += measured_when(results)
     for name, error in results.get("failed", {}).items():
         lines += [f"**The {name} part failed in this run:** `{error}`", ""]
     if "snapshots" in results:

@@ -62,6 +62,7 @@ def part(results: dict[str, Any], name: str) -> contextlib.AbstractContextManage
             traceback.print_exc()
             results.setdefault("failed", {})[name] = f"{type(exc).__name__}: {exc}"[:300]
         results.setdefault("part_seconds", {})[name] = time.monotonic() - started
+        results.setdefault("measured", {})[name] = results["date"]  # parts may be redone alone
         (HERE / "results.json").write_text(json.dumps(results, indent=1))
 
     return guarded()

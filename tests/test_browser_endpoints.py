@@ -240,7 +240,7 @@ async def test_status_says_how_the_policy_holds_on_a_server_elsewhere(
         await pool.close()
     warned = [r.getMessage() for r in caplog.records if "egress_host" in r.getMessage()]
     if held is None:
-        assert policy == "egress proxy and routes" and warned == []
+        assert policy == "egress proxy" and warned == []
     else:
         assert policy == held
         assert warned and "ws://browsers-1.example:3000/…" in warned[0], warned

@@ -79,4 +79,4 @@ async def test_a_killed_browser_server_moves_its_controllers(
         assert [e["limit"] for e in status] == [4, 4]
         assert status[1]["estimated_mb"] == 34.0
         assert status[0]["url"] == f"ws://{urllib.parse.urlsplit(first.url).netloc}/…"
-        assert status[1]["network_policy"] == "egress proxy and routes"
+        assert status[1]["network_policy"] == "egress proxy"

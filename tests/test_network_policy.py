@@ -98,9 +98,13 @@ async def test_settings_and_exceptions():
 
 
 async def test_a_dm_controller_cannot_load_the_hosts_loopback_services(
-    nostr_relay_url, start_daemon, site_url, echo_url
+    nostr_relay_url, start_daemon, site_url, echo_url, click_counter
 ):
+    """Without routes (the egress proxy judges every connection of a blocked context): what
+    a page reaches for is refused before the service sees it, which the service's own count
+    shows, against the local owner's page that does reach it."""
     site = urllib.parse.urlsplit(site_url).netloc
+    probe = click_counter.page("probe")
     async with SdkController([nostr_relay_url]) as phone:
         daemon = await start_daemon(
             [nostr_relay_url],
@@ -117,8 +121,10 @@ async def test_a_dm_controller_cannot_load_the_hosts_loopback_services(
         assert "private address" in refused["error"]["message"]
         # The allowed site loads, but what it reaches for on another loopback port does not.
         assert (await command("open", url=f"{site_url}/form.html"))["success"]
-        fetched = await command("eval", script=reach(f"{echo_url}/headers"))
-        assert fetched["data"]["result"] == "blocked", fetched
+        status = daemon.browser.status()[0]["network_policy"]
+        assert status == "egress proxy", status
+        fetched = await command("eval", script=reach(probe))
+        assert fetched["success"] and click_counter.loads["probe"] == 0, fetched
         relay = nostr_relay_url  # a WebSocket service on this machine's loopback
         socket = (
             f"new Promise(r => {{ const w = new WebSocket('{relay}'); "
@@ -129,12 +135,16 @@ async def test_a_dm_controller_cannot_load_the_hosts_loopback_services(
         for url in (f"{echo_url}/report.csv", "http://169.254.169.254/latest/meta-data/"):
             download = await command("download", url=url)
             assert download["error"]["code"] == "FORBIDDEN", download
-        # The local owner, on this machine already, keeps its loopback.
+        # The local owner, on this machine already, keeps its loopback: the same probe reaches.
         async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
-            await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": echo_url}}))
-            while (answer := await ws.recv()).startswith('{"type": "event"'):
-                pass
-        assert json.loads(answer)["success"], answer
+            for n, (tool, params) in enumerate(
+                [("open", {"url": echo_url}), ("eval", {"script": reach(probe)})]
+            ):
+                await ws.send(json.dumps({"id": n, "tool": tool, "params": params}))
+                while (answer := await ws.recv()).startswith('{"type": "event"'):
+                    pass
+                assert json.loads(answer)["success"], answer
+        assert click_counter.loads["probe"] == 1
 
 
 async def test_redirects_to_private_addresses_are_followed_by_the_policy(
@@ -172,9 +182,21 @@ async def test_no_browser_context_shows_the_status_page(nostr_relay_url, start_d
             assert opened["error"]["code"] == "FORBIDDEN", opened
             text = await phone.command(me, {"tool": "get_text", "params": {}})
             assert "uptime" not in json.dumps(text) and "version" not in json.dumps(text)
-        # Through a page's own fetch: refused by the route before the server sees it.
-        fetched = await phone.command(me, {"tool": "eval", "params": {"script": reach(page)}})
-        assert fetched["data"]["result"] == "blocked", fetched
+        # A page that goes there itself (no route: the policy is off) is refused by the channel,
+        # which a browser's Sec-Fetch-Mode gives away; its socket too (its Origin).
+        went = f"location.assign('{page}')"
+        assert (await phone.command(me, {"tool": "eval", "params": {"script": went}}))["success"]
+        refusal = {"tool": "wait_for_text", "params": {"text": "Browsers may not use this socket"}}
+        assert (await phone.command(me, refusal))["success"]
+        text = await phone.command(me, {"tool": "get_text", "params": {}})
+        assert "uptime" not in json.dumps(text) and "version" not in json.dumps(text)
+        agent = f"ws://127.0.0.1:{daemon.local.port}/agent"
+        socket = (
+            f"new Promise(r => {{ const w = new WebSocket('{agent}'); "
+            "w.onopen = () => r('reached'); w.onclose = () => r('blocked'); })"
+        )
+        ws_probe = await phone.command(me, {"tool": "eval", "params": {"script": socket}})
+        assert ws_probe.get("data", {}).get("result") == "blocked", ws_probe
         async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
             await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": page}}))
             while (answer := await ws.recv()).startswith('{"type": "event"'):

@@ -1,4 +1,4 @@
-"""Which addresses the browser may reach, enforced by routing every request of every context.
+"""Which addresses the browser may reach: the rules, and the routes where no proxy holds them.
 
 A controller on the far side of a relay must not use the daemon's browser to reach what only
 this machine can: its loopback services, the LAN, a cloud's metadata address
@@ -6,7 +6,9 @@ this machine can: its loopback services, the LAN, a cloud's metadata address
 controllers; off for the local owner, who is on this machine already) a request whose host is,
 or resolves to, an address that is not global is refused; ``allowed_hosts`` names the
 exceptions.  The daemon's own local port (its status page and control channel) is refused to
-every context, whatever the policy.
+every context, whatever the policy.  The egress proxy (egress.py) applies these rules to every
+connection of a blocked context; :meth:`NetworkPolicy.install` routes a context's requests
+through them where the proxy cannot reach its browser.
 
 A host is resolved here and again by Chromium: a name that answers differently within the
 cache's few seconds (DNS rebinding) can still slip through; the unit's ``IPAddressDeny=`` is

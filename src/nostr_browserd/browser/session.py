@@ -850,17 +850,22 @@ class BrowserPool:
     ) -> BrowserContext:
         """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
 
-        Routes judge every first request (and refuse the daemon's own port to everyone); an
-        owner under ``block_private_networks`` also goes through the egress proxy, which
-        judges every connection, redirects and WebSockets included, wherever the browser can
-        reach it (``_proxy``).  Service workers are blocked: the routes would not see their
-        requests.
+        An owner under ``block_private_networks`` goes through the egress proxy, which judges
+        every connection, redirects and WebSockets included, the daemon's own port too,
+        wherever the browser can reach it (``_proxy``).  Only where it cannot do routes judge
+        every first request: a route of any pattern makes Playwright intercept every request
+        (issue 24 measured a docs page's goto at 101 ms without one and 178 ms with one), so
+        a context has none where it would add nothing.  Without the policy, the daemon's own
+        port is refused by the local channel itself (it refuses a browser's ``Origin`` and
+        ``Sec-Fetch-Mode`` and wants its token) and by ``open``'s check of the address.
+        Service workers are blocked: neither the routes nor the proxy would see them.
         """
         assert endpoint.browser is not None
         width, height = self.config.viewport
         options: dict[str, Any] = {}
         proxy = self._proxy(endpoint)
-        if proxy is not None and self.policy.blocks_private(owner):
+        blocked = self.policy.blocks_private(owner)
+        if proxy is not None and blocked:
             options["proxy"] = proxy
         if state is not None:
             options["storage_state"] = state
@@ -870,7 +875,8 @@ class BrowserPool:
             service_workers="block",
             **options,
         )
-        await self.policy.install(context, owner)
+        if blocked and "proxy" not in options:
+            await self.policy.install(context, owner)
         return context
 
     async def release(self, owner: str) -> None:
@@ -904,7 +910,7 @@ class BrowserPool:
         if self.egress is None:
             return "off (block_private_networks = false)"
         if self._proxy(endpoint) is not None:
-            return "egress proxy and routes"
+            return "egress proxy"
         return "routes only: redirect hops unseen (set egress_host)"
 
 
