@@ -60,6 +60,17 @@ async def test_diff_snapshot_shows_what_came(devtools):
     assert "other options" in other["note"]
 
 
+async def test_screenshot_if_changed_sends_no_picture_when_nothing_changed(devtools):
+    call = devtools
+    first = (await call("screenshot --if-changed"))["data"]
+    assert first["unchanged"] is False and base64.b64decode(first["base64"]).startswith(b"\x89PNG")
+    same = (await call("screenshot --if-changed"))["data"]
+    assert same["unchanged"] is True and "base64" not in same and same["bytes"] == first["bytes"]
+    await call("click #grow")
+    grown = (await call("screenshot --if-changed"))["data"]
+    assert grown["unchanged"] is False and grown["base64"] != first["base64"]
+
+
 async def test_diff_screenshot_counts_changed_pixels(devtools):
     call = devtools
     assert (await call("diff_screenshot"))["error"]["code"] == "INVALID_PARAMS"

@@ -22,6 +22,9 @@ class ScreenshotParams(OptionalTarget):
     quality: int | None = Field(None, ge=1, le=100, description="JPEG quality")
     full_page: bool = Field(False, description="the whole page, not just the viewport")
     scale: Literal["css", "device"] = Field("css", description="css pixels or device pixels")
+    if_changed: bool = Field(
+        False, description="no picture when it is the same as this tab's last screenshot"
+    )
 
 
 @TOOLS.tool(
@@ -44,14 +47,25 @@ async def screenshot(session: Session, params: ScreenshotParams) -> dict[str, An
         data = await locator.screenshot(**options)
     else:
         data = await session.page.screenshot(full_page=params.full_page, **options)
+    tab = session.tab
+    if params.if_changed and tab is not None and tab.screenshot == data:
+        # A model that looked at the last one has it; one that did not asks without the flag.
+        return {
+            "mime": f"image/{params.format}",
+            "bytes": len(data),
+            "unchanged": True,
+            "note": "The same picture as this tab's last screenshot: nothing on it changed.",
+        }
     result = binary(
         session,
         data,
         f"image/{params.format}",
         "use format=jpeg with a lower quality, drop full_page, or capture one element",
     )
-    if session.tab is not None:  # the baseline of diff_screenshot
-        session.tab.screenshot = data
+    if params.if_changed:
+        result["unchanged"] = False
+    if tab is not None:  # the baseline of diff_screenshot and of if_changed
+        tab.screenshot = data
     return result
 
 
