@@ -4,8 +4,8 @@ One walk over every nested command: a batch's ``commands`` (a list, or the one J
 text grammar carries), ``set_headers``' headers (a dict, or JSON in text), a find's action
 value.  What it hides:
 
-- keys named like secrets (``password``, ``token``, ``nsec``…) and strings that look like keys
-  or bunker URLs, everywhere;
+- keys named like secrets (``password``, ``token``, ``nsec``…, and the vault's ``username``
+  and ``totp``) and strings that look like keys or bunker URLs, everywhere;
 - the values of credential headers (``Authorization: Bearer …``, ``Cookie``, ``X-Api-Key``…);
 - typed text (``value``, ``text``): whether a field is a password is only known once the tool
   has looked at the page, after the command was logged, so logs, the audit store and status
@@ -24,7 +24,8 @@ REDACTED = "[redacted]"
 TYPED_KEYS = ("value", "text")
 JSON_KEYS = ("commands", "headers")  # params the text grammar carries as one JSON string
 _SECRET_KEY = re.compile(
-    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential|api.?key",
+    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential|api.?key"
+    r"|username|totp",
     re.I,
 )
 _CREDENTIAL_HEADER = re.compile(r"auth|cookie|token|secret|api.?key|session|password", re.I)

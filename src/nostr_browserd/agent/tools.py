@@ -36,8 +36,12 @@ DEFAULT_TOOLS = (
     "scrape",
     "screenshot",
     "find_text",
+    "vault_list",
+    "fill_credential",
+    "login_with",
 )
-NEVER_OFFERED = frozenset({"ask"})
+# ask itself; and the vault's management: a model is never given a value, nor may it drop one.
+NEVER_OFFERED = frozenset({"ask", "vault_add", "vault_remove"})
 # What a commit looks like: a click on such a target always asks, whatever auto_approve says.
 COMMIT = re.compile(
     r"\b(submit|pay|purchase|place\s+order|check\s*out|send|confirm|delete|buy)\b", re.I

@@ -5,6 +5,7 @@ nostr-browserd status [--config PATH] [--json]
 nostr-browserd send --to NPUB --key FILE [--relay URL …] [--nip04] [--json] COMMAND…
 nostr-browserd keygen FILE
 nostr-browserd keys [--config PATH] set PROVIDER | status | clear PROVIDER   (key from stdin)
+nostr-browserd vault [--config PATH] add NAME --origin URL… | list | remove NAME   (values: stdin)
 nostr-browserd bunker …            (a NIP-46 remote signer: see ``bunker --help``)
 nostr-browserd mcp …               (an MCP server for agent hosts: see ``mcp --help``)
 """
@@ -70,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     keys.add_argument("action", choices=("set", "status", "clear"))
     keys.add_argument("provider", nargs="?", help="anthropic, openai or openrouter")
 
+    vault = sub.add_parser("vault", help="the local owner's logins (add reads the values on stdin)")
+    vault.add_argument("--config", type=Path, help="the daemon's config file")
+    vault.add_argument("action", choices=("add", "list", "remove"))
+    vault.add_argument("name", nargs="?", help="the entry's name")
+    vault.add_argument("--origin", action="append", help="an origin it fills on (repeatable)")
+
     sub.add_parser("bunker", help="run a NIP-46 remote signer (bunker) for a key", add_help=False)
     sub.add_parser("mcp", help="serve every tool to an MCP host (see mcp --help)", add_help=False)
     return parser
@@ -105,6 +112,17 @@ def main(argv: list[str] | None = None) -> int:
                 takes = "no provider" if args.action == "status" else "a provider"
                 _parser().error(f"keys {args.action} takes {takes}")
             return asyncio.run(keys_command(_load(args.config), args.action, args.provider))
+        if args.command == "vault":
+            from .vault_cli import vault_command
+
+            if (args.action == "list") != (args.name is None) or (
+                (args.action == "add") != bool(args.origin)
+            ):
+                _parser().error(
+                    "usage: vault add NAME --origin URL… | vault list | vault remove NAME"
+                )
+            config = _load(args.config)
+            return asyncio.run(vault_command(config, args.action, args.name, args.origin))
         return _keygen(args.file)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)

@@ -838,6 +838,9 @@ async def describe_action(registry: Registry, session: Session, request: Request
     marks ``secret`` and what looks like a key or a credential stays hidden.
     """
     params = request.params
+    approval = registry.get(request.tool).approval
+    if approval is not None:
+        return await approval(session, params, await describe_target(session, params))
     parts = [request.tool]
     if registry.get(request.tool).delegates_only:
         parts = [f"a {request.tool} of {', '.join(registry.tools_run_by(request.tool, params))}"]

@@ -13,17 +13,20 @@ import asyncio
 import json
 import secrets
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from ..agent.keys import KeyStore
 from ..errors import BrowserdError, ErrorCode
+from ..nostr.signer import Signer
 from .config import Config
 from .local_ws import load_token
 
 KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
+T = TypeVar("T")
 
 
 async def run_key_tool(store: KeyStore, tool: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -58,9 +61,12 @@ async def keys_command(config: Config, action: str, provider: str | None) -> int
     if action == "set":
         params["api_key"] = read_key()
     try:
-        data = await _through_daemon(config, tool, params)
+        data = await through_daemon(config, tool, params)
         if data is None:
-            data = await _by_ourselves(config, tool, params)
+            data = await by_ourselves(
+                config,
+                lambda signer: run_key_tool(KeyStore(config.state.dir, signer), tool, params),
+            )
     except BrowserdError as exc:
         print(f"nostr-browserd: {exc.message}", file=sys.stderr)
         return 1
@@ -72,8 +78,9 @@ async def keys_command(config: Config, action: str, provider: str | None) -> int
     return 0
 
 
-async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> Any:
-    """The running daemon's answer over the local channel, or None when none is running."""
+async def through_daemon(config: Config, tool: str, params: dict[str, Any]) -> Any:
+    """The running daemon's answer over the local channel, or None when none is running
+    (``keys`` and ``vault`` alike: the daemon's own signer is asked, once)."""
     if not config.local.enabled:
         return None
     try:
@@ -96,7 +103,7 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
         raise BrowserdError(
             ErrorCode.FORBIDDEN,
             f"the daemon on 127.0.0.1:{config.local.port} refused the local channel "
-            f"({exc.response.status_code}): run keys with the daemon's config, as a user who "
+            f"({exc.response.status_code}): run this with the daemon's config, as a user who "
             "can read its local token",
         ) from None
     except (OSError, TimeoutError):
@@ -107,7 +114,8 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
     return answer["data"]
 
 
-async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> Any:
+async def by_ourselves(config: Config, work: Callable[[Signer], Awaitable[T]]) -> T:
+    """``work(signer)`` with the configured identity logged in here, when no daemon runs."""
     from ..login.manager import IdentityManager
     from .app import login_params
 
@@ -121,6 +129,6 @@ async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> An
     identity = IdentityManager()
     await identity.login(login)
     try:
-        return await run_key_tool(KeyStore(config.state.dir, identity.signer), tool, params)
+        return await work(identity.signer)
     finally:
         await identity.logout()
