@@ -106,6 +106,11 @@ async def test_a_phone_adds_lists_and_fills_only_on_the_entrys_origin(
         snapshot = await run(phone, me, "snapshot")
         shown = json.dumps(snapshot)
         assert "textbox" in shown and no_value_in(shown) and code not in shown
+        # While a trace records the window (its DOM snapshots would keep the value): refused.
+        assert (await run(phone, me, "trace_start"))["success"]
+        traced = await run(phone, me, "fill_credential", selector="#pass", name="site")
+        assert traced["error"]["code"] == "REFUSED" and "trace" in traced["error"]["message"]
+        assert (await run(phone, me, "trace_stop"))["success"]
         # On another origin (another port of the same host): refused, naming what it saw.
         assert (await run(phone, me, "open", url=f"{site2_url}/vault_login.html"))["success"]
         refused = await run(phone, me, "fill_credential", selector="#pass", name="site")
