@@ -93,8 +93,13 @@ async def test_a_phone_adds_lists_and_fills_only_on_the_entrys_origin(
         assert listed["data"]["entries"] == [
             {"name": "site", "origins": [origin_of(site_url)], "totp": True, "usable": True}
         ]
-        # On its own origin: the field decides which value it takes.
+        # On its own origin: refused while a trace records the window (its DOM snapshots
+        # would keep the value), else the field decides which value it takes.
         assert (await run(phone, me, "open", url=f"{site_url}/vault_login.html"))["success"]
+        assert (await run(phone, me, "trace_start"))["success"]
+        traced = await run(phone, me, "fill_credential", selector="#pass", name="site")
+        assert traced["error"]["code"] == "REFUSED" and "trace" in traced["error"]["message"]
+        assert (await run(phone, me, "trace_stop"))["success"]
         for selector, part in (("#user", "username"), ("#pass", "password"), ("#code", "totp")):
             filled = await run(phone, me, "fill_credential", selector=selector, name="site")
             assert outcome(filled) == {"entry": "site", "filled": part, "ok": True}, filled
@@ -106,11 +111,9 @@ async def test_a_phone_adds_lists_and_fills_only_on_the_entrys_origin(
         snapshot = await run(phone, me, "snapshot")
         shown = json.dumps(snapshot)
         assert "textbox" in shown and no_value_in(shown) and code not in shown
-        # While a trace records the window (its DOM snapshots would keep the value): refused.
-        assert (await run(phone, me, "trace_start"))["success"]
-        traced = await run(phone, me, "fill_credential", selector="#pass", name="site")
-        assert traced["error"]["code"] == "REFUSED" and "trace" in traced["error"]["message"]
-        assert (await run(phone, me, "trace_stop"))["success"]
+        # A trace's DOM snapshots would keep the values: no trace in a window holding them.
+        traced = await run(phone, me, "trace_start")
+        assert traced["error"]["code"] == "REFUSED" and "vault" in traced["error"]["message"]
         # On another origin (another port of the same host): refused, naming what it saw.
         assert (await run(phone, me, "open", url=f"{site2_url}/vault_login.html"))["success"]
         refused = await run(phone, me, "fill_credential", selector="#pass", name="site")
@@ -151,6 +154,12 @@ async def test_inside_a_cross_origin_iframe_both_origins_must_be_the_entrys(
         inner = await run(phone, me, "fill_credential", selector="#pass", name="inner")
         assert f"the page is on {origin_of(site_url)}" in inner["error"]["message"]
         assert await fields(daemon, phone.pubkey, frame="inner") == ["", "", ""]
+        # A form that says method="get" would put the value in the address: refused.
+        assert (await run(phone, me, "tab_new", url=f"{site_url}/vault_get.html"))["success"]
+        sent_in_url = await run(phone, me, "fill_credential", selector="#pass", name="outer")
+        assert 'method="get"' in sent_in_url["error"]["message"]
+        assert (await run(phone, me, "tab_close"))["success"]
+        assert (await run(phone, me, "frame_switch", name="inner"))["success"]
         both = await run(phone, me, "fill_credential", selector="#pass", name="both")
         assert outcome(both) == {"entry": "both", "filled": "password", "ok": True}, both
         assert await fields(daemon, phone.pubkey, frame="inner") == ["", PASSWORD, ""]
