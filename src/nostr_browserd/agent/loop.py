@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -181,7 +181,7 @@ def trim(transcript: list[Entry], limit: int) -> list[Entry]:
     return transcript
 
 
-async def until_stopped(coro: Coroutine[Any, Any, T], stop: asyncio.Event) -> T:
+async def until_stopped(coro: Awaitable[T], stop: asyncio.Event) -> T:
     """Await ``coro`` unless ``stop`` is set first; then cancel it and raise ``Stopped``."""
     task = asyncio.ensure_future(coro)
     waiter = asyncio.ensure_future(stop.wait())
@@ -261,7 +261,7 @@ class Turn:
         steps.append(
             Step(call.name, outcome.target or _target(args), outcome_line(outcome.response))
         )
-        entry = {
+        entry: Entry = {
             "role": "tool",
             "id": call.id,
             "name": call.name,

@@ -43,12 +43,12 @@ SANDBOX_FAILED = (
     "(sysctl user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone = 1 where that "
     f"exists; a container may forbid them). Allow them, {SANDBOX_OFF}."
 )
-SCHEMES = {"ws": "playwright", "wss": "playwright", "http": "cdp", "https": "cdp"}
+Kind = Literal["local", "playwright", "cdp"]
+SCHEMES: dict[str, Kind] = {"ws": "playwright", "wss": "playwright", "http": "cdp", "https": "cdp"}
 DEVTOOLS_PATH = "/devtools/"
 CONNECT_TIMEOUT_MS = 15_000
 RETRY_FIRST, RETRY_CAP = 1.0, 30.0
-LOCAL = "local"
-Kind = Literal["local", "playwright", "cdp"]
+LOCAL: Kind = "local"
 
 
 def refuse_sandbox_as_root() -> None:
@@ -76,7 +76,7 @@ def check_endpoint(url: str) -> str:
 def endpoint_kind(url: str) -> Kind:
     """A Playwright server, or a DevTools endpoint (http, or a ws address under /devtools/)."""
     parts = urlsplit(url)
-    return "cdp" if parts.path.startswith(DEVTOOLS_PATH) else SCHEMES[parts.scheme]  # type: ignore[return-value]
+    return "cdp" if parts.path.startswith(DEVTOOLS_PATH) else SCHEMES[parts.scheme]
 
 
 def shown_url(url: str) -> str:

@@ -123,7 +123,11 @@ class NetworkPolicy:
         except OSError:
             addresses: list[IPAddress] = []  # the browser will not reach it either
         else:
-            addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+            addresses = [
+                ipaddress.ip_address(info[4][0].split("%")[0])
+                for info in infos
+                if isinstance(info[4][0], str)  # an unknown family gives (int, bytes)
+            ]
         if len(self._resolved) > 1000:
             self._resolved.clear()
         self._resolved[host] = (time.monotonic() + RESOLVE_TTL, addresses)

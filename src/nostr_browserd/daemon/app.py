@@ -343,7 +343,7 @@ class Daemon:
             result = await self.identity.switch_identity(params)
         else:
             result = await self.identity.logout()
-        if self._rewiring is not before:  # answer once the Nostr side and the browser follow
+        if self._rewiring not in (None, before):  # answer once the Nostr side and browser follow
             await self._rewiring
         return result
 

@@ -351,7 +351,7 @@ class Worker:
             return
         try:
             async with asyncio.timeout(STATE_TIMEOUT):
-                state = await session.context.storage_state()
+                state = dict(await session.context.storage_state())
         except Exception:  # a closed, crashed or busy context: nothing to save now
             return
         digest = _digest(state)

@@ -66,6 +66,8 @@ _STRANGER_ANSWERS = 3  # refused connects answered per minute, to all strangers 
 _CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
 
 Decision = Literal["once", "always", "deny"]
+# What the operator may type at the prompt; anything else is "deny".
+_TYPED: dict[str, Decision] = {"y": "once", "yes": "once", "a": "always", "always": "always"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class TerminalPrompt:
                 flush=True,
             )
             answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
-        return {"y": "once", "yes": "once", "a": "always", "always": "always"}.get(answer, "deny")
+        return _TYPED.get(answer, "deny")
 
 
 class BunkerServer:

@@ -167,6 +167,7 @@ async def diff_screenshot(session: Session, params: DiffScreenshotParams) -> dic
 
     Changed pixels are red on a faded copy of the new picture, which becomes the baseline.
     """
+    before: bytes | None
     if params.baseline is not None:
         try:
             before = base64.b64decode(params.baseline, validate=True)

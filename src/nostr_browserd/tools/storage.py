@@ -6,7 +6,7 @@ factory registers the same four tools for ``local`` and ``session``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, model_validator
@@ -15,6 +15,9 @@ from ..browser.refs import first_line
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
+
+if TYPE_CHECKING:  # add_cookies' parameter type, which async_api does not re-export
+    from playwright._impl._api_structures import SetCookieParam
 
 TOOLS = Registry()
 MAX_VALUE = 100_000
@@ -68,7 +71,7 @@ class CookieSet(Params):
 )
 async def cookies_set(session: Session, params: CookieSet) -> dict[str, Any]:
     """Set a cookie for the active page's address (or a given url or domain)."""
-    cookie: dict[str, Any] = {
+    cookie: SetCookieParam = {
         "name": params.name,
         "value": params.value,
         "httpOnly": params.http_only,
@@ -76,7 +79,7 @@ async def cookies_set(session: Session, params: CookieSet) -> dict[str, Any]:
         "sameSite": params.same_site,
     }
     if params.domain:
-        cookie.update(domain=params.domain, path=params.path)
+        cookie.update({"domain": params.domain, "path": params.path})
     else:
         url = params.url or session.page.url
         if not url.startswith(("http://", "https://")):
