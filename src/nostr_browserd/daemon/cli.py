@@ -115,12 +115,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "vault":
             from .vault_cli import vault_command
 
-            if (args.action == "list") != (args.name is None) or (
-                (args.action == "add") != bool(args.origin)
-            ):
-                _parser().error(
-                    "usage: vault add NAME --origin URL… | vault list | vault remove NAME"
-                )
             config = _load(args.config)
             return asyncio.run(vault_command(config, args.action, args.name, args.origin))
         return _keygen(args.file)

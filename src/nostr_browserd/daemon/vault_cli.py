@@ -22,6 +22,8 @@ from .keys_cli import by_ourselves, through_daemon
 from .local_ws import OWNER
 from .store import open_store
 
+USAGE = "usage: vault add NAME --origin URL [--origin URL…] | vault list | vault remove NAME"
+
 
 def read_values(stream: Any = None) -> dict[str, str]:
     """The username, the password and the optional TOTP secret, from ``stream`` (stdin)."""
@@ -48,6 +50,9 @@ async def vault_command(
     config: Config, action: str, name: str | None, origins: list[str] | None
 ) -> int:
     """Run ``vault ACTION``; prints the outcome (never a value); returns the exit code."""
+    if (action == "list") != (name is None) or (action == "add") != bool(origins):
+        print(f"nostr-browserd: {USAGE}", file=sys.stderr)
+        return 2
     params: dict[str, Any] = {"name": name} if name else {}
     try:
         if action == "add":

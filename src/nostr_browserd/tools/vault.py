@@ -275,7 +275,7 @@ async def login_with(session: Session, params: VaultName) -> dict[str, Any]:
         raise BrowserdError(
             ErrorCode.ELEMENT_NOT_FOUND, "No username, password or one-time-code field here."
         )
-    filled = []
+    filled: list[str] = []
     for part in FIELDS:
         if part in fields:
             done = await fill_value(entry, fields[part], part)
