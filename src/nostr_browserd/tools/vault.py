@@ -48,6 +48,8 @@ KIND_JS = """el => {
 }"""
 KINDS_JS = f"els => els.map({KIND_JS})"
 SUBMIT_JS = "el => { if (!el.form) return false; el.form.requestSubmit(); return true; }"
+# A form that says method="get" puts its fields in the address, which every reply shows.
+SENDS_IN_URL_JS = "el => el.form?.getAttribute('method')?.toLowerCase() === 'get'"
 
 
 def vault_of(session: Session) -> Vault:
@@ -147,6 +149,12 @@ async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> None:
                 f"Not filled: the {where} is on {seen or repr(url[:100])}, and {entry.name!r} "
                 f"belongs to {', '.join(entry.origins)}.",
             )
+    if await handle.evaluate(SENDS_IN_URL_JS):
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            'Not filled: the field\'s form says method="get", which would put the value in the '
+            "page's address, and every reply shows the address.",
+        )
     if page.context in TRACING:
         raise BrowserdError(
             ErrorCode.REFUSED,
