@@ -217,7 +217,8 @@ async def test_ask_fills_a_login_and_the_model_never_receives_a_value(
             "max_retries": 0,
             "progress_interval": 3600,
         }
-        controller = {"pubkey": phone.npub, "ask": {"auto_approve": ["open", "fill_credential"]}}
+        auto = ["open", "fill_credential", "login_with"]
+        controller = {"pubkey": phone.npub, "ask": {"auto_approve": auto}}
         daemon = await start_daemon([nostr_relay_url], controllers=[controller], ask=ask)
         await daemon.key_store().set("openai", API_KEY)
         me = await daemon_pubkey(daemon)
@@ -234,7 +235,7 @@ async def test_ask_fills_a_login_and_the_model_never_receives_a_value(
         request_id = secrets.token_hex(4)
         task = {"id": request_id, "tool": "ask", "params": {"task": "sign in to the site"}}
         await phone.send(me, json.dumps(task))
-        # fill_credential ran unasked (auto_approve); login_with submits, so it asks.
+        # fill_credential ran unasked (auto_approve); login_with submits, a commit: it asks.
         prompt = await approve(phone, me)
         assert "log in with `site`" in prompt and no_value_in(prompt)
         final = await phone.wait_reply(lambda r: f'"{request_id}"' in r.content, 60)
