@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from playwright.async_api import ElementHandle, Frame, Locator
+from playwright.async_api import BrowserContext, ElementHandle, Frame, Locator
 from pydantic import Field
 
 from ..browser.checks import check_length, editable_field
@@ -131,8 +131,9 @@ async def vault_remove(session: Session, params: VaultName) -> dict[str, Any]:
 # --- filling ---------------------------------------------------------------------------
 
 
-async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> None:
-    """Refuse unless the page and the field's frame are both on one of the entry's origins.
+async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> BrowserContext:
+    """Refuse unless the page and the field's frame are both on one of the entry's origins;
+    returns the field's browser context.
 
     The handle is the element in the document it was found in: should that document navigate
     away before the fill, the fill fails instead of reaching the next page.
@@ -161,17 +162,16 @@ async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> None:
             "Not filled: a trace is recording this window, and its DOM snapshots would keep "
             "the value. trace_stop first.",
         )
+    return page.context
 
 
 async def fill_value(entry: Entry, handle: ElementHandle, part: str) -> dict[str, Any]:
     """Fill ``entry``'s ``part`` into the field ``handle``; says whether it took, never what."""
-    await refuse_unless_home(entry, handle)
+    context = await refuse_unless_home(entry, handle)
     info = await editable_field(handle, secret=True)  # type: ignore[arg-type]
     value = entry.value(part)
     check_length(info, len(value))
-    frame = await handle.owner_frame()
-    assert frame is not None
-    remember(frame.page.context, value)  # masked before it is on the page
+    remember(context, value)  # masked before it is on the page
     await handle.fill(value)
     if await handle.evaluate("el => el.value") == value:
         return {"filled": part, "ok": True}
