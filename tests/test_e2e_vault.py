@@ -114,6 +114,11 @@ async def test_a_phone_adds_lists_and_fills_only_on_the_entrys_origin(
         # A trace's DOM snapshots would keep the values: no trace in a window holding them.
         traced = await run(phone, me, "trace_start")
         assert traced["error"]["code"] == "REFUSED" and "vault" in traced["error"]["message"]
+        # A page that changes a value it was given is told apart, and nothing is submitted.
+        assert (await run(phone, me, "open", url=f"{site_url}/rewrite.html"))["success"]
+        rewritten = (await run(phone, me, "login_with", name="site"))["data"]
+        assert rewritten["filled"] == ["username"] and rewritten["submitted"] is False
+        assert "MISMATCH" in rewritten["note"] and "the password" in rewritten["note"]
         # On another origin (another port of the same host): refused, naming what it saw.
         assert (await run(phone, me, "open", url=f"{site2_url}/vault_login.html"))["success"]
         refused = await run(phone, me, "fill_credential", selector="#pass", name="site")

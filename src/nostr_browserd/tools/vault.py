@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from playwright.async_api import BrowserContext, ElementHandle, Frame, Locator
+from playwright.async_api import BrowserContext, ElementHandle, Frame, Locator, Page
 from pydantic import Field
 
 from ..browser.checks import check_length, editable_field
@@ -236,7 +236,7 @@ async def fill_credential(session: Session, params: FillCredentialParams) -> dic
 # --- a login in one step ----------------------------------------------------------------
 
 
-async def login_fields(scope: Frame | Any) -> dict[str, ElementHandle]:
+async def login_fields(scope: Page | Frame) -> dict[str, ElementHandle]:
     """The visible username, password and one-time-code fields of a login form.
 
     The username is the username field nearest before the password field (a search box at the
@@ -288,7 +288,8 @@ async def login_with(session: Session, params: VaultName) -> dict[str, Any]:
         if part in fields:
             done = await fill_value(entry, fields[part], part)
             if not done["ok"]:
-                return {"entry": entry.name, "filled": filled, **done, "submitted": False}
+                note = f"{done['note']} ({SAID[part]}); nothing was submitted"
+                return {"entry": entry.name, "filled": filled, "submitted": False, "note": note}
             filled.append(part)
     last = fields[[p for p in FIELDS if p in fields][-1]]
 
