@@ -9,7 +9,7 @@ import pytest
 from nostr_browserd.agent.loop import trim
 from nostr_browserd.agent.progress import Progress
 from nostr_browserd.agent.tools import DEFAULT_TOOLS, needs_consent, tool_specs, unknown_tools
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 
 
 def test_free_tools_never_ask_and_gated_ones_ask_unless_auto_approved():

@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from nostr_browserd.browser.screencast import Fanout
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.daemon.local_ws import LocalServer
 from nostr_browserd.tools.stream import live_state
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from nostr_browserd.cli.hosts import HOSTS, NAME
+from nostr_browserd.cli.mcp import parser
 from nostr_browserd.daemon.config import ControllerConfig
-from nostr_browserd.mcp.cli import parser
-from nostr_browserd.mcp.hosts import HOSTS, NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).with_name(NAME)

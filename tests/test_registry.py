@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.registry import NoParams, Registry
 from nostr_browserd.errors import BrowserdError
 
@@ -104,6 +104,6 @@ def test_tool_families_do_not_import_the_catalog():
     code = (
         "import sys, nostr_browserd.tools.batch, nostr_browserd.tools.find, "
         "nostr_browserd.commands.protocol; "
-        "assert 'nostr_browserd.commands.catalog' not in sys.modules"
+        "assert 'nostr_browserd.catalog' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,8 +15,8 @@ import pytest
 from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
-from nostr_browserd.daemon.inbox import Incoming
 from nostr_browserd.daemon.workers import GRACE, SESSION_STATE, STATE_TIMEOUT, Worker, preferred
+from nostr_browserd.dm.messages import Incoming
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0

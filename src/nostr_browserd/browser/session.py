@@ -44,7 +44,7 @@ from .shelf import StateShelf
 from .tab import Tab
 
 if TYPE_CHECKING:
-    from ..vault.keeper import Vault
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -655,7 +655,7 @@ class BrowserPool:
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
         self.shelf: StateShelf | None = None  # saved states: the daemon's store
-        self.vault: Vault | None = None  # the credential vault: the daemon's store and key
+        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         # An owner's saved storage state for a fresh context (the daemon's store), if any.

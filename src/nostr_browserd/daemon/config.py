@@ -32,11 +32,12 @@ from pydantic import (
 )
 
 from ..browser.session import BrowserConfig
+from ..dm.inbox import STRANGER_BUDGET
+from ..dm.messages import Scheme
 from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
-from .inbox import STRANGER_BUDGET
 from .keyfile import DEFAULT_TOKEN_FILE
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
@@ -46,7 +47,6 @@ DEFAULT_EMBEDDED_RELAY_PORT = 17778
 # The browser's file directories and, when unset, where they go under the state directory.
 BROWSER_DIRS = {"state_dir": "browser", "downloads_dir": "downloads", "uploads_dir": "uploads"}
 
-DmScheme = Literal["nip17", "nip04"]
 Role = Literal["full", "read"] | list[str]
 
 
@@ -198,7 +198,7 @@ class NostrConfig(Section):
     embedded_relay: bool | None = None
     embedded_relay_port: int = Field(default=DEFAULT_EMBEDDED_RELAY_PORT, ge=0, le=65535)
     controllers: list[str] = Field(default_factory=list)
-    dm: list[DmScheme] = Field(default=["nip17", "nip04"], min_length=1)
+    dm: list[Scheme] = Field(default=["nip17", "nip04"], min_length=1)
     freshness: float = Field(default=600.0, gt=0)
     name: str = "nostr-browserd"
     about: str = "A headless browser driven over encrypted direct messages."

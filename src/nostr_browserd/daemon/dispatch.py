@@ -31,23 +31,21 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
-from ..commands.catalog import describe
+from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
+from ..dm.messages import Incoming, Scheme
+from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .config import ControllerConfig, Role
-from .inbox import Incoming, Scheme
-from .pending import notice
+from .lease_holder import LeaseHolder
 from .store import Pending, Store
-
-if TYPE_CHECKING:
-    from .workers import Worker
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +208,7 @@ class Dispatcher:
         self.worker_name = ""  # whose approvals and held commands these are ([state] worker)
         # The daemon's worker (leases, fencing, saved sessions); None where no DM is served
         # (MCP --local, tests of the dispatcher alone): commands are then held unfenced.
-        self.worker: Worker | None = None
+        self.worker: LeaseHolder | None = None
 
     # --- intake ------------------------------------------------------------------------
 

@@ -42,9 +42,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..browser.session import BrowserPool
+from ..dm.messages import Incoming
 from ..errors import BrowserdError
 from ..supervise import supervise
-from .inbox import Incoming
 from .store import Store
 
 if TYPE_CHECKING:

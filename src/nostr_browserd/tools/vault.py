@@ -21,8 +21,7 @@ from ..browser.session import Session
 from ..commands.params import Target
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
-from ..vault.entry import FIELDS, Entry, origin_of
-from ..vault.keeper import Vault
+from ..vault.entry import FIELDS, Entry, Keeper, origin_of
 from .interact import act_and_compare
 from .recording import TRACING
 
@@ -52,9 +51,9 @@ SUBMIT_JS = "el => { if (!el.form) return false; el.form.requestSubmit(); return
 SENDS_IN_URL_JS = "el => el.form?.getAttribute('method')?.toLowerCase() === 'get'"
 
 
-def vault_of(session: Session) -> Vault:
+def vault_of(session: Session) -> Keeper:
     """The daemon's vault, for a session of one controller."""
-    vault: Vault | None = session.pool.vault
+    vault = session.pool.vault
     if vault is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,

@@ -3,20 +3,24 @@
 An origin is a scheme, a host and a port, compared exactly: ``https://github.com`` is not
 ``https://gist.github.com``, nor ``http://github.com``, nor ``https://github.com:8443``.  A
 value never appears in an error: a bad TOTP secret is refused without repeating it.
+
+This module is pure (no Nostr, no daemon): the tools import it, and reach the sealed entries
+only through :class:`Keeper`, which ``vault/keeper.py`` implements for the daemon.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyotp
 
-from ..browser.paths import NAME
 from ..errors import BrowserdError, ErrorCode
 
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 FIELDS = ("username", "password", "totp")
 MAX_ORIGINS = 16
 MAX_VALUE = 1024
@@ -128,3 +132,15 @@ class Entry:
     def shown(self) -> dict[str, Any]:
         """What ``vault_list`` and the model may see: the name, origins, whether a TOTP is set."""
         return {"name": self.name, "origins": self.origins, "totp": bool(self.totp)}
+
+
+class Keeper(Protocol):
+    """What the tools ask of the vault, always for one owner (``vault/keeper.py``'s Vault)."""
+
+    async def add(self, owner: str, entry: Entry) -> dict[str, Any]: ...
+
+    async def entries(self, owner: str) -> list[dict[str, Any]]: ...
+
+    async def remove(self, owner: str, name: str) -> dict[str, Any]: ...
+
+    async def open(self, owner: str, name: str) -> Entry: ...

@@ -11,16 +11,18 @@ from argv, where any user could read them in the process list.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
+from ..daemon.config import Config, load_config
+from ..daemon.local_ws import OWNER
+from ..daemon.store import open_store
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.signer import Signer
 from ..vault.entry import Entry
 from ..vault.keeper import Vault
-from .config import Config
-from .keys_cli import by_ourselves, through_daemon
-from .local_ws import OWNER
-from .store import open_store
+from .keys import by_ourselves, through_daemon
 
 USAGE = "usage: vault add NAME --origin URL [--origin URL…] | vault list | vault remove NAME"
 
@@ -46,13 +48,23 @@ def read_values(stream: Any = None) -> dict[str, str]:
     return dict(zip(("username", "password", "totp"), lines, strict=False))
 
 
-async def vault_command(
-    config: Config, action: str, name: str | None, origins: list[str] | None
-) -> int:
+@dataclass(frozen=True)
+class VaultOptions:
+    """``vault``: what to do with which entry, for the daemon of ``config``."""
+
+    config: Path | None
+    action: Literal["add", "list", "remove"]
+    name: str | None
+    origin: list[str] | None
+
+
+async def vault_command(options: VaultOptions) -> int:
     """Run ``vault ACTION``; prints the outcome (never a value); returns the exit code."""
+    action, name, origins = options.action, options.name, options.origin
     if (action == "list") != (name is None) or (action == "add") != bool(origins):
         print(f"nostr-browserd: {USAGE}", file=sys.stderr)
         return 2
+    config = load_config(options.config)
     params: dict[str, Any] = {"name": name} if name else {}
     try:
         if action == "add":
