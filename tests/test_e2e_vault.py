@@ -170,6 +170,20 @@ async def test_inside_a_cross_origin_iframe_both_origins_must_be_the_entrys(
         assert await fields(daemon, phone.pubkey, frame="inner") == ["", PASSWORD, ""]
 
 
+async def test_one_browser_shared_by_every_controller_has_no_vault(nostr_relay_url, start_daemon):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[phone.npub], browser={"isolation": "shared"}
+        )
+        me = await daemon_pubkey(daemon)
+        for tool, params in (
+            ("vault_list", {}),
+            ("fill_credential", {"selector": "#x", "name": "a"}),
+        ):
+            refused = await run(phone, me, tool, **params)
+            assert refused["error"]["code"] == "UNAVAILABLE" and "per controller" in str(refused)
+
+
 async def approve(approver: SdkController, me: str) -> str:
     """Approve the next approval request; returns its text."""
     asked = await approver.wait_reply(lambda r: r.sender == me and CODE.search(r.content))
