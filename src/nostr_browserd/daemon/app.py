@@ -27,13 +27,16 @@ from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
 from ..catalog import REGISTRY
 from ..dm.link import NostrLink
-from ..dm.messages import Scheme
+from ..dm.messages import ReplyAddress, Scheme
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
+from ..files.incoming import FileReceiver
+from ..files.outgoing import FileSender
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.nip19 import npub_encode
+from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
 from .ask import AskRunner, check_ask_config
@@ -126,6 +129,7 @@ class Daemon:
             REGISTRY,
             self.config.browser.result_cap,
         )
+        self._files(self.dispatcher)
         state = self.config.state
         self.worker = Worker(
             self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
@@ -271,6 +275,7 @@ class Daemon:
             dispatcher=self.dispatcher,
             controllers=self.config.allowed,
             gate=self.worker,
+            announcements=self._announcements,
         )
         await self.link.start()
 
@@ -300,6 +305,40 @@ class Daemon:
     def _notify_identity(self) -> None:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
         notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
+
+    # --- files in private chats ---------------------------------------------------------
+
+    def _files(self, dispatcher: Dispatcher) -> None:
+        """Files out (with text replies, deleted after ``[files] keep``) and files in."""
+        assert self.store is not None and self.config.browser.uploads_dir is not None
+        files, browser = self.config.files, self.browser
+        sender = FileSender(files, self.store, self._file_signer, self._send_file)
+        dispatcher.files_out = sender
+        dispatcher.files_in = FileReceiver(
+            files.max_mb,
+            self.config.browser.uploads_dir,
+            browser.policy,
+            lambda owner: (
+                browser.egress.url
+                if browser.egress is not None and browser.policy.blocks_private(owner)
+                else None
+            ),
+        )
+        self._tasks.append(asyncio.create_task(sender.clean_up()))
+
+    def _file_signer(self) -> Signer | None:
+        """The identity that signs Blossom uploads and deletes, while one that signs is in."""
+        login = self.identity
+        return login.signer if login.logged_in and not login.readonly else None
+
+    async def _send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        return self.link is not None and await self.link.send_file(to, url, tags)
+
+    def _announcements(self) -> list[dict[str, Any]]:
+        """Published with the link's own: the Blossom server list (kind 10063)."""
+        sender = self.dispatcher.files_out if self.dispatcher is not None else None
+        servers = sender.server_list() if sender is not None else None
+        return [servers] if servers is not None else []
 
     # --- callbacks for the dispatcher --------------------------------------------------
 

@@ -82,10 +82,12 @@ class NostrLink:
         dispatcher: Receiver,
         controllers: Callable[[], Collection[str]],
         gate: Gate | None = None,
+        announcements: Callable[[], list[dict[str, Any]]] = list,
     ) -> None:
-        """``gate`` decides, before each claim, whether this worker claims the command."""
+        """``gate`` decides, before each claim, whether this worker claims the command;
+        ``announcements()`` are further events published with ours (a kind 10063)."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
-        self.gate = gate
+        self.gate, self.announcements = gate, announcements
         self.config, self.store, self.dispatcher = config, store, dispatcher
         self.controllers = controllers
         self.pubkey: str | None = None
@@ -170,6 +172,10 @@ class NostrLink:
             return False
         return await self.outbox.reply(to, text, request_id)
 
+    async def send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        """Send a NIP-17 file message answering ``to``; False when we cannot send."""
+        return self.outbox is not None and await self.outbox.send_file(to, url, tags)
+
     async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         """Send a DM of our own (an approval request, a watched event)."""
         if self.outbox is None:
@@ -196,7 +202,8 @@ class NostrLink:
             await asyncio.gather(opening, return_exceptions=True)
 
     async def _announce(self) -> None:
-        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
+        """Publish kind 10050 and 10002 (where to reach us), kind 0 (who we are) and the
+        daemon's further announcements (its Blossom servers).
 
         Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
         these go to our relays and to the discovery relays (indexers) too.
@@ -217,6 +224,7 @@ class NostrLink:
                 "tags": [],
                 "created_at": now(),
             },
+            *self.announcements(),
         ]
         for template in templates:
             try:

@@ -29,6 +29,7 @@ from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
+from .blobs import BlobTables
 from .leases import LeaseTables
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
@@ -91,10 +92,10 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(LeaseTables, ABC):
+class Store(LeaseTables, BlobTables, ABC):
     """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
-    browser states (what ``browser.shelf.StateShelf`` asks of it), and the workers and their
-    controller leases (``LeaseTables``)."""
+    browser states (what ``browser.shelf.StateShelf`` asks of it), the workers and their
+    controller leases (``LeaseTables``), and the blobs kept on Blossom servers (``BlobTables``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"

@@ -61,6 +61,11 @@ MIGRATIONS: Migrations = (
         "ALTER TABLE pending ADD COLUMN worker TEXT NOT NULL DEFAULT ''",
         "CREATE INDEX pending_sender ON pending (sender)",
     ),
+    # 5: blobs on Blossom servers, until they are deleted ([files] keep)
+    (
+        "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
+        " expires DOUBLE PRECISION NOT NULL, PRIMARY KEY (server, sha256))",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time

@@ -57,6 +57,11 @@ MIGRATIONS: Migrations = (
         "ALTER TABLE pending ADD COLUMN worker TEXT NOT NULL DEFAULT ''",
         "CREATE INDEX pending_sender ON pending (sender)",
     ),
+    # 5: blobs on Blossom servers, until they are deleted ([files] keep)
+    (
+        "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
+        " expires REAL NOT NULL, PRIMARY KEY (server, sha256)) WITHOUT ROWID",
+    ),
 )
 
 
