@@ -449,3 +449,21 @@ async def test_a_taken_over_controllers_held_commands_move_to_one_worker(open_st
     assert not await store.answering("o0", "w1")
     assert await other.answering("o0", "w2")
     assert [p.outer_id for p in await store.unanswered("w1")] == ["o2"]
+
+
+async def test_kept_blobs_come_due_in_order_and_survive_a_restart(open_store):
+    store = await open_store()
+    assert await store.next_blob_due() is None
+    await store.keep_blob("https://b.example", "bb" * 32, 200.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 100.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 150.0)  # uploaded again: the later time
+    await store.close()
+    reopened = await open_store()
+    assert await reopened.next_blob_due() == 150.0
+    assert await reopened.due_blobs(149.0) == []
+    assert await reopened.due_blobs(300.0) == [
+        ("https://a.example", "aa" * 32),
+        ("https://b.example", "bb" * 32),
+    ]
+    await reopened.forget_blob("https://a.example", "aa" * 32)
+    assert await reopened.due_blobs(300.0) == [("https://b.example", "bb" * 32)]

@@ -45,7 +45,7 @@ class FileReceiver:
         proxy: Callable[[str], str | None],
     ) -> None:
         """``proxy(owner)`` is the egress proxy's URL when the policy applies to ``owner``."""
-        self.max_bytes = int(max_mb * MB)
+        self.max_mb, self.max_bytes = max_mb, int(max_mb * MB)
         self.uploads_dir, self.policy, self.proxy = uploads_dir, policy, proxy
 
     async def receive(self, owner: str, content: str, tags: list[list[str]]) -> dict[str, Any]:
@@ -54,7 +54,7 @@ class FileReceiver:
         blob = await self._download(owner, message.url)
         data = unseal(message, blob)
         if len(data) > self.max_bytes:
-            raise _too_large(self.max_bytes)
+            raise _too_large(self.max_mb)
         path = free_name(owner_dir(self.uploads_dir, owner), safe_name(message))
         write_private(path, data)
         return {
@@ -78,7 +78,7 @@ class FileReceiver:
                     blossom.fetch, url, self.max_bytes + GCM_TAG, self.proxy(owner), deadline
                 )
             except ValueError:
-                raise _too_large(self.max_bytes) from None
+                raise _too_large(self.max_mb) from None
             except OSError as exc:
                 raise refused(f"The download from {url} failed ({exc}).") from None
             if 300 <= status < 400 and location:
@@ -90,10 +90,9 @@ class FileReceiver:
         raise refused(f"Over {MAX_REDIRECTS} redirects.")
 
 
-def _too_large(cap: int) -> BrowserdError:
+def _too_large(max_mb: float) -> BrowserdError:
     return BrowserdError(
-        ErrorCode.TOO_LARGE,
-        f"The file is over {cap / MB:g} MB ([files] max_mb): nothing was kept.",
+        ErrorCode.TOO_LARGE, f"The file is over {max_mb:g} MB ([files] max_mb): nothing was kept."
     )
 
 
