@@ -28,11 +28,13 @@ if [ ! -x .venv-legacy/bin/python ]; then
   .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || echo "setup: legacy signer unavailable"
 fi
 
-# An independent NIP-46 remote signer in JavaScript (pinned by its package-lock.json): the
-# tests run our bunker client against it.  Only where Node.js is installed (.ci/run installs
-# Debian's nodejs and npm); without it that one test is skipped.
-lock=tests/nip46_js/package-lock.json
-if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/nip46_js/node_modules/.package-lock.json ]; then
-  (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) \
-    || echo "setup: the JS NIP-46 signer could not be installed"
-fi
+# Independent JavaScript sides (each pinned by its package-lock.json): a NIP-46 remote signer
+# the tests run our bunker client against, and a phone that opens our NIP-17 file messages.
+# Only where Node.js is installed (.ci/run installs Debian's nodejs and npm); without it those
+# tests are skipped.
+for js in tests/nip46_js tests/phone_js; do
+  if command -v npm >/dev/null 2>&1 && [ $js/package-lock.json -nt $js/node_modules/.package-lock.json ]; then
+    (cd $js && npm ci --no-audit --no-fund --loglevel=error) \
+      || echo "setup: the JS side in $js could not be installed"
+  fi
+done
