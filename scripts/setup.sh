@@ -23,18 +23,26 @@ fi
 
 # The last nostr-sdk with a Python bunker (0.37.0) speaks the legacy NIP-04 transport: the
 # tests run it as a real old signer against our bunker client.  It cannot share a venv.
+# A failed install fails the setup (its interop test would skip, and the run look green); the
+# half-made venv goes, so that the next setup tries again.
 if [ ! -x .venv-legacy/bin/python ]; then
   "$python" -m venv .venv-legacy
-  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || echo "setup: legacy signer unavailable"
+  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || {
+    rm -rf .venv-legacy
+    echo "setup: the legacy signer (nostr-sdk 0.37.0) could not be installed" >&2
+    exit 1
+  }
 fi
 
 # Independent JavaScript sides (each pinned by its package-lock.json): a NIP-46 remote signer
 # the tests run our bunker client against, and a phone that opens our NIP-17 file messages.
 # Only where Node.js is installed (.ci/run installs Debian's nodejs and npm); without it those
-# tests are skipped.
+# tests are skipped.  With it, a failed install fails the setup.
 for js in tests/nip46_js tests/phone_js; do
   if command -v npm >/dev/null 2>&1 && [ $js/package-lock.json -nt $js/node_modules/.package-lock.json ]; then
-    (cd $js && npm ci --no-audit --no-fund --loglevel=error) \
-      || echo "setup: the JS side in $js could not be installed"
+    (cd $js && npm ci --no-audit --no-fund --loglevel=error) || {
+      echo "setup: the JS side in $js could not be installed" >&2
+      exit 1
+    }
   fi
 done

@@ -6,11 +6,11 @@ import time
 import pytest
 
 from nostr_browserd.daemon.store import SqliteStore
-from nostr_browserd.dm.inbox import OPENING_AT_ONCE, Inbox, StrangerBudget
+from nostr_browserd.dm.inbox import BACKLOG_SIZE, OPENING_AT_ONCE, Inbox, StrangerBudget
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
 from nostr_browserd.nostr.nip01 import finalize_event, now
-from nostr_browserd.nostr.nip59 import make_rumor, wrap
+from nostr_browserd.nostr.nip59 import GIFT_WRAP_KIND, make_rumor, wrap
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.daemon import forged_wrap, tampered
 
@@ -65,7 +65,10 @@ async def test_strangers_forgeries_and_bad_signatures_are_dropped(parties):
     inbox, daemon, controller, stranger = parties
     assert await inbox.open(await dm(stranger, daemon.pubkey, "get url")) is None
     assert await inbox.open(kind4(stranger, daemon.pubkey, "get url")) is None
-    forged = forged_wrap(stranger, controller.pubkey, daemon.pubkey, "get url")
+    # An allowed key's seal (past the allow-list) around a rumor that claims another key.
+    colleague = KeySigner.generate()
+    inbox.is_known = lambda pk: pk in (controller.pubkey, colleague.pubkey)
+    forged = forged_wrap(colleague, controller.pubkey, daemon.pubkey, "get url")
     assert await inbox.open(forged) is None
     assert await inbox.open(tampered(kind4(controller, daemon.pubkey, "get url"))) is None
     assert await inbox.open(tampered(await dm(controller, daemon.pubkey, "get url"))) is None
@@ -208,6 +211,37 @@ async def test_a_strangers_wrap_costs_one_decryption_once_even_across_restarts(t
     assert len(daemon.calls) == 5, "remembered as rejected: no decryption"
     assert (await store.counts())["rejected_ids"] == 5
     await store.close()
+
+
+def unopened(recipient: str, n: int) -> dict:
+    """Gift wrap number ``n`` as the backlog sees it: never opened there, only its id, kind
+    and recipient are read (ten thousand real ones would cost a minute of crypto)."""
+    return {
+        "id": f"{n:064x}",
+        "kind": GIFT_WRAP_KIND,
+        "pubkey": "ab" * 32,
+        "created_at": now(),
+        "tags": [["p", recipient]],
+        "content": "",
+        "sig": "00" * 64,
+    }
+
+
+async def test_at_most_ten_thousand_wraps_wait_and_the_oldest_received_goes(parties):
+    inbox, daemon, _, _ = parties
+    assert inbox.backlog_size == BACKLOG_SIZE == 10_000
+    flood = [unopened(daemon.pubkey, n) for n in range(BACKLOG_SIZE + 2)]
+    for event in flood[:-1]:
+        inbox.take(event)
+    assert list(inbox._arrivals) == flood[1:-1], "arrived, not yet sorted: the oldest went"
+    await inbox.sort()
+    inbox.take(flood[-1])
+    await inbox.sort()
+    assert list(inbox._wraps) == flood[2:], "waiting to be opened: the oldest went"
+    assert inbox.status()["wraps_waiting"] == BACKLOG_SIZE
+    assert len(inbox._queued) == BACKLOG_SIZE, "nor are the dropped ones' ids kept"
+    inbox.take(flood[0])  # not remembered: a relay's copy (or a restart's) is taken again
+    assert inbox._arrivals[-1] is flood[0]
 
 
 async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budget(tmp_path):

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nostr_browserd.browser.session import BrowserConfig
-from nostr_browserd.daemon.config import BROWSER_DIRS, StateConfig, load_config
+from nostr_browserd.daemon.config import BROWSER_DIRS, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 UNIT = REPO / "systemd" / "nostr-browserd.service"
@@ -186,8 +185,6 @@ def test_the_template_is_the_unit_itself_and_its_drop_in_weakens_nothing():
 
 def test_a_workers_config_under_the_template(monkeypatch):
     """deploy/worker.toml with an instance's environment: its own name, state and channel."""
-    if "worker" not in StateConfig.model_fields or "endpoints" not in BrowserConfig.model_fields:
-        pytest.skip("waiting for [state] worker and [browser] endpoints (issue 13 contract)")
     env = instance_environment("worker-2") | {"NOSTR_BROWSERD_NOSTR_CONTROLLERS": ""}
     monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/nostr-browserd/worker-2")
     config = load_config(REPO / "deploy" / "worker.toml", env)

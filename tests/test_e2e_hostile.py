@@ -34,21 +34,22 @@ async def test_strangers_and_forged_seals_run_nothing_and_get_no_reply(
 ):
     async with (
         SdkController([nostr_relay_url]) as phone,
+        SdkController([nostr_relay_url]) as colleague,
         SdkController([nostr_relay_url]) as stranger,
     ):
-        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub, colleague.npub])
         me = await daemon_pubkey(daemon)
         target = f"open {site_url}/form.html"
         await stranger.send(me, target)
         await stranger.send(me, target, nip04=True)
-        # The stranger signs a seal around a rumor that claims to be from the phone.
-        attacker = signer_of(stranger)
-        await stranger.publish(forged_wrap(attacker, phone.pubkey, me, target))
+        # Another allowed controller (its seal passes the allow-list) signs a seal around a
+        # rumor that claims to be from the phone.
+        await colleague.publish(forged_wrap(signer_of(colleague), phone.pubkey, me, target))
         # Then one real command: once it is answered, everything before it was processed.
         answer = await phone.command(me, {"tool": "get_url"})
         assert answer["success"]
         assert await commands_run(daemon) == ["get_url"]
-        assert await stranger.poll() == []
+        assert await stranger.poll() == [] and await colleague.poll() == []
         assert len(phone.received) == 1
         assert daemon.browser.sessions()[0].owner == phone.pubkey
         assert len(daemon.browser.sessions()) == 1

@@ -111,8 +111,19 @@ async def test_logged_out_means_logged_out(nostr_relay_url, start_daemon, site_u
             assert switched["data"]["pubkey"] == user.pubkey
             assert switched["data"]["relays"] == [nostr_relay_url]
             await wait_until(lambda: daemon.link is not None and daemon.link.listening)
+            # A DM to the key switched away from reaches the relay ...
+            stale = secrets.token_hex(4)
+            sent = await phone.send(new, json.dumps({"id": stale, "tool": "get_url"}))
+            assert await on_relay(phone, n.Filter().id(n.EventId.parse(sent)))
             assert (await phone.command(user.pubkey, {"tool": "get_url"}))["success"]
+            # ... and is not answered (by either key) nor run: the bunker's key answered after it.
+            await phone.poll()
+            assert [r for r in phone.received if r.json.get("id") == stale] == []
+            assert all(e.request_id != stale for e in await daemon.store.recent(50))
             status = await local(daemon, {"id": 8, "tool": "login_status"})
             assert status["data"]["method"] == "nip46" and status["data"]["connected"] is True
             assert "secret" not in json.dumps(status)
-            await local(daemon, {"id": 9, "tool": "logout"})
+            signer = daemon.identity.signer
+            out = await local(daemon, {"id": 9, "tool": "logout"})
+            assert out["data"]["logged_in"] is False
+            assert signer.describe()["connected"] is False, "the bunker's connection is closed"

@@ -43,9 +43,13 @@ async def running(server: BunkerServer) -> AsyncIterator[BunkerServer]:
         await server.aclose()
 
 
+REQUEST_TIMEOUT = 5.0
+"""The clients' wait for each answer: a whole round trip through a relay, under load."""
+
+
 @contextlib.asynccontextmanager
 async def client(url: str, **kwargs: Any) -> AsyncIterator[BunkerSigner]:
-    signer = await BunkerSigner.connect(url, **{"timeout": 5.0, **kwargs})
+    signer = await BunkerSigner.connect(url, **{"timeout": REQUEST_TIMEOUT, **kwargs})
     try:
         yield signer
     finally:
@@ -207,14 +211,15 @@ async def test_auth_url_is_surfaced_while_the_request_keeps_waiting(relay_url) -
     )
     async with (
         running(server),
-        client(server.bunker_url, timeout=0.5, on_auth_url=on_auth_url) as signer,
+        client(server.bunker_url, on_auth_url=on_auth_url) as signer,
     ):
         task = asyncio.create_task(signer.sign_event({"kind": 1, "content": "please"}))
-        await asyncio.wait_for(challenged.wait(), 5)
+        await asyncio.wait_for(challenged.wait(), 2 * REQUEST_TIMEOUT)
         assert seen == ["https://approve.example/r/1"]
         assert signer.describe()["auth_urls"] == ["https://approve.example/r/1"]
-        await asyncio.sleep(1.0)  # twice the request timeout: the wait was extended
-        assert not task.done()
+        # The request was sent before the challenge came: its own deadline has passed.
+        await asyncio.sleep(REQUEST_TIMEOUT)
+        assert not task.done(), "the auth_url extended the wait"
         release.set()
         event = await task
         verify_event(event)
@@ -275,7 +280,8 @@ async def test_request_timeout_when_the_bunker_goes_away(relay_url) -> None:
     user = KeySigner.generate()
     server = BunkerServer(user, [relay_url])
     async with running(server):
-        signer = await BunkerSigner.connect(server.bunker_url, timeout=0.5)
+        signer = await BunkerSigner.connect(server.bunker_url, timeout=REQUEST_TIMEOUT)
+    signer._timeout = 0.5  # the wait for an answer nobody is left to send
     try:
         with pytest.raises(BrowserdError) as err:
             await signer.sign_event({"kind": 1, "content": "anyone?"})
@@ -401,6 +407,37 @@ async def test_unpaired_strangers_get_no_signed_answers(relay_url) -> None:
         finally:
             await channel.close()
     assert got == ["c"]
+
+
+async def test_strangers_get_a_few_refused_connects_a_minute_and_no_more(relay_url) -> None:
+    """Every answer is signed and published: wrong secrets are told so only
+    ``_STRANGER_ANSWERS`` times a minute, for all strangers together."""
+    user, stranger = KeySigner.generate(), KeySigner.generate()
+    cap = bunker_server._STRANGER_ANSWERS
+    async with running(BunkerServer(user, [relay_url], secret="right")) as server:
+        channel = Channel([relay_url], stranger, stranger.pubkey)
+        await channel.open()
+        wrong = [f"wrong-{i}" for i in range(cap + 2)]
+        try:
+            for request_id in wrong:
+                connect = nip46.Request(request_id, "connect", (server.pubkey, "x"))
+                await channel.send(server.pubkey, connect)
+            # Then the right secret (never capped), then a ping once paired: its answer comes
+            # after every answer the wrong ones could have had.
+            await channel.send(
+                server.pubkey, nip46.Request("right", "connect", (server.pubkey, "right"))
+            )
+            got = []
+            async with asyncio.timeout(10):
+                async for incoming in channel.messages():
+                    got.append(incoming.message.id)
+                    if incoming.message.id == "right":
+                        await channel.send(server.pubkey, nip46.Request("ping", "ping", ()))
+                    if incoming.message.id == "ping":
+                        break
+        finally:
+            await channel.close()
+    assert sorted(got) == sorted([*wrong[:cap], "right", "ping"])
 
 
 async def test_nostrconnect_flow_our_client_our_bunker(relay_url) -> None:

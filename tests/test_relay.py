@@ -6,8 +6,6 @@ import asyncio
 import contextlib
 import datetime
 import json
-import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,11 +48,6 @@ async def publish_with_nostr_sdk(url: str, event: dict[str, Any]) -> None:
         await client.shutdown()
 
 
-def print_latencies(label: str, seconds: list[float]) -> None:
-    ms = sorted(s * 1000 for s in seconds)
-    print(f"\n{label}: n={len(ms)} p50={statistics.median(ms):.2f} ms max={ms[-1]:.2f} ms")
-
-
 async def test_publish_and_subscribe_through_nostr_relay(nostr_relay_url: str) -> None:
     secret = generate_secret()
     async with RelayPool([nostr_relay_url]) as pool:
@@ -62,15 +55,11 @@ async def test_publish_and_subscribe_through_nostr_relay(nostr_relay_url: str) -
         sub = pool.subscribe([{"authors": [public_key_hex(secret)], "kinds": [1]}])
         assert await sub.wait_eose(5)
         assert sub.eose == {nostr_relay_url}
-        latencies = []
         for i in range(20):
             event = note(secret, f"hello {i}")
-            started = time.perf_counter()
             result = await pool.publish(event, timeout=5)
-            latencies.append(time.perf_counter() - started)
             assert result.accepted == [nostr_relay_url], result.refused
             assert (await next_event(sub))["id"] == event["id"]
-        print_latencies("publish→OK, nostr-relay", latencies)
         status = pool.status()[nostr_relay_url]
         assert status.state == status.publish_state == "connected"
         assert status.counts["events"] == 20
@@ -93,22 +82,19 @@ async def test_refused_publish_reports_the_relays_reason(nostr_relay_url: str) -
         assert result.refused[nostr_relay_url].startswith("invalid:")
 
 
-async def test_publish_latency_on_local_relay(local_relay_factory) -> None:
+async def test_publishes_on_local_relay_are_acknowledged_and_delivered_in_order(
+    local_relay_factory,
+) -> None:
+    """(How long that takes is measured by bench/bench_relay.py, not here.)"""
     relay = await local_relay_factory()
     secret = generate_secret()
     async with RelayPool([relay.url]) as pool:
         sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
         assert await pool.wait_connected(5)
-        publish, delivery = [], []
-        for i in range(30):
-            event = note(secret, f"ping {i}")
-            started = time.perf_counter()
-            assert (await pool.publish(event, timeout=5)).ok
-            publish.append(time.perf_counter() - started)
-            assert (await next_event(sub))["id"] == event["id"]
-            delivery.append(time.perf_counter() - started)
-        print_latencies("publish→OK, LocalRelay", publish)
-        print_latencies("publish→own subscription, LocalRelay", delivery)
+        events = [note(secret, f"ping {i}") for i in range(30)]
+        for event in events:
+            assert (await pool.publish(event, timeout=5)).accepted == [relay.url]
+        assert [(await next_event(sub))["id"] for _ in events] == [e["id"] for e in events]
 
 
 async def test_subscription_survives_a_relay_restart(local_relay_factory) -> None:
@@ -308,9 +294,7 @@ async def test_a_dead_relay_holds_up_neither_publish_nor_eose(local_relay_factor
         sub = pool.subscribe([{"kinds": [1]}])
         assert await sub.wait_eose(5)
         assert sub.eose == {good.url}
-        started = time.perf_counter()
         result = await pool.publish(note(generate_secret(), "hi"), timeout=30)
-        print(f"\npublish with one relay down took {time.perf_counter() - started:.4f} s")
         assert result.accepted == [good.url]
         assert result.refused[dead].startswith("not connected:")
         assert "ConnectionRefused" in result.refused[dead] or "connecting" in result.refused[dead]

@@ -130,10 +130,8 @@ async def test_hostile_relays_cannot_stall_or_crash_the_pool(local_relay_factory
         secret = generate_secret()
         sub = pool.subscribe([{"authors": [public_key_hex(secret)]}])
         event = note(secret, "through the good relay")
-        started = time.perf_counter()
         publishing = asyncio.create_task(pool.publish(event, timeout=1))
         assert (await next_event(sub))["id"] == event["id"]
-        print(f"\ndelivered through the good relay after {time.perf_counter() - started:.4f} s")
         result = await publishing
         assert result.accepted == [good.url]
         assert result.refused[bad.url].startswith("timeout:")  # connected, never answers

@@ -5,6 +5,7 @@ same code runs in the multi-process tests (test_e2e_workers.py); here each step 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -61,10 +62,24 @@ def command(controller: str, n: int) -> Incoming:
 @pytest.fixture
 async def two(tmp_path) -> AsyncIterator[tuple[Node, Node, str]]:
     """Workers w1 and w2 on one store, and a controller that prefers w1."""
+    async with workers_on(BrowserPool(), tmp_path) as nodes:  # never started: no browser
+        yield nodes
+
+
+@pytest.fixture
+async def two_browsing(browser_pool, tmp_path) -> AsyncIterator[tuple[Node, Node, str]]:
+    """The same, on the real browser: the controller's context and login state exist."""
+    async with workers_on(browser_pool, tmp_path) as (w1, w2, controller):
+        yield w1, w2, controller
+        await browser_pool.release(controller)
+
+
+@contextlib.asynccontextmanager
+async def workers_on(pool: BrowserPool, tmp_path) -> AsyncIterator[tuple[Node, Node, str]]:
+    """Workers w1 and w2 on one store, both on ``pool``, and a controller that prefers w1."""
     controller = next(
         f"{i:064x}" for i in range(100) if preferred(f"{i:064x}", ["w1", "w2"]) == "w1"
     )
-    pool = BrowserPool()  # never started: nothing here runs a browser
     nodes = []
     for name in ("w1", "w2"):
         dispatcher = local_dispatcher(
@@ -100,6 +115,28 @@ async def hold(node: Node, incoming: Incoming) -> None:
 async def until(condition, timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not condition():
+            await asyncio.sleep(0.02)
+
+
+def replies_of(node: Node) -> list[dict]:
+    """The replies ``node``'s dispatcher sends from now on, kept here instead of sent."""
+    sent = []
+
+    async def reply(incoming: Incoming, text: str, request_id: object) -> bool:
+        sent.append(json.loads(text))
+        return True
+
+    node.dispatcher._reply = reply
+    return sent
+
+
+async def take_over(paused: Node, taker: Node, controller: str) -> None:
+    """``paused`` stops beating (paused past its lease) until ``taker`` took ``controller``
+    (and, taking it, answered what ``paused`` held)."""
+    for task in paused.worker._tasks:
+        task.cancel()
+    async with asyncio.timeout(10):
+        while not await taker.worker._lease(controller, waited=GRACE):
             await asyncio.sleep(0.02)
 
 
@@ -184,6 +221,46 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     assert not await w1.dispatcher._start(held), "w1 wakes: it must not run it"
 
 
+async def test_a_paused_worker_does_not_answer_a_command_taken_over_while_it_ran(two):
+    """w1 was paused in the middle of a command; w2 took the controller over and answered
+    it as interrupted.  w1's command then finishes: its reply must stay unsent."""
+    w1, w2, controller = two
+    held = command(controller, 1)
+    assert await w1.offer(held)
+    await hold(w1, held)
+    assert await w1.dispatcher._start(held), "running on w1"
+    by_w1, by_w2 = replies_of(w1), replies_of(w2)
+    await take_over(w1, w2, controller)
+    assert [r["error"]["code"] for r in by_w2] == ["INTERRUPTED"]
+    await w1.dispatcher._handle(held, fenced=True)  # w1 wakes and its command finishes
+    assert by_w1 == [], "w2 answered it: w1's reply would be a second one"
+
+
+async def test_a_worker_that_lost_a_lease_stops_serving_its_controller(two_browsing):
+    w1, w2, controller = two_browsing
+    assert await w1.offer(command(controller, 1))
+    await w1.worker.browser.session(controller)
+    await take_over(w1, w2, controller)
+    await w1.worker.beat()  # w1 wakes: its heartbeat finds the lease is w2's
+    assert controller not in w1.worker.held
+    assert w1.worker.browser.existing(controller) is None, "its context is closed"
+
+
+async def test_a_worker_that_lost_a_lease_does_not_overwrite_the_new_holders_login(
+    two_browsing, site_url
+):
+    w1, w2, controller = two_browsing
+    assert await w1.offer(command(controller, 1))
+    session = await w1.worker.browser.session(controller)
+    await session.page.goto(site_url)
+    await session.main_context().add_cookies([{"name": "login", "value": "old", "url": site_url}])
+    await take_over(w1, w2, controller)
+    theirs = {"cookies": [], "origins": [{"origin": site_url, "localStorage": []}]}
+    await w2.dispatcher.store.save_state(controller, SESSION_STATE, theirs)  # w2 logged in
+    await w1.worker.keep_state(controller)  # w1 wakes after a command that changed its login
+    assert await w1.dispatcher.store.load_state(controller, SESSION_STATE) == theirs
+
+
 async def test_a_drained_worker_hands_its_controllers_over_at_once(two):
     w1, w2, controller = two
     assert await w1.offer(command(controller, 1))
@@ -202,13 +279,7 @@ async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(
     late = command(controller, 1)
     assert await w2.worker._lease(controller, waited=GRACE), "w2 took it: w1 was paused"
     await hold(w1, late)  # and w1's hold of a command it had claimed lands now
-    replies = []
-
-    async def reply(incoming, text, request_id):
-        replies.append(json.loads(text))
-        return True
-
-    w1.dispatcher._reply = reply
+    replies = replies_of(w1)
     assert not await w1.dispatcher._start(late), "not run on w1"
     assert [r["error"]["code"] for r in replies] == ["UNAVAILABLE"], "but answered"
     assert "moved to another worker" in replies[0]["error"]["message"]
