@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import hashlib
 import io
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -321,3 +322,51 @@ async def test_bad_files_are_refused_and_nothing_is_kept(
         assert len(blossom_server.fetched) == fetched
         assert await daemon.store.known([wrap]) == {wrap}
         assert [r for r in await stranger.poll() if r.sender == me] == [], "nor answered"
+
+
+LEGEND_LINE = re.compile(r"- n: (\d+), ref: @\w+, role: (\w+), name: (.*)")
+
+
+def label(reply: Reply, role: str, name: str) -> str:
+    """The number the reply's legend gives the element ``role`` named ``name``."""
+    for number, found_role, found_name in LEGEND_LINE.findall(reply.content):
+        if (found_role, found_name.strip()) == (role, name):
+            return number
+    raise AssertionError(f"no {role} {name!r} in the legend:\n{reply.content}")
+
+
+async def test_watch_screen_sends_the_page_and_its_numbers_drive_it(
+    nostr_relay_url, site_url, start_daemon, blossom_server
+):
+    async with SdkController([nostr_relay_url]) as alice:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[alice.npub], files=files_section(blossom_server.url)
+        )
+        me = await daemon_pubkey(daemon)
+        reply, files = await say(alice, me, "watch screen")
+        assert "watching: screen" in reply.content and files == [], "watch changes no page"
+
+        reply, [picture] = await say(alice, me, f"open {site_url}/form.html")
+        assert picture.tag("file-type") == "image/png" and picture.tag("dim")
+        assert picture.tag("e") == reply.tag("e")
+        assert open_file(picture).startswith(b"\x89PNG")
+        assert "screen: png" in reply.content and "sent as a file message" in reply.content
+
+        reply, [_] = await say(alice, me, f'fill {label(reply, "textbox", "Name")} "Ada"')
+        reply, [_] = await say(alice, me, f"click {label(reply, 'button', 'Send')}")
+        reply, files = await say(alice, me, "get text #out")
+        assert "sent Ada" in reply.content and files == [], "reading changes nothing"
+
+        # Once the page has changed, a number from an older picture is refused.
+        await say(alice, me, "watch off")
+        reply, files = await say(alice, me, f"open {site_url}/index.html")
+        assert files == [] and "legend" not in reply.content
+        reply, _ = await say(alice, me, "click 1")
+        assert reply.content.startswith("✗ STALE_REF: The page changed since the annotated")
+
+        # agent-browser's spelling takes a new picture, and its numbers count.
+        picture, [_] = await say(alice, me, "screenshot --annotate")
+        reply, _ = await say(alice, me, "click 99")
+        assert "has no label 99" in reply.content
+        reply, _ = await say(alice, me, f"click {label(picture, 'link', 'Form')}")
+        assert "Form" in reply.content and "✗" not in reply.content

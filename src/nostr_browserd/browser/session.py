@@ -36,6 +36,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from ..errors import BrowserdError, ErrorCode
 from .egress import EgressProxy
 from .endpoints import LOCAL, Endpoint, check_endpoint
+from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
@@ -416,6 +417,8 @@ class Session:
     def _on_navigated(self, tab: Tab, frame: Frame) -> None:
         if frame.parent_frame is None:
             self._title_changed(tab)
+            if tab.labels is not None:  # the picture's numbers were of the last document
+                tab.labels.current = False
 
     def _on_load(self, tab: Tab) -> None:
         self._title_changed(tab)
@@ -515,7 +518,11 @@ class Session:
             self.frame_note = "The frame is gone (removed or the page navigated): back to main."
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
-        """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
+        """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
+        screenshot (a bare number), or a coded error, fast."""
+        if is_label(selector) and ref is None:
+            assert selector is not None
+            ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
         return await locate(self.scope, ref=ref, selector=selector)
 
     # --- dialogs -------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
+from ..files.watch import ScreenWatch
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
@@ -312,7 +313,8 @@ class Daemon:
         """Files out (with text replies, deleted after ``[files] keep``) and files in."""
         assert self.store is not None and self.config.browser.uploads_dir is not None
         files, browser = self.config.files, self.browser
-        sender = FileSender(files, self.store, self._file_signer, self._send_file)
+        screen = ScreenWatch(REGISTRY, browser)
+        sender = FileSender(files, self.store, self._file_signer, self._send_file, screen)
         dispatcher.files_out = sender
         dispatcher.files_in = FileReceiver(
             files.max_mb,

@@ -10,7 +10,8 @@ file message, so it gets today's line and a sentence saying so.  A JSON request 
 base64: MCP hosts and scripts read it.
 
 Each blob is deleted after ``[files] keep`` (BUD-12); the list is in the state store, so a
-restart deletes what the last run uploaded.
+restart deletes what the last run uploaded.  A controller that watches ``screen`` also gets
+the page's annotated screenshot after each command that changes it (:mod:`.watch`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from ..nostr.nip01 import now
 from ..nostr.signer import Signer
 from . import blossom
 from .sealed import Sealed, file_tags, seal
+from .watch import ScreenWatch
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ NIP04_NOTE = (
     " see them."
 )
 CLEANUP_AT_MOST = 3600.0  # the longest the cleanup sleeps before it looks again
+SCREEN_REQUEST = Request(tool="screenshot_annotated")  # how watch screen's pictures are asked
 Response = dict[str, Any]
 SendFile = Callable[[ReplyAddress, str, list[list[str]]], Awaitable[bool]]
 
@@ -78,9 +81,11 @@ class FileSender:
         kept: KeptBlobs,
         signer: Callable[[], Signer | None],
         send: SendFile,
+        screen: ScreenWatch | None = None,
     ) -> None:
+        """``screen`` takes the pictures of ``watch screen`` (None: no such pictures)."""
         self.settings, self.kept = settings, kept
-        self.signer, self.send = signer, send
+        self.signer, self.send, self.screen = signer, send, screen
         self._uploaded = asyncio.Event()  # wakes the cleanup: a new blob may be due first
 
     def server_list(self) -> dict[str, Any] | None:
@@ -104,21 +109,35 @@ class FileSender:
         data = response.get("data")
         if not response.get("success") or not isinstance(data, dict):
             return response
-        raw = data.get("base64")
-        if not isinstance(raw, str):
-            return response
         if to.scheme == "nip04":
+            if not isinstance(data.get("base64"), str):
+                return response
             note = " ".join(filter(None, [data.get("note"), NIP04_NOTE]))
             return {**response, "data": {**data, "note": note}}
         if not self.settings.blossom_servers:
             return response
+        shown = await self._file_of(to, request, data)
+        if self.screen is not None:
+            shot = await self.screen.after(to.sender, request, response)
+            if shot is not None:
+                picture = await self._file_of(to, SCREEN_REQUEST, shot["data"])
+                shown = {**shown, "screen": picture["file"], "legend": picture["legend"]}
+        return {**response, "data": shown}
+
+    async def _file_of(
+        self, to: ReplyAddress, request: Request, data: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``data`` with its bytes sent as a file message and named by a ``file`` line."""
+        raw = data.get("base64")
         try:
-            content = base64.b64decode(raw, validate=True)
+            content = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
         except (binascii.Error, ValueError):
-            return response
+            content = None
+        if content is None:
+            return data
         shown = {k: v for k, v in data.items() if k not in ("base64", "mime", "bytes")}
         shown["file"] = await self._deliver(to, request, content, data)
-        return {**response, "data": shown}
+        return shown
 
     async def _deliver(
         self, to: ReplyAddress, request: Request, content: bytes, data: dict[str, Any]
