@@ -12,6 +12,7 @@ import asyncio
 import datetime
 import hashlib
 import io
+import json
 import re
 import urllib.request
 from pathlib import Path
@@ -133,6 +134,12 @@ async def test_annotated_screenshots_pdfs_and_downloads_arrive_as_files(
         assert download.tag("name") == "download.txt"
         assert open_file(download) == (Path(__file__).parent / "site" / "download.txt").read_bytes()
         assert "name: download.txt" in reply.content
+
+        await say(alice, me, "har start")
+        await say(alice, me, f"open {site_url}/index.html")
+        reply, [har] = await say(alice, me, "har stop")
+        assert har.tag("name").endswith(".har") and har.tag("name") in reply.content
+        assert json.loads(open_file(har))["log"]["entries"]
 
 
 async def test_a_server_down_is_skipped_and_when_none_takes_it_only_the_file_is_lost(
