@@ -77,14 +77,19 @@ def files_section(*servers: str, **more: Any) -> dict[str, Any]:
     return {"blossom_servers": list(servers), **more}
 
 
+async def serving(start_daemon: Any, relay: str, controller: SdkController, *servers: str) -> str:
+    """The pubkey of a daemon that allows ``controller`` and puts files on ``servers``."""
+    daemon = await start_daemon(
+        [relay], controllers=[controller.npub], files=files_section(*servers)
+    )
+    return await daemon_pubkey(daemon)
+
+
 async def test_a_screenshot_arrives_as_a_file_message_before_its_reply(
     nostr_relay_url, site_url, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as alice:
-        daemon = await start_daemon(
-            [nostr_relay_url], controllers=[alice.npub], files=files_section(blossom_server.url)
-        )
-        me = await daemon_pubkey(daemon)
+        me = await serving(start_daemon, nostr_relay_url, alice, blossom_server.url)
         await say(alice, me, f"open {site_url}/index.html")
         reply, files = await say(alice, me, "screenshot")
 
@@ -114,10 +119,7 @@ async def test_annotated_screenshots_pdfs_and_downloads_arrive_as_files(
     nostr_relay_url, site_url, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as alice:
-        daemon = await start_daemon(
-            [nostr_relay_url], controllers=[alice.npub], files=files_section(blossom_server.url)
-        )
-        me = await daemon_pubkey(daemon)
+        me = await serving(start_daemon, nostr_relay_url, alice, blossom_server.url)
         await say(alice, me, f"open {site_url}/form.html")
 
         reply, [annotated] = await say(alice, me, "screenshot_annotated")
@@ -147,12 +149,7 @@ async def test_a_server_down_is_skipped_and_when_none_takes_it_only_the_file_is_
 ):
     down = f"http://127.0.0.1:{free_port()}"
     async with SdkController([nostr_relay_url]) as alice:
-        daemon = await start_daemon(
-            [nostr_relay_url],
-            controllers=[alice.npub],
-            files=files_section(down, blossom_server.url),
-        )
-        me = await daemon_pubkey(daemon)
+        me = await serving(start_daemon, nostr_relay_url, alice, down, blossom_server.url)
         await say(alice, me, f"open {site_url}/index.html")
         reply, [message] = await say(alice, me, "screenshot")
         assert message.content.startswith(blossom_server.url)
@@ -172,10 +169,7 @@ async def test_a_nip04_controller_is_told_files_come_over_nip17(
     nostr_relay_url, site_url, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as bob:
-        daemon = await start_daemon(
-            [nostr_relay_url], controllers=[bob.npub], files=files_section(blossom_server.url)
-        )
-        me = await daemon_pubkey(daemon)
+        me = await serving(start_daemon, nostr_relay_url, bob, blossom_server.url)
         await say(bob, me, f"open {site_url}/index.html", nip04=True)
         reply, files = await say(bob, me, "screenshot", nip04=True)
         assert reply.scheme == "nip04" and files == []
@@ -346,10 +340,7 @@ async def test_watch_screen_sends_the_page_and_its_numbers_drive_it(
     nostr_relay_url, site_url, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as alice:
-        daemon = await start_daemon(
-            [nostr_relay_url], controllers=[alice.npub], files=files_section(blossom_server.url)
-        )
-        me = await daemon_pubkey(daemon)
+        me = await serving(start_daemon, nostr_relay_url, alice, blossom_server.url)
         reply, files = await say(alice, me, "watch screen")
         assert "watching: screen" in reply.content and files == [], "watch changes no page"
 
