@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..commands.protocol import Request
+from ..commands.render import human_size
 from ..dm.messages import ReplyAddress
 from ..errors import BrowserdError
 from ..nostr.nip01 import now
@@ -121,7 +122,7 @@ class FileSender:
             shot = await self.screen.after(to.sender, request, response)
             if shot is not None:
                 picture = await self._file_of(to, SCREEN_REQUEST, shot["data"])
-                shown = {**shown, "screen": picture["file"], "legend": picture["legend"]}
+                shown = {**shown, "screen": picture.get("file"), "legend": picture.get("legend")}
         return {**response, "data": shown}
 
     async def _file_of(
@@ -144,7 +145,7 @@ class FileSender:
     ) -> str:
         """Upload and send one file; the line the text reply shows for it."""
         mime = data.get("mime") or _guess(data.get("name")) or "application/octet-stream"
-        what = f"{mime.split('/')[-1]}, {_size(len(content))}"
+        what = f"{mime.split('/')[-1]}, {human_size(len(content))}"
         signer = self.signer()
         if signer is None:
             return f"{what}: not sent (no identity to sign the upload)"
@@ -220,10 +221,6 @@ class FileSender:
 
 def _guess(name: Any) -> str | None:
     return mimetypes.guess_type(name)[0] if isinstance(name, str) else None
-
-
-def _size(size: int) -> str:
-    return f"{size} bytes" if size < 1024 else f"{round(size / 1024)} KB"
 
 
 def dimensions(data: bytes, mime: str) -> str | None:
