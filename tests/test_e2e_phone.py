@@ -359,7 +359,8 @@ async def test_watch_screen_sends_the_page_and_its_numbers_drive_it(
         await say(alice, me, "watch off")
         reply, files = await say(alice, me, f"open {site_url}/index.html")
         assert files == [] and "legend" not in reply.content
-        reply, _ = await say(alice, me, "click 1")
+        # (Not "click 1", the command below: the same text in the same second is one rumor id.)
+        reply, _ = await say(alice, me, "click 2")
         assert reply.content.startswith("✗ STALE_REF: The page changed since the annotated")
 
         # agent-browser's spelling takes a new picture, and its numbers count.
