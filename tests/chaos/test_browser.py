@@ -19,13 +19,13 @@ from websockets.asyncio.client import connect
 from nostr_browserd.browser.session import POPUP_BUDGET, BrowserConfig, BrowserPool, Session
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
+from tests.e2e.test_resilience import chromium_main_processes
 from tests.fixtures.browser import POLLING, TEST_BROWSER, until_polling
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
 )
-from tests.test_e2e_resilience import chromium_main_processes
 
 GIB = 1024**3
 CHUNK = b"\0" * 65536
