@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from nostr_browserd.daemon.workers import preferred
+from nostr_browserd.daemon.placement import preferred
 from tests.fixtures.cluster import Cluster, ClusterController, Worker
 
 pytestmark = pytest.mark.timeout(300)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -16,20 +15,12 @@ from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
 from nostr_browserd.daemon.inbox import Incoming
-from nostr_browserd.daemon.workers import GRACE, SESSION_STATE, STATE_TIMEOUT, Worker, preferred
+from nostr_browserd.daemon.placement import GRACE, preferred
+from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
+from nostr_browserd.daemon.workers import Worker
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0
-
-
-def test_rendezvous_spreads_evenly_and_a_leaving_worker_moves_only_its_own_share():
-    controllers = [f"{i:064x}" for i in range(3000)]
-    three = ["w1", "w2", "w3"]
-    share = Counter(preferred(c, three) for c in controllers)
-    assert set(share) == set(three) and all(850 < n < 1150 for n in share.values()), share
-    moved = [c for c in controllers if preferred(c, three) != preferred(c, ["w1", "w2"])]
-    assert moved and all(preferred(c, three) == "w3" for c in moved)
-    assert preferred("c", []) is None
 
 
 @dataclass
@@ -245,7 +236,7 @@ async def test_a_session_is_kept_only_with_other_workers_and_a_busy_page_does_no
         await session.main_context().add_cookies([{"name": "login", "value": "1", "url": site_url}])
         await worker.keep_state(owner)
         assert await dispatcher.store.load_state(owner, SESSION_STATE) is None, "alone: skipped"
-        worker.live = ["w1", "w2"]  # as its heartbeat reads them once w2 is up
+        worker.placement.read_live(["w2"], 0.0)  # as its heartbeat reads them once w2 is up
         await worker.keep_state(owner)
         saved = await dispatcher.store.load_state(owner, SESSION_STATE)
         assert [c["value"] for c in saved["cookies"]] == ["1"]

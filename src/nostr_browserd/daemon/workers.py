@@ -1,4 +1,6 @@
-"""This daemon as one of several workers that share an identity and a state store.
+"""This daemon as one of several workers that share an identity and a state store: the I/O
+shell around the lease decisions of ``daemon/placement.py`` (store calls, the heartbeat, the
+kept-aside watcher, drain).
 
 Every worker reads every relay, so every worker opens every command.  The claim (one statement
 in the store) decides which worker runs it; the controller's lease decides which worker may
@@ -19,9 +21,7 @@ claim it, so that one controller's commands run in order, in one browser context
   fenced by the store (``start_held``, ``answering``).  When a worker dies, its leases expire
   and another worker takes its controllers, answers what the dead one held (``INTERRUPTED``
   when it was running, not run when queued), and serves what arrived meanwhile, in order.
-- A controller's login state (Playwright's storage_state) is saved in the store after every
-  command that may change it and at drain; a worker that takes the controller over creates its
-  browser context from it (``BrowserPool.initial_state``).
+- A controller's login state follows it (``daemon/session_state.py``).
 - SIGTERM drains: nothing new is admitted, what was claimed runs to its reply, the sessions are
   saved, the leases released at once (others take over without waiting) and the worker is
   marked gone.
@@ -31,20 +31,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
-import math
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..browser.session import BrowserPool
 from ..errors import BrowserdError
 from ..supervise import supervise
 from .inbox import Incoming
+from .placement import GRACE, Placement, preferred
+from .session_state import SessionKeeper
 from .store import Store
 
 if TYPE_CHECKING:
@@ -52,32 +51,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SESSION_STATE = ".session"
-"""The saved-state name of a controller's own session: outside the names ``state_save``
-accepts, so a controller can neither overwrite nor list it."""
-GRACE = 2.0
-"""Seconds a message waits for its controller's preferred worker before any worker takes it."""
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
-STATE_TIMEOUT = 2.0
-"""Seconds a controller's login state may take to read after a command before it is skipped."""
-LIVE_FRESH = 1.0
-"""Seconds the list of live workers is trusted before a free controller is placed by it."""
 
 Proceed = Callable[[Incoming], Awaitable[None]]
-
-
-def preferred(controller: str, workers: Sequence[str]) -> str | None:
-    """The worker ``controller`` goes to when free: the highest hash of (worker, controller).
-
-    Rendezvous hashing: each worker gets an even share, and a worker joining or leaving moves
-    only the controllers that prefer it.
-    """
-
-    def score(worker: str) -> bytes:
-        return hashlib.sha256(f"{worker}\n{controller}".encode()).digest()
-
-    return max(workers, key=score, default=None)
 
 
 class Worker:
@@ -95,18 +72,29 @@ class Worker:
         self.store, self.name, self.lease = store, name, lease
         self.dispatcher, self.browser = dispatcher, browser
         self.instance = secrets.token_hex(8)  # this process, among those that used the name
-        self.held: set[str] = set()
-        self.live: list[str] = [name]
-        self._live_at = -math.inf  # when ``live`` was read
-        self.draining = False
+        self.placement = Placement(name, lease)
+        self.sessions = SessionKeeper(
+            store,
+            browser,
+            allowed=lambda key: key in dispatcher.controllers,
+            confirm=lambda controller: store.take_lease(controller, name, lease),
+            others_live=self.placement.others_live,
+        )
         self.aside: dict[str, deque[tuple[Incoming, Proceed]]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._used: dict[str, float] = {}  # when a controller's last message was admitted
-        self._renewed: dict[str, float] = {}  # when its lease was last asked for and granted
         self._orphaned: dict[str, float] = {}  # when its dead worker's commands were found
-        self._saved: dict[str, str] = {}  # the digest of each controller's last saved state
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def held(self) -> set[str]:
+        """The controllers this worker serves now."""
+        return set(self.placement.held)
+
+    @property
+    def live(self) -> list[str]:
+        """The live workers, as this worker last read them: where it places free controllers."""
+        return self.placement.live
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -124,7 +112,7 @@ class Worker:
 
     async def drain(self) -> None:
         """Admit nothing more; other workers stop preferring this one (SIGTERM, first step)."""
-        self.draining = True
+        self.placement.draining = True
         self.aside.clear()
         with contextlib.suppress(BrowserdError):
             await self.store.set_draining(self.name)
@@ -134,15 +122,16 @@ class Worker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for controller in sorted(self.held):
+        held = sorted(self.placement.held)
+        for controller in held:
             await self.keep_state(controller)
         try:
             await self.store.release_leases(self.name)
             await self.store.worker_gone(self.name, self.instance)
         except BrowserdError as exc:
             log.error("%s (the leases expire by themselves)", exc.message)
-        log.info("worker %s: released %d controller(s)", self.name, len(self.held))
-        self.held.clear()
+        log.info("worker %s: released %d controller(s)", self.name, len(held))
+        self.placement.held.clear()
 
     # --- admission: before the claim ---------------------------------------------------
 
@@ -153,7 +142,7 @@ class Worker:
         left to it; a command for a controller leased elsewhere is kept aside, and once the
         lease is this worker's ``proceed(incoming)`` claims and submits it.
         """
-        if self.draining:
+        if self.placement.draining:
             return False
         code = self.dispatcher.approval_code(incoming.content)
         if code is not None:
@@ -187,36 +176,26 @@ class Worker:
             return True
         return holder is None or holder == self.name
 
-    async def _may_take(self, controller: str, waited: float) -> bool:
-        if controller in self.held or waited >= GRACE:
-            return True
-        if time.monotonic() - self._live_at > LIVE_FRESH:
-            await self._refresh_live()
-        return preferred(controller, self.live) in (self.name, None)
-
     async def _refresh_live(self) -> None:
         """Read the live workers that take new controllers (this one, unless draining)."""
-        live = await self.store.live_workers(self.lease)
-        if not self.draining and self.name not in live:
-            live = sorted([*live, self.name])
-        self.live, self._live_at = live, time.monotonic()
+        self.placement.read_live(await self.store.live_workers(self.lease), time.monotonic())
 
     async def _lease(self, controller: str, waited: float) -> bool:
         """Take or renew ``controller``'s lease; on taking it, answer what others left."""
-        lock = self._locks.setdefault(controller, asyncio.Lock())
-        async with lock:
-            if self._fresh(controller):
-                self._used[controller] = time.monotonic()
+        placement = self.placement
+        async with self._locks.setdefault(controller, asyncio.Lock()):
+            if placement.fresh(controller, time.monotonic()):
+                placement.used(controller, time.monotonic())
                 return True
-            if not await self._may_take(controller, waited):
+            if placement.needs_live(controller, waited, time.monotonic()):
+                await self._refresh_live()
+            if not placement.may_take(controller, waited):
                 return False
             asked = time.monotonic()
             if not await self.store.take_lease(controller, self.name, self.lease):
-                self.held.discard(controller)
+                placement.lost(controller)
                 return False
-            self._used[controller] = self._renewed[controller] = asked
-            if controller not in self.held:
-                self.held.add(controller)
+            if placement.granted(controller, asked):
                 self._orphaned.pop(controller, None)
                 adopted = await self.store.adopt_held(controller, self.name)
                 if adopted:
@@ -227,13 +206,6 @@ class Worker:
                     )
                     await self.dispatcher.answer_held(adopted)
             return True
-
-    def _fresh(self, controller: str) -> bool:
-        """Whether ``controller``'s lease is surely still this worker's without asking: held,
-        and granted less than a third of the lease ago (asked before the statement ran, so the
-        database's expiry is later still).  This spares a write for every command."""
-        granted = self._renewed.get(controller, -math.inf)
-        return controller in self.held and time.monotonic() - granted < self.lease / 3
 
     async def renew(self, controller: str) -> bool:
         """Renew ``controller``'s lease before a command runs (it lapsed during a pause);
@@ -303,30 +275,25 @@ class Worker:
         await self._refresh_live()
         asked = time.monotonic()
         kept = await self.store.renew_leases(self.name, self.lease)
-        self._renewed.update(dict.fromkeys(kept, asked))
-        for controller in sorted(self.held - kept):
+        for controller in self.placement.renewed(kept, asked):
             log.warning("lost the lease of %s to another worker: stopped serving it", controller)
-            self.held.discard(controller)
             await self.browser.release(controller)
         await self._hand_over_idle()
         await self._adopt_orphans()
 
     async def _hand_over_idle(self) -> None:
-        now = time.monotonic()
-        for controller in sorted(self.held):
-            if preferred(controller, self.live) in (self.name, None):
-                continue
-            if now - self._used.get(controller, 0.0) < self.lease:
-                continue
+        for controller in self.placement.to_hand_over(time.monotonic()):
             async with self._locks.setdefault(controller, asyncio.Lock()):
-                if not self.dispatcher.idle(controller):
+                if not self.dispatcher.idle(controller) or controller not in self.placement.held:
                     continue
                 await self.keep_state(controller)
                 await self.store.release_lease(controller, self.name)
-                self.held.discard(controller)
+                self.placement.lost(controller)
             await self.browser.release(controller)
             log.info(
-                "handed idle %s to worker %s", controller[:12], preferred(controller, self.live)
+                "handed idle %s to worker %s",
+                controller[:12],
+                preferred(controller, self.placement.live),
             )
 
     async def _adopt_orphans(self) -> None:
@@ -338,47 +305,12 @@ class Worker:
     # --- the controller's login state --------------------------------------------------
 
     async def keep_state(self, controller: str) -> None:
-        """Save ``controller``'s cookies and storage in the store when they changed, while
-        the lease is still this worker's (one that lost it must not overwrite the new one's).
-
-        Only while another worker is live, which could take the controller over: a lone
-        daemon pays nothing and, as before, starts its contexts afresh.  Reading the state
-        evaluates in the pages, which a page in a busy loop never lets finish: it is bounded
-        by :data:`STATE_TIMEOUT`, and such a session keeps its last saved state.
-        """
-        session = self.browser.existing(controller)
-        if session is None or session.context is None or not self._others_live():
-            return
-        try:
-            async with asyncio.timeout(STATE_TIMEOUT):
-                state = await session.context.storage_state()
-        except Exception:  # a closed, crashed or busy context: nothing to save now
-            return
-        digest = _digest(state)
-        if self._saved.get(controller) == digest:
-            return
-        try:
-            if await self.store.take_lease(controller, self.name, self.lease):
-                await self.store.save_state(controller, SESSION_STATE, state)
-                self._saved[controller] = digest
-        except BrowserdError as exc:
-            log.error("%s", exc.message)
-
-    def _others_live(self) -> bool:
-        return any(name != self.name for name in self.live)
+        """Save ``controller``'s session in the store while its lease is this worker's."""
+        await self.sessions.keep(controller)
 
     async def initial_state(self, owner: str) -> dict[str, Any] | None:
         """What a new browser context of ``owner`` starts with: its last saved session."""
-        if owner not in self.dispatcher.controllers:
-            return None
-        try:
-            state = await self.store.load_state(owner, SESSION_STATE)
-        except BrowserdError as exc:
-            log.error("%s", exc.message)
-            return None
-        if state is not None:
-            self._saved[owner] = _digest(state)
-        return state
+        return await self.sessions.initial_state(owner)
 
     # --- status ------------------------------------------------------------------------
 
@@ -388,15 +320,11 @@ class Worker:
         leases = [lease.to_dict() for lease in await self.store.leases()]
         return {
             "worker": self.name,
-            "live": self.live,  # as this worker last read it: where it places free controllers
+            "live": self.placement.live,  # as this worker last read it
             "workers": workers,
             "leases": leases,
             "kept_aside": sum(len(kept) for kept in self.aside.values()),
         }
 
 
-def _digest(state: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
-
-
-__all__ = ["GRACE", "SESSION_STATE", "Worker", "preferred"]
+__all__ = ["Worker"]
