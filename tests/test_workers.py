@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import socket
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -15,9 +18,9 @@ from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
 from nostr_browserd.daemon.inbox import Incoming
-from nostr_browserd.daemon.placement import GRACE, preferred
+from nostr_browserd.daemon.placement import preferred
 from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
-from nostr_browserd.daemon.workers import Worker
+from nostr_browserd.daemon.workers import Worker, _died_here
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0
@@ -175,6 +178,52 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     assert not await w1.dispatcher._start(held), "w1 wakes: it must not run it"
 
 
+async def test_a_late_workers_running_command_is_left_to_it_not_answered_as_interrupted(two):
+    """Issue 27 §1.2: only a dead worker's commands are adopted.  w1 lives (its row beats)
+    but its lease of the controller lapsed: w2 takes the controller over and leaves w1's
+    running command to w1, which answers it truly (it ran)."""
+    w1, w2, controller = two
+    running = command(controller, 1)
+    assert await w1.offer(running)
+    await hold(w1, running)
+    assert await w1.dispatcher._start(running)
+    for task in w1.worker._tasks:  # its leases lapse, while its row beats on
+        task.cancel()
+
+    async def beating() -> None:
+        while True:
+            await w1.dispatcher.store.heartbeat(
+                "w1", w1.worker.instance, running=1, queued=0, contexts=0
+            )
+            await asyncio.sleep(LEASE / 4)
+
+    answered = []
+
+    async def answer_held(rows):
+        answered.extend(rows)
+
+    w2.dispatcher.answer_held = answer_held
+    alive = asyncio.create_task(beating())
+    try:
+        assert not await w2.offer(command(controller, 2))
+        await until(lambda: w2.claimed)
+    finally:
+        alive.cancel()
+    assert answered == [], "w1 is alive: its command is not answered as interrupted"
+    assert await w1.dispatcher.store.answering(running.outer_id, "w1"), "w1 answers it"
+
+
+def test_a_worker_name_is_given_up_at_once_only_by_a_process_that_died_on_this_host():
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    host = socket.gethostname()
+    assert _died_here(f"{host}/{finished.pid}/a1")
+    assert not _died_here(f"{host}/{os.getppid()}/a1"), "alive"
+    assert not _died_here(f"{host}/{os.getpid()}/a1"), "this process: a container's pid 1"
+    assert not _died_here(f"elsewhere/{finished.pid}/a1"), "another host's: wait for silence"
+    assert not _died_here("0123abcd"), "an older release's token"
+
+
 async def test_a_drained_worker_hands_its_controllers_over_at_once(two):
     w1, w2, controller = two
     assert await w1.offer(command(controller, 1))
@@ -191,7 +240,7 @@ async def test_a_drained_worker_hands_its_controllers_over_at_once(two):
 async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(two):
     w1, w2, controller = two
     late = command(controller, 1)
-    assert await w2.worker._lease(controller, waited=GRACE), "w2 took it: w1 was paused"
+    assert await w2.worker._lease(controller, waited=LEASE), "w2 took it: w1 was paused"
     await hold(w1, late)  # and w1's hold of a command it had claimed lands now
     replies = []
 

@@ -31,6 +31,9 @@ class Tab:
     title: str | None = None  # None: not known since the document last changed
     snapshot: Snapshot | None = None
     screenshot: bytes | None = None
+    # Reopened at its last address after the browser moved to this worker: a ref that names
+    # nothing on it is one from before the move (``Session.locate`` says so).
+    reloaded: bool = False
 
     @property
     def context(self) -> BrowserContext:

@@ -9,7 +9,10 @@ around it: it asks the store, and acts on these answers.
   live workers that are not draining;
 - *may take*: whether this worker may ask the store for a controller's lease now;
 - *freshness*: whether a lease held here is surely still this worker's without asking;
-- *hand-over*: which idle controllers this worker gives to their preferred worker.
+- *hand-over*: none while this worker lives.  A controller leaves its worker only when that
+  one drains (and releases its leases) or dies (and they expire): a move reloads its pages, so
+  a controller is not moved to balance the load, not even to an idle worker that joined later
+  (that one takes its share of the controllers that are free).
 """
 
 from __future__ import annotations
@@ -19,8 +22,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-GRACE = 2.0
-"""Seconds a message waits for its controller's preferred worker before any worker takes it."""
 LIVE_FRESH = 1.0
 """Seconds the list of live workers is trusted before a free controller is placed by it."""
 
@@ -70,7 +71,7 @@ class Placement:
         """Whether ``live`` must be read again before :meth:`may_take` places ``controller``
         by it: not held here, not waited long enough to be taken anyway, and read more than
         :data:`LIVE_FRESH` seconds ago."""
-        unplaced = controller not in self.held and waited < GRACE
+        unplaced = controller not in self.held and waited < self.grace()
         return unplaced and now - self.live_at > LIVE_FRESH
 
     def others_live(self) -> bool:
@@ -90,10 +91,18 @@ class Placement:
         held = self.held.get(controller)
         return held is not None and now - held.granted < self.lease / 3
 
+    def grace(self) -> float:
+        """Seconds a free controller's message waits for its preferred worker, live, before
+        any worker takes it (that one does not see it: a relay it does not read).  A lease
+        period: a preferred worker that is merely slow to open its messages (a busy machine)
+        takes its controller well within it."""
+        return self.lease
+
     def may_take(self, controller: str, waited: float) -> bool:
         """Whether to ask the store for ``controller``'s lease: held here already, its message
-        waited :data:`GRACE` seconds (its preferred worker does not see it), or preferred."""
-        return controller in self.held or waited >= GRACE or self.prefers_me(controller)
+        waited out the :meth:`grace` (its preferred worker does not see it), or preferred."""
+        held = controller in self.held
+        return held or waited >= self.grace() or self.prefers_me(controller)
 
     def granted(self, controller: str, asked: float) -> bool:
         """The store granted ``controller``'s lease, asked at ``asked``; True when it was not
@@ -110,7 +119,7 @@ class Placement:
         self.held[controller].used = now
 
     def lost(self, controller: str) -> None:
-        """``controller`` is no longer served here (taken by another worker, or handed over)."""
+        """``controller`` is no longer served here (another worker took it over)."""
         self.held.pop(controller, None)
 
     def renewed(self, kept: Iterable[str], asked: float) -> list[str]:
@@ -125,17 +134,5 @@ class Placement:
             self.lost(controller)
         return gone
 
-    # --- hand-over ---------------------------------------------------------------------
 
-    def to_hand_over(self, now: float) -> list[str]:
-        """Held controllers that prefer another live worker and were not used for a lease
-        period: handed over (when nothing of theirs runs), so a worker that joins later gets
-        its share."""
-        return [
-            controller
-            for controller in sorted(self.held)
-            if not self.prefers_me(controller) and now - self.held[controller].used >= self.lease
-        ]
-
-
-__all__ = ["GRACE", "LIVE_FRESH", "Held", "Placement", "preferred"]
+__all__ = ["LIVE_FRESH", "Held", "Placement", "preferred"]
