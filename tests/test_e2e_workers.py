@@ -8,7 +8,11 @@ that counts loads and clicks on its server.
   other worker answers their next commands, logged in as they were, and what the dead one
   held (interrupted, not run);
 - a worker drained (SIGTERM) in the middle of its controllers' commands: nothing is lost, and
-  the other worker carries on with their login.
+  the other worker carries on with their login;
+- issue 27: commands from the first second with a second process under the first one's name
+  (it waits); no move while a worker lives; a worker cut off from PostgreSQL (a TcpLink) runs
+  and answers nothing; failover with pages (tabs reopened, the move said, old refs refused);
+  a worker paused (SIGSTOP) past its lease runs and answers nothing when it wakes.
 """
 
 from __future__ import annotations
@@ -102,6 +106,22 @@ async def until_status(worker: Worker, condition: Callable[[dict[str, Any]], boo
             if status is not None and condition(status):
                 return
             await asyncio.sleep(0.2)
+
+
+async def running_with_a_click_queued(
+    controller: ClusterController, cluster: Cluster, worker: Worker, ms: int
+) -> tuple[str, str]:
+    """A ``wait`` of ``ms`` running on ``worker`` and a click queued behind it: their ids."""
+    waited, click = await pipeline(
+        controller,
+        cluster.pubkey,
+        [
+            {"tool": "wait", "params": {"ms": ms}},
+            {"tool": "click", "params": {"selector": "#click"}},
+        ],
+    )
+    await until_status(worker, lambda s: len(s["running"]) == 1)
+    return waited, click
 
 
 async def two_live_workers(cluster: Cluster) -> tuple[Worker, Worker]:
@@ -334,15 +354,7 @@ async def test_a_worker_cut_off_from_the_store_runs_nothing_and_answers_nothing(
         opening = {"id": secrets.token_hex(6), "tool": "open", "params": {"url": page}}
         assert (await controller.command(cluster.pubkey, opening, timeout=60))["success"]
         assert ran_on(cluster, opening["id"]) == [first.name]
-        waited, click = await pipeline(
-            controller,
-            cluster.pubkey,
-            [
-                {"tool": "wait", "params": {"ms": 3000}},
-                {"tool": "click", "params": {"selector": "#click"}},
-            ],
-        )
-        await until_status(first, lambda s: len(s["running"]) == 1)
+        waited, click = await running_with_a_click_queued(controller, cluster, first, 3000)
         link.cut()
         (meanwhile,) = await pipeline(controller, cluster.pubkey, [{"tool": "get_url"}])
         answers = await answered(controller, [waited, click, meanwhile])
@@ -423,15 +435,7 @@ async def test_a_worker_paused_past_its_lease_runs_and_answers_nothing_when_it_w
     assert (await controller.command(cluster.pubkey, {"tool": "open", "params": {"url": page}}))[
         "success"
     ]
-    waited, click = await pipeline(
-        controller,
-        cluster.pubkey,
-        [
-            {"tool": "wait", "params": {"ms": 2000}},
-            {"tool": "click", "params": {"selector": "#click"}},
-        ],
-    )
-    await until_status(first, lambda s: len(s["running"]) == 1)
+    waited, click = await running_with_a_click_queued(controller, cluster, first, 2000)
     os.kill(first.pid, signal.SIGSTOP)
     try:
         answers = await answered(controller, [waited, click])
