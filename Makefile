@@ -33,6 +33,9 @@ bench: setup
 	@chmod +x bench/node_modules/agent-browser/bin/agent-browser-linux-*
 	.venv/bin/python -m bench.run
 
+# ruff, then the import contracts in pyproject.toml (which room may import which).
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/mypy
+	.venv/bin/lint-imports

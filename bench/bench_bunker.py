@@ -61,7 +61,7 @@ def start_bunker(
         key = workdir / "key"
         key.write_text(KeySigner.generate().secret.hex())
         key.chmod(0o600)
-    entry = "from nostr_browserd.daemon.cli import main; main()"
+    entry = "from nostr_browserd.cli.main import main; main()"
     options = ["--reusable-secret", "--url-file", str(url_file), "--perms", "all"]
     bunker = subprocess.Popen(
         [

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 import nostr_sdk as sdk
 
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.daemon.app import Daemon
 from nostr_browserd.daemon.config import Config

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nostr_browserd.daemon.inbox import STRANGER_BUDGET
+from nostr_browserd.dm.inbox import STRANGER_BUDGET
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.flood import (

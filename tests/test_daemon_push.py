@@ -6,7 +6,7 @@ import json
 
 from websockets.asyncio.client import connect
 
-from nostr_browserd.daemon.push import MAX_HELD, EventForwarder
+from nostr_browserd.dm.push import MAX_HELD, EventForwarder
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,

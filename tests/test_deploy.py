@@ -28,8 +28,8 @@ import yaml
 from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.session import BrowserConfig
-from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.daemon.config import load_config
+from nostr_browserd.dm.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.login.files import read_private_file
 from nostr_browserd.login.nsec import signer_from_file
 from nostr_browserd.nostr.keys import is_valid_pubkey
@@ -170,7 +170,7 @@ def test_every_cli_command_and_option_exists() -> None:
         "nostr-browserd": [
             sys.executable,
             "-c",
-            "from nostr_browserd.daemon.cli import main; main()",
+            "from nostr_browserd.cli.main import main; main()",
         ],
         "playwright": [sys.executable, "-m", "playwright"],
     }

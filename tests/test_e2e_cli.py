@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nostr_browserd.daemon.cli import fetch_status
+from nostr_browserd.cli.main import fetch_status
 from tests.fixtures.browser import SANDBOX
 from tests.fixtures.leaks import LEAKS
 from tests.fixtures.relays import free_port

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request
 
 

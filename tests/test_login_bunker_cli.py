@@ -16,9 +16,7 @@ from nostr_browserd.nostr.nip19 import nsec_encode
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.signers import NIP06, private_file
 
-ENTRY = (
-    "import sys; from nostr_browserd.login.bunker_server import main; sys.exit(main(sys.argv[1:]))"
-)
+ENTRY = "import sys; from nostr_browserd.cli.bunker import main; sys.exit(main(sys.argv[1:]))"
 
 
 async def run_bunker(*args: str) -> asyncio.subprocess.Process:

@@ -9,7 +9,7 @@ from pathlib import Path
 import mcp.types as types
 from mcp import ClientSession
 
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from tests.fixtures.browser import SANDBOX
 from tests.fixtures.daemon import wait_until
 from tests.fixtures.mcp_client import connect, ref_of

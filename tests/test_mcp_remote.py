@@ -16,8 +16,8 @@ import mcp.types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from nostr_browserd.commands.catalog import REGISTRY
-from nostr_browserd.daemon.chunks import DEFAULT_PART_BYTES
+from nostr_browserd.catalog import REGISTRY
+from nostr_browserd.dm.chunks import DEFAULT_PART_BYTES
 from tests.fixtures.daemon import (
     SdkController,
     start_daemon_fixture,  # noqa: F401
@@ -86,7 +86,7 @@ async def test_a_key_not_allowed_gets_an_error_and_nothing_runs(
     someone = SdkController([nostr_relay_url])
     daemon = await start_daemon([nostr_relay_url], controllers=[someone.npub])
     args = ("--to", daemon.npub, "--key", str(key), "--relay", nostr_relay_url, "--timeout", "5")
-    caplog.set_level(logging.WARNING, logger="nostr_browserd.daemon.inbox")
+    caplog.set_level(logging.WARNING, logger="nostr_browserd.dm.inbox")
     async with connect(*args) as session:
         result = await session.call_tool("open", {"url": f"{site_url}/form.html"})
         with pytest.raises(MCPError) as listing:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nostr_browserd.daemon.chunks import (
+from nostr_browserd.dm.chunks import (
     ReassemblyError,
     as_part,
     reassemble,

@@ -7,11 +7,11 @@ import re
 import pytest
 
 from nostr_browserd.browser.urls import resolve
-from nostr_browserd.commands.catalog import REGISTRY
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import Request, cap, parse_request
 from nostr_browserd.commands.render import render_text
 from nostr_browserd.daemon.config import ControllerConfig
-from nostr_browserd.daemon.inbox import Incoming
+from nostr_browserd.dm.messages import Incoming
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.browser import local_dispatcher
@@ -248,7 +248,7 @@ async def test_help_lists_every_tool_with_gating(call):
 async def test_help_and_the_schema_export_cover_every_tool(call):
     """The catalog issue: help and the JSON Schema export list every tool, each with its
     gating, its docstring as description and a params schema."""
-    from nostr_browserd.commands.catalog import REGISTRY
+    from nostr_browserd.catalog import REGISTRY
 
     registered = [t.name for t in REGISTRY]
     assert len(registered) == len(set(registered)) > 100

@@ -17,10 +17,10 @@ import pytest
 from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
-from nostr_browserd.daemon.inbox import Incoming
 from nostr_browserd.daemon.placement import preferred
 from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
 from nostr_browserd.daemon.workers import Worker, _died_here
+from nostr_browserd.dm.messages import Incoming
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0

@@ -9,6 +9,7 @@ nests deeper than a few levels, so :func:`loads` refuses anything past :data:`MA
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "BadJSON", "json_object", "loads"]
@@ -57,6 +58,7 @@ def _nests_deeper(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(node, dict):
             children = node.values()
         elif isinstance(node, list):

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from nostr_browserd.daemon.dispatch import CODE_ALPHABET
-from nostr_browserd.daemon.inbox import OPENING_AT_ONCE
 from nostr_browserd.daemon.store import SqliteStore
+from nostr_browserd.dm.inbox import OPENING_AT_ONCE
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner

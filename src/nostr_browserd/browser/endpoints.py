@@ -35,6 +35,9 @@ LAUNCH_ARGS = [
     # A regular expression that backtracks without end (wait_for_url's, a page's own) falls
     # back to V8's linear-time engine instead of holding its renderer.
     "--js-flags=--enable-experimental-regexp-engine-on-excessive-backtracks",
+    # WebRTC's UDP (a STUN request to 127.0.0.1:U) goes around the proxy and the routes that
+    # hold the network policy: only what can go through the proxy is left to it.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
 # Where Chromium's sandbox cannot run, the daemon does not start unless told it may run without.
 SANDBOX_OFF = "or set [browser] sandbox = false to run Chromium without its sandbox"
@@ -43,12 +46,12 @@ SANDBOX_FAILED = (
     "(sysctl user.max_user_namespaces > 0, and kernel.unprivileged_userns_clone = 1 where that "
     f"exists; a container may forbid them). Allow them, {SANDBOX_OFF}."
 )
-SCHEMES = {"ws": "playwright", "wss": "playwright", "http": "cdp", "https": "cdp"}
+Kind = Literal["local", "playwright", "cdp"]
+SCHEMES: dict[str, Kind] = {"ws": "playwright", "wss": "playwright", "http": "cdp", "https": "cdp"}
 DEVTOOLS_PATH = "/devtools/"
 CONNECT_TIMEOUT_MS = 15_000
 RETRY_FIRST, RETRY_CAP = 1.0, 30.0
-LOCAL = "local"
-Kind = Literal["local", "playwright", "cdp"]
+LOCAL: Kind = "local"
 
 
 def refuse_sandbox_as_root() -> None:
@@ -76,7 +79,7 @@ def check_endpoint(url: str) -> str:
 def endpoint_kind(url: str) -> Kind:
     """A Playwright server, or a DevTools endpoint (http, or a ws address under /devtools/)."""
     parts = urlsplit(url)
-    return "cdp" if parts.path.startswith(DEVTOOLS_PATH) else SCHEMES[parts.scheme]  # type: ignore[return-value]
+    return "cdp" if parts.path.startswith(DEVTOOLS_PATH) else SCHEMES[parts.scheme]
 
 
 def shown_url(url: str) -> str:

@@ -607,8 +607,8 @@ class Session:
         self._listeners.append(callback)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
-        mine = {"event": event, "data": data}
-        everyone = {**mine, "owner": self.owner}
+        mine: dict[str, Any] = {"event": event, "data": data}
+        everyone: dict[str, Any] = {**mine, "owner": self.owner}
         if event in self.watching:  # the daemon forwards these to the controller (watch)
             everyone["watched"] = True
         for callback, message in [

@@ -15,7 +15,7 @@ BINARY_KEYS = frozenset({"base64"})
 STATE_KEYS = ("url", "title", "tab", "dialog", "alert")
 VERBATIM_KEYS = ("snapshot", "text", "html", "usage")
 DEFAULT_LIMIT: int = BrowserConfig.model_fields["result_cap"].default
-EMPTY = (None, "", [], {})
+EMPTY: tuple[object, ...] = (None, "", [], {})
 
 
 def render_text(response: dict[str, Any], limit: int = DEFAULT_LIMIT) -> str:

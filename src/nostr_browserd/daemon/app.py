@@ -25,7 +25,10 @@ from typing import Any
 from .. import __version__
 from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
+from ..dm.link import NostrLink
+from ..dm.messages import Scheme
+from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
@@ -37,13 +40,10 @@ from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
-from .inbox import Scheme
+from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
-from .keys_cli import KEY_TOOLS, run_key_tool
-from .link import NostrLink
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
-from .push import EventForwarder
 from .store import Store, open_store
 from .store.state_files import shelve
 from .workers import Worker
@@ -337,7 +337,7 @@ class Daemon:
             result = await self.identity.switch_identity(params)
         else:
             result = await self.identity.logout()
-        if self._rewiring is not before:  # answer once the Nostr side and the browser follow
+        if self._rewiring not in (None, before):  # answer once the Nostr side and browser follow
             await self._rewiring
         return result
 

@@ -19,7 +19,7 @@ import re
 import socket
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -32,11 +32,12 @@ from pydantic import (
 )
 
 from ..browser.session import BrowserConfig
+from ..dm.inbox import STRANGER_BUDGET
+from ..dm.messages import Scheme
 from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
-from .inbox import STRANGER_BUDGET
 from .keyfile import DEFAULT_TOKEN_FILE
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
@@ -46,7 +47,6 @@ DEFAULT_EMBEDDED_RELAY_PORT = 17778
 # The browser's file directories and, when unset, where they go under the state directory.
 BROWSER_DIRS = {"state_dir": "browser", "downloads_dir": "downloads", "uploads_dir": "uploads"}
 
-DmScheme = Literal["nip17", "nip04"]
 Role = Literal["full", "read"] | list[str]
 
 
@@ -75,7 +75,7 @@ def _expand_path(value: Any, info: ValidationInfo) -> Any:
     return Path(expanded)
 
 
-FilePath = Annotated[Path | None, Field(default=None)]
+FilePath = Path | None
 
 
 class NsignerConfig(Section):
@@ -95,15 +95,15 @@ class IdentityConfig(Section):
     """
 
     method: Literal["none", "local", "seed", "readonly", "nip46", "nsigner"] = "local"
-    nsec_file: FilePath
+    nsec_file: FilePath = None
     nsec_env: str | None = None
     credential: str | None = None
-    seed_file: FilePath
-    passphrase_file: FilePath
+    seed_file: FilePath = None
+    passphrase_file: FilePath = None
     account: int = Field(default=0, ge=0)
     npub: str | None = None
     bunker_url: str | None = None
-    bunker_url_file: FilePath  # the URL holds the pairing secret: keep it in a 0600 file
+    bunker_url_file: FilePath = None  # the URL holds the pairing secret: keep it in a 0600 file
     nsigner: NsignerConfig = Field(default_factory=NsignerConfig)
 
     _paths = field_validator(
@@ -198,7 +198,7 @@ class NostrConfig(Section):
     embedded_relay: bool | None = None
     embedded_relay_port: int = Field(default=DEFAULT_EMBEDDED_RELAY_PORT, ge=0, le=65535)
     controllers: list[str] = Field(default_factory=list)
-    dm: list[DmScheme] = Field(default_factory=lambda: ["nip17", "nip04"], min_length=1)
+    dm: list[Scheme] = Field(default=["nip17", "nip04"], min_length=1)
     freshness: float = Field(default=600.0, gt=0)
     name: str = "nostr-browserd"
     about: str = "A headless browser driven over encrypted direct messages."
@@ -304,7 +304,7 @@ class LocalConfig(Section):
 
     enabled: bool = True
     port: int = Field(default=DEFAULT_LOCAL_PORT, ge=0, le=65535)
-    token_file: FilePath
+    token_file: FilePath = None
     credential: str | None = None
 
     _path = field_validator("token_file", mode="before")(_expand_path)
@@ -434,7 +434,7 @@ def _env_value(raw: str, is_list: bool) -> Any:
 
 def _is_list_field(model: type[BaseModel], key: str) -> bool:
     annotation = model.model_fields[key].annotation
-    return get_origin(annotation) is list or list in map(get_origin, get_args(annotation))
+    return any(get_origin(t) is list for t in (annotation, *get_args(annotation)))
 
 
 def _nested_model(model: type[BaseModel], key: str) -> type[BaseModel] | None:

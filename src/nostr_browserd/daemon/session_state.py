@@ -75,7 +75,7 @@ class SessionKeeper:
         if login:
             try:
                 async with asyncio.timeout(STATE_TIMEOUT):
-                    saving[SESSION_STATE] = await session.context.storage_state()
+                    saving[SESSION_STATE] = dict(await session.context.storage_state())
             except Exception:  # a closed, crashed or busy context: its login stays as saved
                 pass
         changed = {

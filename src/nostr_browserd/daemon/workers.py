@@ -45,9 +45,9 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..browser.session import BrowserPool
+from ..dm.messages import Incoming
 from ..errors import BrowserdError
 from ..supervise import supervise
-from .inbox import Incoming
 from .placement import Placement
 from .session_state import SessionKeeper
 from .store import Store

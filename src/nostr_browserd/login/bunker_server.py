@@ -12,31 +12,25 @@ waits for the operator first gets an ``auth_url`` answer, as nsecbunker does.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
-import os
 import secrets
 import sys
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip46
 from ..nostr.keys import is_valid_pubkey
-from ..nostr.signer import KeySigner, Signer
+from ..nostr.signer import Signer
 from ..ratelog import RateLimitedLog
 from ..supervise import stopped_readers, supervise
 from ..untrusted_json import loads as loads_json
-from .files import read_private_file
-from .manager import open_signer
 from .nip46_channel import Channel, Incoming
-from .params import LocalLogin, SeedLogin
 
 __all__ = [
     "ALL_PERMS",
@@ -44,7 +38,6 @@ __all__ = [
     "Approval",
     "BunkerServer",
     "TerminalPrompt",
-    "main",
     "serve_bunker",
 ]
 
@@ -66,6 +59,8 @@ _STRANGER_ANSWERS = 3  # refused connects answered per minute, to all strangers 
 _CRYPTO = ("nip04_encrypt", "nip04_decrypt", "nip44_encrypt", "nip44_decrypt")
 
 Decision = Literal["once", "always", "deny"]
+# What the operator may type at the prompt; anything else is "deny".
+_TYPED: dict[str, Decision] = {"y": "once", "yes": "once", "a": "always", "always": "always"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +101,7 @@ class TerminalPrompt:
                 flush=True,
             )
             answer = (await asyncio.to_thread(sys.stdin.readline)).strip().lower()
-        return {"y": "once", "yes": "once", "a": "always", "always": "always"}.get(answer, "deny")
+        return _TYPED.get(answer, "deny")
 
 
 class BunkerServer:
@@ -368,20 +363,8 @@ class BunkerServer:
             raise _Refused(f"the operator declined {request.method}")
 
 
-def _print_url(url: str) -> None:
+def print_url(url: str) -> None:
     print(url, flush=True)
-
-
-def _write_url_file(path: Path, url: str) -> None:
-    """Put ``url`` in ``path`` (0600, replaced whole) for clients that read it from a file.
-
-    Written beside and renamed over, so a client never reads half a URL.
-    """
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(url + "\n")
-    os.replace(partial, path)
 
 
 async def serve_bunker(
@@ -395,7 +378,7 @@ async def serve_bunker(
     transport: Signer | None = None,
     nostrconnect: str | None = None,
     reusable_secret: bool = False,
-    on_ready: Callable[[str], None] = _print_url,
+    on_ready: Callable[[str], None] = print_url,
 ) -> None:
     """Serve ``signer`` until cancelled; ``on_ready`` gets the bunker:// URL (default:
     stdout, never the log, since it carries the secret).  Raises ``UNAVAILABLE`` if the
@@ -427,108 +410,3 @@ async def serve_bunker(
         )
     finally:
         await server.aclose()
-
-
-# -- command line ---------------------------------------------------------------------
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="nostr-browserd bunker",
-        description="Serve a Nostr key to NIP-46 clients (e.g. a nostr-browserd elsewhere).",
-    )
-    p.add_argument("--relay", action="append", required=True, help="ws(s):// URL (repeat)")
-    key = p.add_mutually_exclusive_group(required=True)
-    key.add_argument("--nsec-file", help="file with the nsec1… or hex key (chmod 600)")
-    key.add_argument("--nsec-env", help="environment variable holding the key")
-    key.add_argument("--credential", help="systemd credential holding the key")
-    key.add_argument("--seed-file", help="file with a BIP-39 mnemonic (chmod 600)")
-    p.add_argument("--passphrase-file", help="file with the BIP-39 passphrase")
-    p.add_argument("--account", type=int, default=0, help="NIP-06 account (default 0)")
-    p.add_argument("--secret-file", help="file with the pairing secret (default: random)")
-    p.add_argument(
-        "--reusable-secret",
-        action="store_true",
-        help="the secret pairs every client that shows it, not only the first (workers "
-        "sharing one bunker URL; give --secret-file so that it survives a restart)",
-    )
-    p.add_argument(
-        "--url-file",
-        type=Path,
-        help="write the bunker:// URL to this file (0600) once serving, not to stdout",
-    )
-    p.add_argument(
-        "--perms",
-        default=nip46.format_perms(DAEMON_PERMS),
-        help="what paired clients may do, e.g. sign_event:1,14,nip44_decrypt, or 'all' "
-        "(default: what nostr-browserd needs: " + nip46.format_perms(DAEMON_PERMS) + ")",
-    )
-    p.add_argument(
-        "--policy",
-        choices=("auto", "prompt"),
-        default="auto",
-        help="outside --perms: refuse (auto) or ask on this terminal (prompt)",
-    )
-    p.add_argument("--nostrconnect", help="pair with the client that shows this URI")
-    p.add_argument(
-        "--separate-transport-key",
-        action="store_true",
-        help="talk NIP-46 with a fresh key instead of the served key (URL changes each run)",
-    )
-    return p
-
-
-def _key_params(args: argparse.Namespace) -> LocalLogin | SeedLogin:
-    if args.seed_file:
-        return SeedLogin(
-            method="seed",
-            seed_file=args.seed_file,
-            passphrase_file=args.passphrase_file,
-            account=args.account,
-        )
-    return LocalLogin(
-        method="local",
-        nsec_file=args.nsec_file,
-        nsec_env=args.nsec_env,
-        credential=args.credential,
-    )
-
-
-async def _run(args: argparse.Namespace) -> None:
-    signer = await open_signer(_key_params(args))
-
-    def ready(url: str) -> None:
-        if args.url_file is None:
-            _print_url(url)
-        else:  # where stdout is a log (a container's), the secret stays in the file
-            _write_url_file(args.url_file, url)
-            _print_url(f"the bunker:// URL is in {args.url_file}")
-
-    await serve_bunker(
-        signer,
-        args.relay,
-        secret=read_private_file(args.secret_file) if args.secret_file else None,
-        policy=args.policy,
-        perms=ALL_PERMS if args.perms == "all" else nip46.parse_perms(args.perms),
-        transport=KeySigner.generate() if args.separate_transport_key else None,
-        nostrconnect=args.nostrconnect,
-        reusable_secret=args.reusable_secret,
-        on_ready=ready,
-    )
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``nostr-browserd bunker``; prints the bunker:// URL on stdout."""
-    args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        asyncio.run(_run(args))
-    except KeyboardInterrupt:
-        return 0
-    except BrowserdError as exc:
-        print(f"nostr-browserd bunker: {exc.message}", file=sys.stderr)
-        return 1
-    except nip46.Nip46Error as exc:
-        print(f"nostr-browserd bunker: {exc}", file=sys.stderr)
-        return 2
-    return 0

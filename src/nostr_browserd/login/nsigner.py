@@ -54,6 +54,7 @@ class NsignerSigner(RemoteSigner):
         if not isinstance(index, int) or index < 0:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "index must be an integer >= 0")
         self.device, self.service, self.index = device, service, index
+        self._who = f"n_signer {device}/{service} slot {index}"
         self._binary = binary
         self._timeout = timeout
         self._proc: asyncio.subprocess.Process | None = None
@@ -66,10 +67,6 @@ class NsignerSigner(RemoteSigner):
         return (
             f"NsignerSigner(device={self.device!r}, service={self.service!r}, index={self.index})"
         )
-
-    @property
-    def _who(self) -> str:
-        return f"n_signer {self.device}/{self.service} slot {self.index}"
 
     # -- the channel ---------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import mcp.types as types
 from ..commands.registry import Registry, Tool
 
 
-def annotations(tool: Tool[Any]) -> types.ToolAnnotations:
+def tool_annotations(tool: Tool[Any]) -> types.ToolAnnotations:
     """MCP's ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint`` / ``openWorldHint``,
     as the tool declares them (``Tool.annotations``)."""
     return types.ToolAnnotations.model_validate(tool.annotations())
@@ -28,7 +28,7 @@ def mcp_tool(tool: Tool[Any]) -> types.Tool:
         name=tool.name,
         description=tool.description,
         input_schema=tool.params.model_json_schema(),
-        annotations=annotations(tool),
+        annotations=tool_annotations(tool),
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..browser.session import BrowserPool
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
 from ..daemon.config import Config, make_browser_dirs
 from ..daemon.dispatch import Dispatcher
 from ..daemon.local_ws import OWNER

@@ -2,7 +2,7 @@
 
 Each call is a JSON request in a gift wrap signed by the agent's own key; the daemon's
 allow-list, roles and approver apply to it as to any phone.  A reply counts only when it is
-authenticated as the daemon's and cites the request (``daemon.send.Conversation``, shared
+authenticated as the daemon's and cites the request (``dm.conversation.Conversation``, shared
 with ``nostr-browserd send``); parts are joined and checked against their hash.  While a
 gated call waits for its approver the daemon says so, and the host gets progress notices.
 
@@ -12,7 +12,6 @@ A daemon never answers a key it does not know, so silence is all a stranger gets
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -21,14 +20,13 @@ import secrets
 from collections.abc import Collection
 from typing import Any
 
-from ..daemon.chunks import ReassemblyError
-from ..daemon.pending import as_pending
-from ..daemon.send import Conversation
-from ..errors import BrowserdError, ErrorCode
-from ..login.nsec import signer_from_file
+from ..dm.chunks import ReassemblyError
+from ..dm.conversation import Conversation
+from ..dm.pending import as_pending
+from ..errors import ErrorCode
 from ..nostr import nip17
 from ..nostr.nip01 import Event
-from ..nostr.nip19 import npub_encode, parse_pubkey
+from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, Subscription
 from ..nostr.signer import KeySigner
 from ..untrusted_json import json_object
@@ -66,21 +64,6 @@ class RemoteBackend:
         self._reader: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
         self._allowed: list[str] | None = None
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> RemoteBackend:
-        """From ``--to``, ``--key``, ``--relay``, ``--discovery`` and ``--timeout``."""
-        try:
-            daemon = parse_pubkey(args.to)
-        except ValueError as exc:
-            raise ValueError(f"--to: {exc}") from None
-        try:
-            signer = signer_from_file(args.key)
-        except BrowserdError as exc:
-            raise ValueError(f"--key: {exc.message}") from None
-        return cls(
-            signer, daemon, args.relay or None, discovery=args.discovery, timeout=args.timeout
-        )
 
     # --- lifecycle ---------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from .. import __version__
-from ..commands.catalog import REGISTRY
+from ..catalog import REGISTRY
 from ..commands.registry import Registry
 from .backend import Backend
 from .content import Shelf, to_result

@@ -8,6 +8,7 @@ A leaf: it imports nothing from the package (``KeySigner`` lives in ``signer.py`
 from __future__ import annotations
 
 import secrets
+from typing import TypeGuard
 
 from coincurve import PrivateKey, PublicKey, PublicKeyXOnly
 
@@ -28,11 +29,11 @@ CURVE_N = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
 _HEX = frozenset("0123456789abcdef")
 
 
-def _is_lower_hex(s: object, length: int) -> bool:
+def _is_lower_hex(s: object, length: int) -> TypeGuard[str]:
     return isinstance(s, str) and len(s) == length and set(s) <= _HEX
 
 
-def is_valid_secret(seckey: object) -> bool:
+def is_valid_secret(seckey: object) -> TypeGuard[bytes | bytearray]:
     """True if ``seckey`` is 32 bytes encoding an integer in [1, n-1]."""
     if not isinstance(seckey, bytes | bytearray) or len(seckey) != 32:
         return False
@@ -43,7 +44,7 @@ def check_secret(seckey: object) -> bytes:
     if not is_valid_secret(seckey):
         # Never echo the value: it may be a real secret that is merely mis-sized.
         raise ValueError("invalid secret key: expected 32 bytes in the range 1..n-1")
-    return bytes(seckey)  # type: ignore[arg-type]
+    return bytes(seckey)
 
 
 def generate_secret() -> bytes:
@@ -65,7 +66,7 @@ def is_valid_pubkey(pubkey_hex: object) -> bool:
     if not _is_lower_hex(pubkey_hex, 64):
         return False
     try:
-        PublicKeyXOnly(bytes.fromhex(pubkey_hex))  # type: ignore[arg-type]
+        PublicKeyXOnly(bytes.fromhex(pubkey_hex))
     except ValueError:
         return False
     return True

@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..untrusted_json import BadJSON
 from ..untrusted_json import loads as loads_json
@@ -115,11 +115,11 @@ def finalize_event(template: dict[str, Any], seckey: bytes) -> Event:
     return event
 
 
-def _is_hex(value: object, length: int) -> bool:
+def _is_hex(value: object, length: int) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) == length and set(value) <= _HEX
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

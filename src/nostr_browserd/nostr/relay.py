@@ -413,7 +413,9 @@ class _Connection:
             try:
                 options = self.pool._connect_options
                 # Loopback relays never go through a proxy; True: the environment's, if any.
-                proxy = None if is_loopback_host(urlsplit(self.url).netloc) else True
+                proxy: Literal[True] | None = (
+                    None if is_loopback_host(urlsplit(self.url).netloc) else True
+                )
                 async with connect(self.url, proxy=proxy, **options) as ws:
                     opened_at = time.monotonic()
                     await self._serve(ws)

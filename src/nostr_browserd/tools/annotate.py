@@ -68,7 +68,8 @@ async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, 
     refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(text)))
     placed = boxes(parse(await page.aria_snapshot(mode="ai", boxes=True)))
     width, height = await page.evaluate("[innerWidth, innerHeight]")
-    labels, legend = [], []
+    labels: list[dict[str, float]] = []
+    legend: list[dict[str, object]] = []
     for ref in refs:
         if ref not in placed or len(labels) == MAX_LABELS:
             continue

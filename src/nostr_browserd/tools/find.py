@@ -163,6 +163,11 @@ def find_tool(
     )
 
 
+def _by_text(method: str) -> Locate:
+    """``scope.<method>(text, exact=…)``: the ``get_by_*`` locators that take a text."""
+    return lambda scope, p: getattr(scope, method)(p.text, exact=p.exact)
+
+
 find_tool(
     "find_role",
     FindRole,
@@ -181,7 +186,7 @@ for _name, _method, _what in (
         _name,
         FindText,
         ("*text",),
-        lambda page, p, m=_method: getattr(page, m)(p.text, exact=p.exact),
+        _by_text(_method),
         f"Find elements by {_what}; returns refs, or acts on the one match.",
     )
 find_tool(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.async_api import StorageState
 from pydantic import Field
 
 from ..browser.paths import NAME
@@ -62,7 +63,9 @@ async def state_load(session: Session, params: StateName) -> dict[str, Any]:
         raise BrowserdError(
             ErrorCode.INVALID_PARAMS, f"No saved state {params.name!r}: see state_list."
         )
-    await session.page.context.set_storage_state(state)
+    await session.page.context.set_storage_state(
+        StorageState(cookies=state.get("cookies", []), origins=state.get("origins", []))
+    )
     return {"loaded": params.name, **counts(state)}
 
 

@@ -20,7 +20,7 @@ import weakref
 import zoneinfo
 from typing import Annotated, Any, Literal
 
-from playwright.async_api import BrowserContext, CDPSession, Page, Route
+from playwright.async_api import BrowserContext, CDPSession, Geolocation, Page, Route
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, Json
 
@@ -342,5 +342,7 @@ async def set_geo(session: Session, params: GeoParams) -> dict[str, Any]:
     """Grant geolocation and report this position to every page of the session."""
     context = session.page.context
     await context.grant_permissions(["geolocation"])
-    await context.set_geolocation(params.model_dump())
+    await context.set_geolocation(
+        Geolocation(latitude=params.latitude, longitude=params.longitude, accuracy=params.accuracy)
+    )
     return params.model_dump()

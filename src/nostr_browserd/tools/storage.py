@@ -6,7 +6,7 @@ factory registers the same four tools for ``local`` and ``session``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, model_validator
@@ -15,6 +15,9 @@ from ..browser.refs import first_line
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
+
+if TYPE_CHECKING:  # add_cookies' parameter type, which async_api does not re-export
+    from playwright._impl._api_structures import SetCookieParam
 
 TOOLS = Registry()
 MAX_VALUE = 100_000
@@ -27,7 +30,14 @@ class CookieFilter(Params):
     name: str | None = Field(None, max_length=256)
 
 
-@TOOLS.tool("cookies_get", family="storage", gated=False, params=CookieFilter, args=("name",))
+@TOOLS.tool(
+    "cookies_get",
+    family="storage",
+    gated=False,
+    params=CookieFilter,
+    args=("name",),
+    reads_secrets=True,
+)
 async def cookies_get(session: Session, params: CookieFilter) -> dict[str, Any]:
     """The session's cookies, optionally only those for an address or with a name."""
     context = session.page.context
@@ -68,7 +78,7 @@ class CookieSet(Params):
 )
 async def cookies_set(session: Session, params: CookieSet) -> dict[str, Any]:
     """Set a cookie for the active page's address (or a given url or domain)."""
-    cookie: dict[str, Any] = {
+    cookie: SetCookieParam = {
         "name": params.name,
         "value": params.value,
         "httpOnly": params.http_only,
@@ -76,7 +86,7 @@ async def cookies_set(session: Session, params: CookieSet) -> dict[str, Any]:
         "sameSite": params.same_site,
     }
     if params.domain:
-        cookie.update(domain=params.domain, path=params.path)
+        cookie.update({"domain": params.domain, "path": params.path})
     else:
         url = params.url or session.page.url
         if not url.startswith(("http://", "https://")):
@@ -178,6 +188,7 @@ def storage_tools(kind: Literal["local", "session"]) -> None:
             params=model,
             args=args,
             destructive=gated and kind == "local",  # localStorage outlives the page
+            reads_secrets=not gated,  # where sites keep tokens
             idempotent=True,
         )(handler)
 

@@ -33,8 +33,8 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from dataclasses import replace
+from typing import Any, Protocol
 
 from ..errors import BrowserdError, ErrorCode
 from ..nostr import nip17, nip40
@@ -42,12 +42,10 @@ from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
 from ..nostr.signer import Signer
 from ..ratelog import RateLimitedLog
-from .store import Store
+from .messages import DM_KIND, Incoming, Scheme
 
 log = logging.getLogger(__name__)
 
-Scheme = Literal["nip17", "nip04"]
-DM_KIND = 4
 KIND_OF: dict[str, int] = {"nip17": GIFT_WRAP_KIND, "nip04": DM_KIND}
 # Gift wraps are back-dated up to two days (NIP-59): the subscription must reach that far.
 WRAP_LOOKBACK = 2 * 24 * 3600
@@ -61,26 +59,24 @@ BACKLOG_SIZE = 10_000
 (not remembered: a restart fetches it again)."""
 
 
-@dataclass(frozen=True)
-class Incoming:
-    """An authenticated message from a known key, ready for the dispatcher.
-
-    ``event_id`` is what a reply references (the rumor id, or the kind 4 id); ``refusal`` is
-    set when the message must be answered with that error instead of being run.
-    """
-
-    sender: str
-    scheme: Scheme
-    content: str
-    event_id: str
-    outer_id: str
-    created_at: int
-    expiration: int | None = None
-    refusal: BrowserdError | None = None
-    received: float = field(default_factory=time.monotonic)
-
-
 Proceed = Callable[[Incoming], Awaitable[None]]
+
+
+class Ledger(Protocol):
+    """The replay guard's memory of event ids (the daemon's state store)."""
+
+    async def known(self, ids: Iterable[str]) -> set[str]:
+        """Those of ``ids`` processed or rejected before."""
+        ...
+
+    async def claim(self, ids: Iterable[str], *, owe: bool = True) -> bool:
+        """Mark ``ids`` processed; False when one of them already was.  A failed write
+        raises; with ``owe`` the ids are remembered and written with the next claim."""
+        ...
+
+    async def reject(self, event_id: str) -> None:
+        """Remember a stranger's or a broken event, so it is never opened again."""
+        ...
 
 
 class Gate(Protocol):
@@ -164,7 +160,7 @@ class Inbox:
         self,
         signer: Signer,
         pubkey: str,
-        store: Store,
+        store: Ledger,
         *,
         is_known: Callable[[str], bool],
         schemes: Iterable[Scheme],

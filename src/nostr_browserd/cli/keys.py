@@ -19,26 +19,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from ..agent.keys import KeyStore
+from ..daemon.app import login_params
+from ..daemon.config import Config
+from ..daemon.key_tools import run_key_tool
+from ..daemon.local_ws import load_token
 from ..errors import BrowserdError, ErrorCode
-from .config import Config
-from .local_ws import load_token
-
-KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
-
-
-async def run_key_tool(store: KeyStore, tool: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One key tool against ``store``; the result never holds a key."""
-    if tool == "keys_status":
-        return {"keys": await store.status()}
-    provider = params.get("provider")
-    if not isinstance(provider, str):
-        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{tool} needs provider.")
-    if tool == "keys_set":
-        key = params.get("api_key")
-        done = await store.set(provider, key if isinstance(key, str) else "")
-    else:
-        done = store.clear(provider)
-    return {"provider": provider, "result": done}
+from ..login.manager import IdentityManager
 
 
 def read_key(stream: Any = None) -> str:
@@ -108,9 +94,6 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
 
 
 async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> Any:
-    from ..login.manager import IdentityManager
-    from .app import login_params
-
     login = login_params(config.identity, config.state.dir)
     if login is None:
         raise BrowserdError(

@@ -19,15 +19,49 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from ..daemon.config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
+from ..daemon.local_ws import load_token
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import Bech32Error, npub_encode
-from .config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
-from .local_ws import load_token
+from .options import parsed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """``run``: the config file (none: the local default setup) and how much to log."""
+
+    config: Path | None
+    verbose: bool
+
+
+@dataclass(frozen=True)
+class StatusOptions:
+    """``status``: whose status (the daemon's config file), as text or JSON."""
+
+    config: Path | None
+    json: bool
+
+
+@dataclass(frozen=True)
+class KeysOptions:
+    """``keys``: what to do with which provider's API key, for the daemon of ``config``."""
+
+    config: Path | None
+    action: Literal["set", "status", "clear"]
+    provider: str | None
+
+
+@dataclass(frozen=True)
+class KeygenOptions:
+    """``keygen``: where the new key goes."""
+
+    file: Path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,33 +113,36 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bunker"]:
-        from ..login.bunker_server import main as bunker_main
+        from .bunker import main as bunker_main
 
         return bunker_main(argv[1:])
     if argv[:1] == ["mcp"]:
-        from ..mcp.cli import main as mcp_main
+        from .mcp import main as mcp_main
 
         return mcp_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
-            return _run(args.config, args.verbose)
+            run = parsed(RunOptions, args)
+            return _run(run.config, run.verbose)
         if args.command == "status":
-            return _status(_load(args.config), args.json)
+            status = parsed(StatusOptions, args)
+            return _status(_load(status.config), status.json)
         if args.command == "send":
-            from .send import send_command
+            from .send import SendOptions, send_command
 
             if not args.words:
                 _parser().error("send needs a command, e.g. get title")
-            return asyncio.run(send_command(args))
+            return asyncio.run(send_command(parsed(SendOptions, args)))
         if args.command == "keys":
-            from .keys_cli import keys_command
+            from .keys import keys_command
 
-            if (args.action == "status") != (args.provider is None):
-                takes = "no provider" if args.action == "status" else "a provider"
-                _parser().error(f"keys {args.action} takes {takes}")
-            return asyncio.run(keys_command(_load(args.config), args.action, args.provider))
-        return _keygen(args.file)
+            keys = parsed(KeysOptions, args)
+            if (keys.action == "status") != (keys.provider is None):
+                takes = "no provider" if keys.action == "status" else "a provider"
+                _parser().error(f"keys {keys.action} takes {takes}")
+            return asyncio.run(keys_command(_load(keys.config), keys.action, keys.provider))
+        return _keygen(parsed(KeygenOptions, args).file)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -131,7 +168,7 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _run(path: Path | None, verbose: bool) -> int:
-    from .app import Daemon
+    from ..daemon.app import Daemon
 
     config = _load(path)
     _setup_logging(verbose)
@@ -227,7 +264,7 @@ def _local_token(config: Config) -> str | None:
 async def _stored_status(config: Config) -> dict[str, Any]:
     """What the state store says while this daemon is stopped: the workers sharing it (others
     may be running), their leases, and the last commands recorded."""
-    from .store import open_store
+    from ..daemon.store import open_store
 
     store = await open_store(config.state)
     try:
@@ -288,6 +325,8 @@ def _status(config: Config, as_json: bool) -> int:
     _print_approvals(status.get("approvals") or [])
     _print_workers(status.get("workers") or [], status.get("leases") or [])
     _print_recent(status.get("recent") or [])
+    if status.get("live_view"):
+        print(f"live view (watch only): {status['live_view']}")
     return EXIT_OK
 
 
@@ -350,7 +389,7 @@ def _print_recent(entries: list[dict[str, Any]]) -> None:
 
 
 def _keygen(path: Path) -> int:
-    from .keyfile import write_new_key
+    from ..daemon.keyfile import write_new_key
 
     try:
         pubkey = write_new_key(path)

@@ -21,7 +21,7 @@ from ..nostr.nip01 import Event, now
 from ..nostr.relay import PublishResult, RelayPool
 from ..nostr.signer import Signer
 from .chunks import DEFAULT_PART_BYTES, split
-from .inbox import DM_KIND, Incoming, Scheme
+from .messages import DM_KIND, ReplyAddress, Scheme
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +43,14 @@ class Outbox:
         self.part_bytes, self.timeout = part_bytes, timeout
         self._inboxes: dict[str, tuple[int, RelayPool]] = {}
 
-    async def reply(self, incoming: Incoming, text: str, request_id: object = None) -> bool:
-        """Answer ``incoming`` in its own scheme; True when every part reached a relay."""
+    async def reply(self, to: ReplyAddress, text: str, request_id: object = None) -> bool:
+        """Answer the message ``to`` names, in its own scheme; True when every part reached a
+        relay."""
         return await self.send(
-            incoming.sender,
+            to.sender,
             text,
-            scheme=incoming.scheme,
-            reply_to=incoming.event_id,
+            scheme=to.scheme,
+            reply_to=to.event_id,
             request_id=request_id,
         )
 

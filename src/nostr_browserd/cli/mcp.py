@@ -15,8 +15,12 @@ import sys
 from pathlib import Path
 
 from ..daemon.config import ConfigError, load_config
-from .backend import Backend
-from .listing import Selection
+from ..errors import BrowserdError
+from ..login.nsec import signer_from_file
+from ..mcp.backend import Backend
+from ..mcp.listing import Selection
+from ..nostr.nip19 import parse_pubkey
+from .options import McpOptions, parsed
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -72,15 +76,15 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Entry point of ``nostr-browserd mcp``; returns the exit code."""
     p = parser()
-    args = p.parse_args(argv)
+    args = parsed(McpOptions, p.parse_args(argv))
+    if args.to and not args.key:
+        p.error("--to needs --key: the agent's own key file (nostr-browserd keygen agent.nsec)")
     if args.print_config:
         from .hosts import print_config
 
         return print_config(args, p)
     if not args.local and not args.to:
         p.error("give --local (browser in this process) or --to NPUB --key FILE (a remote daemon)")
-    if args.to and not args.key:
-        p.error("--to needs --key: the agent's own key file (nostr-browserd keygen agent.nsec)")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -89,11 +93,11 @@ def main(argv: list[str]) -> int:
     try:
         selection = Selection.parse(args.caps, args.tools)
         backend = _backend(args)
-        from .server import BrowserMcp
+        from ..mcp.server import BrowserMcp
 
         server = BrowserMcp(backend, selection)
         if args.http:
-            from .http import serve_http
+            from ..mcp.http import serve_http
 
             return asyncio.run(serve_http(server, args.http, args.token_file, _state_dir(args)))
         asyncio.run(server.run_stdio())
@@ -105,15 +109,31 @@ def main(argv: list[str]) -> int:
         return EXIT_OK
 
 
-def _backend(args: argparse.Namespace) -> Backend:
+def _backend(args: McpOptions) -> Backend:
     if args.local:
-        from .local import LocalBackend
+        from ..mcp.local import LocalBackend
 
         return LocalBackend(load_config(args.config))
-    from .remote import RemoteBackend
-
-    return RemoteBackend.from_args(args)
+    return _remote(args)
 
 
-def _state_dir(args: argparse.Namespace) -> Path:
+def _remote(args: McpOptions) -> Backend:
+    """From ``--to``, ``--key``, ``--relay``, ``--discovery`` and ``--timeout``."""
+    from ..mcp.remote import RemoteBackend
+
+    assert args.to is not None and args.key is not None  # main() checked
+    try:
+        daemon = parse_pubkey(args.to)
+    except ValueError as exc:
+        raise ValueError(f"--to: {exc}") from None
+    try:
+        signer = signer_from_file(args.key)
+    except BrowserdError as exc:
+        raise ValueError(f"--key: {exc.message}") from None
+    return RemoteBackend(
+        signer, daemon, args.relay or None, discovery=args.discovery, timeout=args.timeout
+    )
+
+
+def _state_dir(args: McpOptions) -> Path:
     return load_config(args.config).state.dir

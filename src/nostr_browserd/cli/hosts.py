@@ -1,8 +1,10 @@
 """``mcp --print-config HOST``: what to paste into an agent host, with the paths filled in.
 
 Every host gets the same command line (this executable, ``mcp`` and the options given);
-only the shape around it differs.  Roo Code's ``alwaysAllow`` lists the read-only tools
-only: a tool that may change a page should be confirmed by a person (or an approver).
+only the shape around it differs.  Roo Code's ``alwaysAllow`` lists only the tools the
+registry calls safe to run unasked (``Registry.unasked_safe``: read-only, sending nothing
+out, showing no secret): a tool that may change a page, carry data to an address or show a
+site's cookies should be confirmed by a person (or an approver).
 """
 
 from __future__ import annotations
@@ -15,18 +17,20 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..commands.catalog import REGISTRY
-from .listing import Selection, listed
+from ..catalog import REGISTRY
+from ..mcp.listing import Selection, listed
+from .options import McpOptions
 
 NAME = "nostr-browserd"
 
 
-def command_line(args: argparse.Namespace) -> list[str]:
+def command_line(args: McpOptions) -> list[str]:
     """The executable and its arguments, absolute paths for every file named."""
     exe = shutil.which(NAME) or str(Path(sys.argv[0]).resolve())
     line = [exe, "mcp"]
     if args.to:
-        line += ["--to", args.to, "--key", str(Path(args.key).resolve())]
+        assert args.key is not None  # main() refuses --to without --key
+        line += ["--to", args.to, "--key", str(args.key.resolve())]
         for url in args.relay:
             line += ["--relay", url]
         for url in args.discovery:
@@ -42,13 +46,14 @@ def command_line(args: argparse.Namespace) -> list[str]:
     return line
 
 
-def read_only_tools(args: argparse.Namespace) -> list[str]:
-    """The listed tools that change nothing: safe to run without asking."""
+def unasked_tools(args: McpOptions) -> list[str]:
+    """The listed tools a host may run without asking: they change nothing, send nothing
+    out and show no secret."""
     selection = Selection.parse(args.caps, args.tools)
-    return [t.name for t in listed(REGISTRY, selection) if t.read_only]
+    return [t.name for t in listed(REGISTRY, selection) if REGISTRY.unasked_safe(t.name)]
 
 
-def entry(args: argparse.Namespace) -> dict[str, object]:
+def entry(args: McpOptions) -> dict[str, object]:
     """``{"command", "args"}`` for this command line."""
     line = command_line(args)
     return {"command": line[0], "args": line[1:]}
@@ -59,13 +64,13 @@ def servers(key: str, body: dict[str, object]) -> str:
     return json.dumps({key: {NAME: body}}, indent=2)
 
 
-HOSTS: dict[str, Callable[[argparse.Namespace], str]] = {
+HOSTS: dict[str, Callable[[McpOptions], str]] = {
     "claude-code": lambda a: shlex.join(["claude", "mcp", "add", NAME, "--", *command_line(a)]),
     "claude-desktop": lambda a: servers("mcpServers", entry(a)),
     "cursor": lambda a: servers("mcpServers", entry(a)),
     "vscode": lambda a: servers("servers", {"type": "stdio", **entry(a)}),
     "roo-code": lambda a: servers(
-        "mcpServers", {**entry(a), "alwaysAllow": read_only_tools(a), "disabled": False}
+        "mcpServers", {**entry(a), "alwaysAllow": unasked_tools(a), "disabled": False}
     ),
     "codex": lambda a: codex(command_line(a)),
 }
@@ -85,7 +90,7 @@ def codex(line: list[str]) -> str:
     return f"[mcp_servers.{NAME}]\ncommand = {json.dumps(line[0])}\nargs = [{args}]"
 
 
-def print_config(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def print_config(args: McpOptions, parser: argparse.ArgumentParser) -> int:
     """Print ``args.print_config``'s configuration to stdout (and where it goes, to stderr)."""
     host = args.print_config
     if host not in HOSTS:

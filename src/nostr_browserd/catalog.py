@@ -10,8 +10,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..agent import command as agent
-from ..tools import (
+from .agent import command as agent
+from .commands.grammar import usage
+from .commands.registry import Params, Registry
+from .tools import (
     annotate,
     batch,
     clipboard,
@@ -44,8 +46,6 @@ from ..tools import (
     wait,
     windows,
 )
-from .grammar import usage
-from .registry import Params, Registry
 
 FAMILIES = (
     navigate,

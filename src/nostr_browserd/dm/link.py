@@ -12,8 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, Protocol
 
 from ..nostr import nip17
 from ..nostr.nip01 import now
@@ -21,16 +21,51 @@ from ..nostr.nip19 import npub_encode
 from ..nostr.relay import RelayPool, RelayStatus, Subscription
 from ..nostr.signer import Signer
 from ..supervise import supervise
-from .config import ControllerConfig, NostrConfig
-from .dispatch import Dispatcher
-from .inbox import Gate, Inbox, Incoming, Scheme, subscription_filters
+from .inbox import Gate, Inbox, Ledger, subscription_filters
+from .messages import Incoming, ReplyAddress, Scheme
 from .outbox import Outbox
-from .store import Store
 
 log = logging.getLogger(__name__)
 
 RELAY_LIST_KIND = 10002
 PROFILE_KIND = 0
+
+
+class LinkSettings(Protocol):
+    """What the link reads of the daemon's ``[nostr]`` section."""
+
+    @property
+    def dm(self) -> Sequence[Scheme]: ...
+
+    @property
+    def freshness(self) -> float: ...
+
+    @property
+    def stranger_budget(self) -> int: ...
+
+    @property
+    def publish_timeout(self) -> float: ...
+
+    @property
+    def discovery_relays(self) -> list[str]: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def about(self) -> str: ...
+
+
+class Receiver(Protocol):
+    """Who runs what the inbox lets through (the daemon's dispatcher)."""
+
+    def is_known(self, pubkey: str) -> bool:
+        """Whether ``pubkey`` is on the allow-list (a controller or an approver)."""
+        ...
+
+    def submit(self, incoming: Incoming) -> None:
+        """Queue an authenticated command (or its refusal) for its controller."""
+        ...
 
 
 class NostrLink:
@@ -42,10 +77,10 @@ class NostrLink:
         *,
         readonly: bool,
         relays: list[str],
-        config: NostrConfig,
-        store: Store,
-        dispatcher: Dispatcher,
-        controllers: Callable[[], dict[str, ControllerConfig]],
+        config: LinkSettings,
+        store: Ledger,
+        dispatcher: Receiver,
+        controllers: Callable[[], Collection[str]],
         gate: Gate | None = None,
     ) -> None:
         """``gate`` decides, before each claim, whether this worker claims the command."""
@@ -129,11 +164,11 @@ class NostrLink:
 
     # --- replies -------------------------------------------------------------------------
 
-    async def reply(self, incoming: Incoming, text: str, request_id: Any) -> bool:
+    async def reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
         """Answer a DM in its own scheme; False when we cannot send."""
         if self.outbox is None:
             return False
-        return await self.outbox.reply(incoming, text, request_id)
+        return await self.outbox.reply(to, text, request_id)
 
     async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         """Send a DM of our own (an approval request, a watched event)."""

@@ -1,0 +1,50 @@
+"""What travels over the DM transport, named once for both ends: the schemes, an
+authenticated incoming message, and where a reply to one goes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..errors import BrowserdError
+
+Scheme = Literal["nip17", "nip04"]
+"""NIP-17 (gift-wrapped kind 14) or legacy NIP-04 (kind 4): a reply goes in the request's."""
+DM_KIND = 4
+
+
+class ReplyAddress(Protocol):
+    """Where a reply goes: to ``sender``, in ``scheme``, citing ``event_id``.
+
+    An :class:`Incoming` is one; so is a command held in the store, which a restarted
+    daemon answers without the message that brought it.
+    """
+
+    @property
+    def sender(self) -> str: ...
+
+    @property
+    def scheme(self) -> Scheme: ...
+
+    @property
+    def event_id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An authenticated message from a known key, ready for the dispatcher.
+
+    ``event_id`` is what a reply references (the rumor id, or the kind 4 id); ``refusal`` is
+    set when the message must be answered with that error instead of being run.
+    """
+
+    sender: str
+    scheme: Scheme
+    content: str
+    event_id: str
+    outer_id: str
+    created_at: int
+    expiration: int | None = None
+    refusal: BrowserdError | None = None
+    received: float = field(default_factory=time.monotonic)
