@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import (
     Browser,
@@ -42,6 +42,9 @@ from .refs import locate
 from .screencast import Fanout, Screencast
 from .shelf import StateShelf
 from .tab import Tab
+
+if TYPE_CHECKING:
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -671,6 +674,7 @@ class BrowserPool:
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
         self.shelf: StateShelf | None = None  # saved states: the daemon's store
+        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         # An owner's saved storage state for a fresh context (the daemon's store), if any.
