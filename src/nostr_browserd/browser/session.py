@@ -240,6 +240,8 @@ class Session:
         self.frame: Frame | None = None
         self.frame_tab: str | None = None
         self.frame_note: str | None = None
+        # For the next result after the browser moved here from another worker (once).
+        self.moved_note: str | None = None
         # Events a controller asked to be sent (watch): marked for the daemon to forward.
         self.watching: frozenset[str] = frozenset()
         # The live view's screencast of the active tab (stream_enable), when on.
@@ -522,11 +524,25 @@ class Session:
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
         """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
-        screenshot (a bare number), or a coded error, fast."""
+        screenshot (a bare number), or a coded error, fast.
+
+        A reloaded page has no refs until a snapshot here: on a tab reopened after the browser
+        moved, a ref that names nothing is one from before the move, and the error says so.
+        """
         if is_label(selector) and ref is None:
             assert selector is not None
             ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
-        return await locate(self.scope, ref=ref, selector=selector)
+        try:
+            return await locate(self.scope, ref=ref, selector=selector)
+        except BrowserdError as exc:
+            tab = self.tab
+            if exc.code is not ErrorCode.STALE_REF or tab is None or not tab.reloaded:
+                raise
+            raise BrowserdError(
+                ErrorCode.STALE_REF,
+                f"Ref {ref} is from before this browser moved to another worker, which reopened"
+                " and reloaded its pages: take a new snapshot.",
+            ) from None
 
     # --- dialogs -------------------------------------------------------------------
 
@@ -636,6 +652,9 @@ class Session:
         if self.frame_note is not None:
             state["frame_note"] = self.frame_note
             self.frame_note = None
+        if self.moved_note is not None:
+            state["moved"] = self.moved_note
+            self.moved_note = None
         state["dialog"] = self.dialog.describe() if self.dialog else None
         if self.last_alert is not None:
             state["alert"] = self.last_alert

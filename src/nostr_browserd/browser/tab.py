@@ -35,6 +35,9 @@ class Tab:
     snapshot: Snapshot | None = None
     screenshot: bytes | None = None
     labels: Labels | None = None  # of the last annotated screenshot (click 3)
+    # Reopened at its last address after the browser moved to this worker: a ref that names
+    # nothing on it is one from before the move (``Session.locate`` says so).
+    reloaded: bool = False
 
     @property
     def context(self) -> BrowserContext:

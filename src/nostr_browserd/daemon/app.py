@@ -140,15 +140,24 @@ class Daemon:
         self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
         self.browser.initial_state = self.worker.initial_state
         await self.worker.start()
+        try:
+            await self._serve(self.dispatcher)
+        except BaseException:  # the worker's name is free at once for the next start
+            await self.worker.leave()
+            self.worker = None
+            raise
+
+    async def _serve(self, dispatcher: Dispatcher) -> None:
+        """After the worker has its name: the relays, the local channel, READY."""
         await self._connect_nostr()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
-            self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
+            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
             local = self.config.local
             self.local_token_path = local.token_path(self.state_dir)
             self.local = LocalServer(
-                self.dispatcher.handle_local,
+                dispatcher.handle_local,
                 self.status,
                 port=local.port,
                 token=load_token(self.local_token_path, generate=local.generated),

@@ -71,6 +71,7 @@ CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 # The prompt's delivery may take this long before the approver's time starts: a killed
 # worker's approval is forgotten by the others only after both.
 APPROVAL_DELIVERY = 60.0
+STORE_RETRY = 1.0  # seconds between two asks of a store that did not answer
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
@@ -321,9 +322,12 @@ class Dispatcher:
                     continue
                 if not await self._start(incoming):
                     continue  # another worker took the controller over, and answers it
+                if self.worker is not None:  # it moved here: its pages first
+                    await self.worker.follow(incoming.sender)
                 answer = await self._handle(incoming, fenced=self.worker is not None)
-                if self.worker is not None and self._changes_state(answer.request):
-                    await self.worker.keep_state(incoming.sender)
+                if self.worker is not None:  # its pages always, its login if it may change
+                    login = self._changes_state(answer.request)
+                    await self.worker.keep_state(incoming.sender, login=login)
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
             await self._store_quietly(self.store.release(incoming.outer_id))
@@ -331,33 +335,48 @@ class Dispatcher:
     async def _start(self, incoming: Incoming) -> bool:
         """Mark the held command running; with a worker, only if the command and the
         controller's lease are still this worker's (fencing: a worker that was paused past
-        its lease must not run what another worker has taken over)."""
+        its lease must not run what another worker has taken over).  While the store cannot
+        say, the command waits: run unconfirmed, it could run beside the worker that took the
+        controller over, after that one answered it as not run."""
         if self.worker is None:
             await self._store_quietly(self.store.mark_running(incoming.outer_id))
             return True
-        try:
-            if await self.store.start_held(incoming.outer_id, incoming.sender, self.worker.name):
-                return True
-            # The lease lapsed (a pause) and nobody took it: renew it, and look again.
-            if await self.worker.renew(incoming.sender) and await self.store.start_held(
-                incoming.outer_id, incoming.sender, self.worker.name
-            ):
-                return True
-            if await self.store.answering(incoming.outer_id, self.worker.name):
-                # Still ours, but the controller is another worker's now: say it was not run.
-                moved = BrowserdError(
-                    ErrorCode.UNAVAILABLE,
-                    "This controller moved to another worker before this command ran; it was"
-                    " not run. Send it again.",
-                )
-                await self._handle(incoming, moved)
-                await self._store_quietly(self.store.release(incoming.outer_id))
-                return False
-        except BrowserdError as exc:
-            log.error("%s", exc.message)
-            return True  # the store is down: the claim was ours, run it as before
+        return await self._confirmed(lambda: self._may_start(incoming), incoming)
+
+    async def _may_start(self, incoming: Incoming) -> bool:
+        assert self.worker is not None
+        if await self.store.start_held(incoming.outer_id, incoming.sender, self.worker.name):
+            return True
+        # The lease lapsed (a pause) and nobody took it: renew it, and look again.
+        if await self.worker.renew(incoming.sender) and await self.store.start_held(
+            incoming.outer_id, incoming.sender, self.worker.name
+        ):
+            return True
+        if await self.store.answering(incoming.outer_id, self.worker.name):
+            # Still ours, but the controller is another worker's now: say it was not run.
+            moved = BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                "This controller moved to another worker before this command ran; it was"
+                " not run. Send it again.",
+            )
+            await self._handle(incoming, moved)
+            await self._store_quietly(self.store.release(incoming.outer_id))
+            return False
         log.warning("%s was taken over by another worker: not run here", incoming.event_id[:12])
         return False
+
+    async def _confirmed(self, ask: Callable[[], Awaitable[bool]], incoming: Incoming) -> bool:
+        """``ask()``'s answer from the store, asked again until the store gives one; False
+        when the daemon stops first (the command's row stays: whoever serves its controller
+        next answers it)."""
+        while True:
+            try:
+                return await ask()
+            except BrowserdError as exc:
+                log.error("%s (%s waits for it)", exc.message, incoming.event_id[:12])
+            if self._closing:
+                return False
+            await asyncio.sleep(STORE_RETRY)
 
     def _changes_state(self, request: Request | None) -> bool:
         """Whether the command may have changed the session's cookies or storage: any that
@@ -502,11 +521,10 @@ class Dispatcher:
         async def deliver(wire: str, request_id: Any) -> bool:
             return await self._deliver(incoming, wire, request_id)
 
-        async def fence() -> bool:
-            try:
-                return await self.store.answering(incoming.outer_id, self.worker_name)
-            except BrowserdError:
-                return True  # the store is down: answer rather than stay silent
+        async def fence() -> bool:  # no reply unless the store says the command is ours
+            return await self._confirmed(
+                lambda: self.store.answering(incoming.outer_id, self.worker_name), incoming
+            )
 
         files = self.files_out
         return await self.handle(

@@ -69,8 +69,9 @@ class Ledger(Protocol):
         """Those of ``ids`` processed or rejected before."""
         ...
 
-    async def claim(self, ids: Iterable[str]) -> bool:
-        """Mark ``ids`` processed; False when one of them already was."""
+    async def claim(self, ids: Iterable[str], *, owe: bool = True) -> bool:
+        """Mark ``ids`` processed; False when one of them already was.  A failed write
+        raises; with ``owe`` the ids are remembered and written with the next claim."""
         ...
 
     async def reject(self, event_id: str) -> None:
@@ -84,6 +85,17 @@ class Gate(Protocol):
     async def admit(self, incoming: Incoming, proceed: Proceed) -> bool:
         """True: claim it now.  False: not this worker's now; when it becomes so, the gate
         calls ``proceed(incoming)`` (which claims and submits it)."""
+        ...
+
+    def shared(self) -> bool:
+        """Whether another worker could claim a command this one could not: then a claim
+        that cannot be written is neither answered ("not run" could be false: the other may
+        run it) nor remembered, but kept (:meth:`keep`)."""
+        ...
+
+    def keep(self, incoming: Incoming, proceed: Proceed) -> None:
+        """Keep ``incoming``, whose claim could not be written, to claim it later (or drop it
+        once another worker has)."""
         ...
 
 
@@ -292,7 +304,14 @@ class Inbox:
         them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
 
         async def proceed(incoming: Incoming) -> None:
-            claimed = await self.claimed(incoming)
+            if self.gate is not None and self.gate.shared():
+                try:
+                    claimed = await self.claimed(incoming, owe=False)
+                except BrowserdError:
+                    self.gate.keep(incoming, proceed)
+                    return
+            else:
+                claimed = await self.claimed(incoming)
             if claimed is not None:
                 submit(claimed)
 
@@ -343,12 +362,18 @@ class Inbox:
             return await self._open_nip04(event)
         return await self._open_nip17(event)
 
-    async def claimed(self, incoming: Incoming) -> Incoming | None:
+    async def claimed(self, incoming: Incoming, *, owe: bool = True) -> Incoming | None:
         """``incoming`` once claimed (the replay guard), and checked for freshness; None when
-        it was claimed before: by this worker, or by another one that ran it."""
+        it was claimed before: by this worker, or by another one that ran it.
+
+        A claim that cannot be written (a full disk) is answered as not run, and its ids are
+        remembered, so it never runs later; with ``owe`` False it raises instead, and nothing
+        is remembered (another worker may claim it)."""
         try:
-            fresh = await self.store.claim({incoming.outer_id, incoming.event_id})
-        except BrowserdError as exc:  # a full disk: answered as not run, never run later
+            fresh = await self.store.claim({incoming.outer_id, incoming.event_id}, owe=owe)
+        except BrowserdError as exc:
+            if not owe:
+                raise
             return replace(incoming, refusal=exc)
         if not fresh:
             log.info("replay of %s from %s ignored", incoming.event_id[:12], incoming.sender[:12])
