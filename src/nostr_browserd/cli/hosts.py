@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..catalog import REGISTRY
-from ..mcp.listing import Selection, listed
+from ..mcpshape.listing import Selection, listed
 from .options import McpOptions
 
 NAME = "nostr-browserd"

@@ -18,7 +18,7 @@ from ..daemon.config import ConfigError, load_config
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
 from ..mcp.backend import Backend
-from ..mcp.listing import Selection
+from ..mcpshape.listing import Selection
 from ..nostr.nip19 import parse_pubkey
 from .options import McpOptions, parsed
 

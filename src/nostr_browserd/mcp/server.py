@@ -22,9 +22,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from .. import __version__
 from ..catalog import REGISTRY
 from ..commands.registry import Registry
+from ..mcpshape.content import Shelf, to_result
+from ..mcpshape.listing import Selection, listed, mcp_tool
 from .backend import Backend
-from .content import Shelf, to_result
-from .listing import Selection, listed, mcp_tool
 
 log = logging.getLogger(__name__)
 
