@@ -36,3 +36,12 @@ if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/nip46_js/node_modules/.pa
   (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) \
     || echo "setup: the JS NIP-46 signer could not be installed"
 fi
+
+# The official ContextVM client and server (@contextvm/sdk under @modelcontextprotocol/sdk,
+# pinned by tests/contextvm_js/package-lock.json): the tests drive the daemon's ContextVM
+# server with them, and our mcp --to client against them.
+lock=tests/contextvm_js/package-lock.json
+if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/contextvm_js/node_modules/.package-lock.json ]; then
+  (cd tests/contextvm_js && npm ci --no-audit --no-fund --loglevel=error) \
+    || echo "setup: the ContextVM SDK could not be installed"
+fi

@@ -82,10 +82,12 @@ class NostrLink:
         dispatcher: Receiver,
         controllers: Callable[[], Collection[str]],
         gate: Gate | None = None,
+        mcp: bool = False,
     ) -> None:
-        """``gate`` decides, before each claim, whether this worker claims the command."""
+        """``gate`` decides, before each claim, whether this worker claims the command;
+        ``mcp``: ContextVM messages are read too, and handed to ``dispatcher`` like DMs."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
-        self.gate = gate
+        self.gate, self.mcp = gate, mcp
         self.config, self.store, self.dispatcher = config, store, dispatcher
         self.controllers = controllers
         self.pubkey: str | None = None
@@ -122,8 +124,10 @@ class NostrLink:
             freshness=self.config.freshness,
             stranger_budget=self.config.stranger_budget,
             gate=self.gate,
+            mcp=self.mcp,
         )
-        filters = subscription_filters(pubkey, self.config.dm, now(), self.config.freshness)
+        config = self.config
+        filters = subscription_filters(pubkey, config.dm, now(), config.freshness, self.mcp)
         self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
@@ -134,7 +138,7 @@ class NostrLink:
         self.follow_controllers()
         log.info(
             "listening for %s on %s as %s",
-            "/".join(self.config.dm),
+            "/".join([*self.config.dm, *(["ContextVM"] if self.mcp else [])]),
             self.relays,
             npub_encode(pubkey),
         )
