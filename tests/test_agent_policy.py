@@ -1,4 +1,5 @@
-"""ask's pure pieces: the consent rule, the offered tools, progress coalescing, trimming."""
+"""ask's pure pieces: the consent rule (given the judgement), the offered tools, progress
+coalescing, trimming."""
 
 from __future__ import annotations
 
@@ -8,22 +9,27 @@ import pytest
 
 from nostr_browserd.agent.loop import trim
 from nostr_browserd.agent.progress import Progress
-from nostr_browserd.agent.tools import DEFAULT_TOOLS, needs_consent, tool_specs, unknown_tools
+from nostr_browserd.agent.tools import DEFAULT_TOOLS, tool_specs, unknown_tools
 from nostr_browserd.catalog import REGISTRY
+from nostr_browserd.daemon.consent import needs_consent, reads_like_commit
 
 
 def test_free_tools_never_ask_and_gated_ones_ask_unless_auto_approved():
-    assert not needs_consent("snapshot", False, False, "", [])
-    assert needs_consent("click", True, False, 'click button "More" on http://x/', [])
-    assert not needs_consent("click", True, False, 'click button "More" on http://x/', ["click"])
+    assert not needs_consent("snapshot", False, False, False, [])
+    assert needs_consent("click", True, False, False, [])
+    assert not needs_consent("click", True, False, False, ["click"])
 
 
 def test_a_commit_always_asks_whatever_auto_approve_says():
     for name in ("Submit", "Pay now", "Place order", "Checkout", "Send", "Confirm", "Delete"):
-        what = f'click button "{name}" (@e4) on http://shop.example/cart'
-        assert needs_consent("click", True, False, what, ["click"]), name
+        assert reads_like_commit(f"{name}"), name
+    # However the page writes it: a zero-width space inside, a no-break space, full width.
+    for styled in ("Pla\u200bce\u00a0order", "\uff30\uff41\uff59 now", "CHECK  OUT"):
+        assert reads_like_commit(styled), styled
+    assert not reads_like_commit("Paypal") and not reads_like_commit("Sender address")
+    assert needs_consent("click", True, False, True, ["click"])
     # A batch or a find that acts runs other tools: auto_approve never covers it.
-    assert needs_consent("find_text", True, True, "find_text", ["find_text", "click"])
+    assert needs_consent("find_text", True, True, False, ["find_text", "click"])
 
 
 def test_the_default_set_is_about_twenty_registered_tools_without_ask():

@@ -214,3 +214,33 @@ async def test_the_egress_proxy_for_other_machines_wants_its_credential():
         assert proxy.credentials()["server"] == remote
     finally:
         await proxy.close()
+
+
+@pytest.mark.parametrize(
+    ("egress_host", "held"),
+    [(None, "routes only: redirect hops unseen (set egress_host)"), ("127.0.0.1", None)],
+)
+async def test_status_says_how_the_policy_holds_on_a_server_elsewhere(
+    monkeypatch, caplog, egress_host, held
+):
+    """A server on another machine reaches the egress proxy only on egress_host: without it,
+    the daemon warns at start and status says routes only.  (Nothing is connected to.)"""
+
+    async def not_yet(self, playwright):
+        return None  # the server does not answer yet, as at a worker's start
+
+    monkeypatch.setattr(Endpoint, "open", not_yet)
+    config = {"endpoints": ["ws://browsers-1.example:3000/p"], "egress_host": egress_host}
+    pool = BrowserPool(BrowserConfig(block_private_networks=None, **config))
+    with caplog.at_level("WARNING", logger="nostr_browserd.browser.session"):
+        await pool.start()
+    try:
+        policy = pool.status()[0]["network_policy"]
+    finally:
+        await pool.close()
+    warned = [r.getMessage() for r in caplog.records if "egress_host" in r.getMessage()]
+    if held is None:
+        assert policy == "egress proxy and routes" and warned == []
+    else:
+        assert policy == held
+        assert warned and "ws://browsers-1.example:3000/…" in warned[0], warned

@@ -72,3 +72,61 @@ async def test_clipboard_is_per_session(page, browser_pool, dispatcher, site_url
     finally:
         await other.close()
     assert (await page("clipboard_read"))["data"]["text"] == "Copenhagen"
+
+
+POLL = """() => {
+  const clip = (window.clip = { seen: [], refused: 0 });
+  const poll = () => navigator.clipboard.readText()
+    .then((text) => clip.seen.push(text), () => clip.refused++)
+    .finally(() => setTimeout(poll, 0));
+  poll();
+}"""
+
+
+async def test_no_page_reads_the_browsers_clipboard(page, browser_pool, dispatcher, site_url):
+    """Mallory's page polls the browser's clipboard after her own clipboard_copy: it is
+    refused every time, and sees nothing of what Alice writes and pastes."""
+    mallory = await browser_pool.session("catalog-clipboard-mallory")
+    try:
+        await command(dispatcher, mallory, f"open {site_url}/catalog.html")
+        await command(dispatcher, mallory, "fill #city Mallory")
+        await command(dispatcher, mallory, "focus #city")
+        await command(dispatcher, mallory, "press ControlOrMeta+a")
+        assert (await command(dispatcher, mallory, "clipboard_copy"))["data"]["text"] == "Mallory"
+        await mallory.page.evaluate(POLL)
+        polls = "() => clip.seen.length + clip.refused"
+        before = await mallory.page.evaluate(polls)
+
+        await page("clipboard_write DE89 3704 0044 0532 0130 00")
+        await page("focus #log")
+        assert (await page("clipboard_paste"))["data"]["verified"]
+        assert (await page("get_value #log"))["data"]["value"] == "DE89 3704 0044 0532 0130 00"
+        await mallory.page.wait_for_function(f"() => ({polls})() > {before} + 1")
+        seen = await mallory.page.evaluate("clip.seen")
+    finally:
+        await mallory.close()
+    assert seen == []  # not one read was let through, of anything
+
+
+EDITOR = """() => {
+  const log = document.querySelector('#log');
+  log.addEventListener('copy', (e) => {
+    e.clipboardData.setData('text/plain', 'from the handler');
+    e.preventDefault();
+  }, { once: true });
+  log.addEventListener('paste', (e) => {
+    window.pasted = e.clipboardData.getData('text/plain');
+    e.preventDefault();
+  }, { once: true });
+}"""
+
+
+async def test_a_pages_copy_and_paste_handlers_see_the_text(page):
+    """An editor that handles copy and paste itself gets them as in a person's browser."""
+    await page({"tool": "eval", "params": {"script": f"({EDITOR})()"}})
+    await page("focus #log")
+    assert (await page("clipboard_copy"))["data"]["text"] == "from the handler"
+    await page("clipboard_write for the editor")
+    await page("clipboard_paste")
+    assert (await page("eval window.pasted"))["data"]["result"] == "for the editor"
+    assert (await page("get_value #log"))["data"]["value"] == ""  # the handler took it

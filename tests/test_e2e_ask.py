@@ -28,13 +28,17 @@ LEAKS.secret(KEY, "a model provider's API key")
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
 
-async def start(start_daemon, relay, phone, fake, provider="openai", controller=None, **kw):
-    """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``."""
+async def start(
+    start_daemon, relay, phone, fake, provider="openai", controller=None, tools=None, **kw
+):
+    """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``;
+    ``tools``: the ``[ask] tools`` offered instead of the default set."""
     ask = {
         "provider": provider,
         provider: {"base_url": fake.base_url(provider)},
         "max_retries": 0,
         "progress_interval": 3600,
+        **({"tools": tools} if tools else {}),
     }
     entry = {"pubkey": phone.npub, **(controller or {})}
     daemon = await start_daemon([relay], controllers=[entry], ask=ask, **kw)
@@ -355,3 +359,57 @@ async def test_with_an_approver_the_approver_is_asked_not_the_controller(
         assert final.json["data"]["status"] == "done"
         assert not any(CODE.search(r.content) for r in phone.received)  # only the approver
         assert await read(phone, me, "#count") == "Clicked 1"
+
+
+async def asked_or_answered(phone, me, request_id):
+    """The first of an approval prompt and the turn's final reply (the step ran unasked)."""
+    return await message(
+        phone,
+        lambda r: (
+            r.sender == me
+            and (CODE.search(r.content) is not None or f'"{request_id}"' in r.content)
+        ),
+        60,
+    )
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        # Playwright's locator text says get_by_test_id("place-order") ...
+        {"tool": "click", "selector": "[data-testid=place-order]"},
+        # ... and locator("#plain") for the second of two buttons named "Place order".
+        {"tool": "click", "selector": "#plain"},
+        # Enter in a text field submits its form, however the field is named.
+        {"tool": "press", "selector": "#coupon", "key": "Enter"},
+    ],
+    ids=["test-id", "twin", "enter-in-a-field"],
+)
+async def test_a_commit_asks_however_the_page_names_it(
+    nostr_relay_url, fake_provider, start_daemon, click_counter, step
+):
+    name = step["tool"] + "-" + secrets.token_hex(2)
+    async with SdkController([nostr_relay_url]) as phone:
+        controller = {"ask": {"auto_approve": ["open", "click", "press"]}}
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+        )
+        args = {k: v for k, v in step.items() if k != "tool"}
+        fake_provider.script = [
+            call("open", url=click_counter.page(name, "shop.html")),
+            call(step["tool"], "finish the order", **args),
+            say("Ordered."),
+        ]
+        request_id = secrets.token_hex(4)
+        task = {"id": request_id, "tool": "ask", "params": {"task": "order it"}}
+        await phone.send(me, json.dumps(task))
+        asked = await asked_or_answered(phone, me, request_id)
+        assert CODE.search(asked.content), f"ran unasked: {asked.content}"
+        shown = 'textbox "Coupon"' if step["tool"] == "press" else 'button "Place order"'
+        assert f"{step['tool']} {shown} ({args['selector']})" in asked.content, asked.content
+        assert "get_by_" not in asked.content and "locator(" not in asked.content
+        assert click_counter.loads[name] == 1 and click_counter.clicks[name] == 0
+        await phone.send(me, f"deny {CODE.search(asked.content)[1]}")
+        final = await final_reply(phone, me, request_id)
+        assert final.json["data"]["status"] == "denied"
+        assert click_counter.clicks[name] == 0  # counted on the server: nothing was sent

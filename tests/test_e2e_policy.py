@@ -356,3 +356,38 @@ async def test_only_the_approver_can_approve(nostr_relay_url, start_daemon, capl
             assert opened["success"] and opened["data"]["title"] == "Counted", opened
             assert handler.hits == ["/counted"]
             assert await stranger.poll() == []
+
+
+async def test_the_approver_sees_each_target_by_role_and_name_in_a_batch_too(
+    nostr_relay_url, start_daemon, click_counter
+):
+    agent, phone, _, me = await agent_and_phone(nostr_relay_url, start_daemon)
+    try:
+        page = {"tool": "open", "params": {"url": click_counter.page("prompt", "shop.html")}}
+        opening = asyncio.create_task(agent.command(me, page, timeout=30))
+        await approve(phone, me)
+        assert (await opening)["success"]
+        # Playwright's locator text would be get_by_test_id("place-order").
+        click = {"tool": "click", "params": {"selector": "[data-testid=place-order]"}}
+        clicking = asyncio.create_task(agent.command(me, click, timeout=30))
+        asked = await approve(phone, me, "deny")
+        assert 'click button "Place order" ([data-testid=place-order]) on http' in asked
+        assert "get_by_test_id" not in asked
+        assert (await clicking)["error"]["code"] == ErrorCode.DENIED
+        # A batch: each command on a line, each target by role and name, never raw JSON.
+        commands = [
+            {"tool": "fill", "params": {"selector": "#coupon", "value": "TEN"}},
+            {"tool": "press", "params": {"selector": "#coupon", "key": "Enter"}},
+        ]
+        batch = {"tool": "batch", "params": {"commands": commands}}
+        batching = asyncio.create_task(agent.command(me, batch, timeout=30))
+        asked = await approve(phone, me, "deny")
+        assert "a batch of 2 commands:\n" in asked, asked
+        assert '\n1. fill textbox "Coupon" (#coupon) {"value": "TEN"}\n' in asked
+        assert '\n2. press textbox "Coupon" (#coupon) {"key": "Enter"}\n' in asked
+        assert '"commands"' not in asked
+        assert (await batching)["error"]["code"] == ErrorCode.DENIED
+        assert click_counter.loads["prompt"] == 1 and click_counter.clicks["prompt"] == 0
+    finally:
+        await agent.__aexit__(None, None, None)
+        await phone.__aexit__(None, None, None)

@@ -57,7 +57,7 @@ def http_get(url, headers=None, auth=True):
 async def test_status_endpoint(server):
     status, body = await asyncio.to_thread(http_get, f"http://127.0.0.1:{server.port}/")
     assert status == 200
-    assert body == {"version": "test", "tabs": 1}
+    assert body == {"version": "test", "tabs": 1, "live_view": server.live_url}
 
 
 async def test_web_origin_is_refused(server):

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.cli.hosts import HOSTS, NAME
 from nostr_browserd.cli.mcp import parser
 from nostr_browserd.daemon.config import ControllerConfig
@@ -58,11 +59,49 @@ def check_claude_add(line: str) -> None:
     check_command(rest[0], rest[1:])
 
 
+# What no host may run unasked: each reads a secret, sends data out, or changes the page or
+# which tab the next command reads (the five the consent review found in alwaysAllow first).
+NEVER_UNASKED = (
+    "scrape",
+    "cookies_get",
+    "storage_local_get",
+    "storage_session_get_key",
+    "network_request",
+    "network_requests",
+    "tab_switch",
+    "clipboard_read",
+    "eval",
+    "open",
+    "click",
+)
+
+
+def auto_allowed(config: dict[str, Any]) -> list[str]:
+    """Every tool a host config lets run unasked (Roo Code's ``alwaysAllow``, anywhere)."""
+    found: list[str] = []
+    for key, value in config.items():
+        if key in ("alwaysAllow", "autoApprove"):
+            found += value
+        elif isinstance(value, dict):
+            found += auto_allowed(value)
+    return found
+
+
+def check_allowed(allowed: list[str]) -> None:
+    """What a host runs unasked: free, read-only, sending nothing out, showing no secret."""
+    for name in allowed:
+        tool = REGISTRY.get(name)
+        assert not tool.gated and tool.read_only, name
+        assert not tool.sends and not tool.reads_secrets, name
+    assert not set(allowed) & set(NEVER_UNASKED)
+
+
 def test_docs_json_configurations() -> None:
     found = blocks("json")
     assert len(found) >= 4
     for body in found:
         check_servers(json.loads(body))
+        check_allowed(auto_allowed(json.loads(body)))
 
 
 def test_docs_toml_configurations() -> None:
@@ -101,7 +140,8 @@ def test_print_config(host: str, tmp_path: Path) -> None:
     else:
         config = json.loads(out)
         check_servers(config)
+        allowed = auto_allowed(config)
+        check_allowed(allowed)
         if host == "roo-code":
-            allowed = config["mcpServers"][NAME]["alwaysAllow"]
-            assert "snapshot" in allowed and "click" not in allowed
+            assert {"snapshot", "get_text", "tab_list"} <= set(allowed)
     assert str(key) in out, "paths are filled in, absolute"

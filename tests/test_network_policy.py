@@ -6,13 +6,17 @@ The other tests turn the policy off (the test site is on loopback); here it is a
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import json
 import urllib.parse
 
 import pytest
 from websockets.asyncio.client import connect
 
+from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.netpolicy import NetworkPolicy
+from nostr_browserd.browser.session import BrowserConfig
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -33,12 +37,19 @@ def reach(url: str) -> str:
         "http://127.0.0.1:8000/",
         "http://localhost:631/",
         "http://anything.localhost/",
+        "http://localhost./",  # Chromium maps the dotted forms to loopback too, without DNS
+        "http://x.localhost.:8080/",
         "http://169.254.169.254/latest/meta-data/",
         "http://10.1.2.3/",
         "https://192.168.0.1/",
         "http://100.64.0.1/",
         "http://[::1]:22/",
         "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://[64:ff9b::a00:1]/",  # NAT64 of 10.0.0.1
+        "http://[64:ff9b::7f00:1]/",  # NAT64 of 127.0.0.1
+        "http://[2002:a9fe:a9fe::1]/",  # 6to4 of 169.254.169.254
+        "http://[::10.0.0.1]/",  # IPv4-compatible
         "http://[fe80::1]/",
         "http://0.0.0.0:17777/",
         "http://2130706433/",  # 127.0.0.1 as one number
@@ -52,7 +63,17 @@ async def test_private_addresses_are_refused_to_dm_controllers(url):
     assert await policy.check(url, "local") is None  # the owner on this machine keeps it
 
 
-@pytest.mark.parametrize("url", ["https://93.184.216.34/", "about:blank", "data:text/html,x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://93.184.216.34/",
+        "http://[64:ff9b::5db8:d822]/",  # NAT64 of 93.184.216.34
+        "http://[2002:5db8:d822::1]/",
+        "http://[2606:4700::1111]/",
+        "about:blank",
+        "data:text/html,x",
+    ],
+)
 async def test_public_and_addressless_urls_pass(url):
     assert await NetworkPolicy(None, []).check(url, "ab" * 32) is None
 
@@ -64,7 +85,13 @@ async def test_settings_and_exceptions():
     assert await policy.check("http://127.0.0.1:8000/x", dm) is None
     assert await policy.check("http://127.0.0.1:8001/x", dm) is not None
     for owner in (dm, "local"):  # the daemon's own port: to everyone, allowed or not
-        for url in ("http://127.0.0.1:17777/", "http://localhost:17777/", "ws://[::1]:17777/"):
+        for url in (
+            "http://127.0.0.1:17777/",
+            "http://localhost:17777/",
+            "http://localhost.:17777/",
+            "http://x.localhost.:17777/",
+            "ws://[::1]:17777/",
+        ):
             assert "own local channel" in (await policy.check(url, owner) or "")
     assert await NetworkPolicy(False, []).check("http://127.0.0.1:8000/", dm) is None
     assert await NetworkPolicy(True, []).check("http://127.0.0.1:8000/", "local") is not None
@@ -153,3 +180,107 @@ async def test_no_browser_context_shows_the_status_page(nostr_relay_url, start_d
             while (answer := await ws.recv()).startswith('{"type": "event"'):
                 pass
         assert json.loads(answer)["error"]["code"] == "FORBIDDEN"
+
+
+async def test_the_egress_proxy_connects_to_the_address_it_judged():
+    """A name answering a public address, then 127.0.0.1 (DNS rebinding): the proxy connects
+    to the address it judged, never to the name resolved again."""
+    answers = iter([["93.184.216.34"], ["127.0.0.1"]])
+    asked, connected = [], []
+
+    async def rebinding(host):
+        asked.append(host)
+        return [ipaddress.ip_address(a) for a in next(answers)]
+
+    async def stand_in(reader, writer):  # answers in the public server's place, on loopback
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\npublic")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(stand_in, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+
+    async def connect(host, to_port):
+        connected.append((host, to_port))
+        return await asyncio.open_connection("127.0.0.1", port)
+
+    proxy = EgressProxy(NetworkPolicy(True, [], resolver=rebinding), connect=connect)
+    await proxy.start()
+    try:
+        reader, writer = await asyncio.open_connection(
+            *urllib.parse.urlsplit(proxy.url).netloc.split(":")
+        )
+        writer.write(b"GET http://rebind.example/ HTTP/1.1\r\nHost: rebind.example\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        await proxy.close()
+        server.close()
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"public"), answer
+    assert connected == [("93.184.216.34", 80)] and asked == ["rebind.example"]
+
+
+class Datagrams(asyncio.DatagramProtocol):
+    """A UDP socket on loopback that counts what reaches it."""
+
+    def __init__(self):
+        self.count = 0
+        self.arrived = asyncio.Event()
+
+    def datagram_received(self, data, addr):
+        self.count += 1
+        self.arrived.set()
+
+
+STUN = """new Promise(async (done) => {
+  const pc = new RTCPeerConnection({iceServers: [{urls: "stun:127.0.0.1:%d"}]});
+  pc.createDataChannel("x");
+  pc.onicegatheringstatechange = () => pc.iceGatheringState === "complete" && done("gathered");
+  await pc.setLocalDescription(await pc.createOffer());
+})"""
+
+
+@pytest.mark.parametrize("where", ["here", "run-server"])
+async def test_webrtc_sends_no_udp_around_the_policy(
+    nostr_relay_url, start_daemon, browser_servers, where
+):
+    """A page's RTCPeerConnection asks a STUN server on loopback: not one datagram arrives,
+    from the Chromium launched here or from a browser server's."""
+    browser = dict(DEFAULT)
+    if where == "run-server":
+        server = await browser_servers("run-server")
+        browser |= {"endpoints": [server.url], "executable": BrowserConfig().find_executable()}
+    loop = asyncio.get_running_loop()
+    transport, counter = await loop.create_datagram_endpoint(Datagrams, local_addr=("127.0.0.1", 0))
+    port = transport.get_extra_info("sockname")[1]
+    try:
+        async with SdkController([nostr_relay_url]) as phone:
+            daemon = await start_daemon(
+                [nostr_relay_url], controllers=[phone.npub], browser=browser
+            )
+            me = await daemon_pubkey(daemon)
+            params = {"script": STUN % port}
+            gathering = asyncio.ensure_future(phone.command(me, {"tool": "eval", "params": params}))
+            arrived = asyncio.ensure_future(counter.arrived.wait())
+            await asyncio.wait([gathering, arrived], return_when=asyncio.FIRST_COMPLETED)
+            arrived.cancel()
+            assert counter.count == 0, "a STUN request reached 127.0.0.1"
+            assert gathering.result()["data"]["result"] == "gathered", gathering.result()
+    finally:
+        transport.close()
+
+
+REGISTER = """!navigator.serviceWorker ? 'refused' : navigator.serviceWorker.register('/sw.js')
+  .then(r => !r ? 'refused' : new Promise(done => {
+    const worker = r.installing || r.waiting || r.active;
+    if (worker.state === 'activated') return done('running');
+    worker.onstatechange = () => worker.state === 'activated' && done('running');
+  }), e => 'refused')"""
+
+
+async def test_service_workers_are_off(call, site_url):
+    """A service worker's requests would pass the routes: no page may start one."""
+    assert (await call(f"open {site_url}/index.html"))["success"]
+    registered = await call({"tool": "eval", "params": {"script": REGISTER}})
+    assert registered["success"] and registered["data"]["result"] == "refused", registered

@@ -40,16 +40,29 @@ def test_the_policy_fields_agree_with_each_other():
     assert delegating == {"batch"} | {t.name for t in REGISTRY if t.name.startswith("find_")}
     assert [t.name for t in REGISTRY if t.delegates_only] == ["batch"]
     free_but_acting = {t.name for t in REGISTRY if not t.gated and not t.read_only}
-    # scrolling moves the page; the live view's switches change the daemon, not the page
+    # scrolling moves the page; tab_switch, which tab the next command reads; the live view's
+    # switches change the daemon, not the page
     assert free_but_acting == {
         "scroll",
         "scroll_into_view",
+        "tab_switch",
         "ask",
         "stream_enable",
         "stream_disable",
     }
     local_only = {t.name for t in REGISTRY if t.local_only}
     assert local_only == {"stream_enable", "stream_status", "stream_disable"}
+    # What can carry data off the machine: an address it reaches, or script it runs.
+    sends = {t.name for t in REGISTRY if t.sends}
+    reaching = {"scrape", "open", "tab_new", "window_new", "download", "diff_url"}
+    assert sends == reaching | {"eval", "wait_for_fn"}
+    # What shows what a site keeps for the person.
+    storage = [
+        f"storage_{area}_{get}" for area in ("local", "session") for get in ("get", "get_key")
+    ]
+    secrets = {"cookies_get", *storage, "network_requests", "network_request", "clipboard_read"}
+    assert {t.name for t in REGISTRY if t.reads_secrets} == secrets
+    assert [t.name for t in REGISTRY if t.spends] == ["ask"]
 
 
 @pytest.mark.parametrize(

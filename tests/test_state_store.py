@@ -123,6 +123,18 @@ def test_redact_typed_text_secret_keys_and_bunker_urls():
     assert redact({"url": "http://x/?k=" + "ab" * 32}) == {"url": f"http://x/?k={REDACTED}"}
 
 
+@pytest.mark.parametrize(
+    "key", ["totp", "otp", "otp_code", "otpCode", "pin", "PIN", "mfa_code", "passcode", "apiKey"]
+)
+def test_params_named_like_one_time_codes_and_pins_are_secrets(key):
+    assert redact({key: "492817"}) == {key: REDACTED}
+
+
+@pytest.mark.parametrize("key", ["footprint", "spinner", "pinned", "compass", "option", "url"])
+def test_words_that_merely_contain_otp_or_pin_are_not(key):
+    assert redact({key: "492817"}) == {key: "492817"}
+
+
 async def test_rejected_ids_survive_a_restart_and_every_table_is_bounded(open_store):
     store = await open_store()
     now = time.time()

@@ -24,14 +24,27 @@ REDACTED = "[redacted]"
 TYPED_KEYS = ("value", "text")
 JSON_KEYS = ("commands", "headers")  # params the text grammar carries as one JSON string
 _SECRET_KEY = re.compile(
-    r"nsec|mnemonic|seed|passphrase|password|secret|bunker|token|private|credential|api.?key",
+    r"nsec|mnemonic|seed|passphrase|passwd|password|secret|bunker|token|private|credential"
+    r"|passcode|api.?key|totp|cvv|cvc",
     re.I,
 )
+# Short names that are secrets only as a whole word of the key: "otp_code", "pin", "mfaCode"
+# (never "footprint" or "spinner").
+_SECRET_WORDS = frozenset({"otp", "pin", "mfa", "2fa", "pwd", "pass"})
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+[a-z]*")
 _CREDENTIAL_HEADER = re.compile(r"auth|cookie|token|secret|api.?key|session|password", re.I)
 # Also the model providers' API keys: sk-ant-…, sk-or-…, sk-proj-…, sk-….
 _SECRET_VALUE = re.compile(
     r"nsec1[02-9ac-hj-np-z]{20,}|bunker://\S+|[0-9a-fA-F]{64}|\bsk-[A-Za-z0-9_-]{16,}"
 )
+
+
+def secret_key(name: str) -> bool:
+    """Whether a parameter called ``name`` holds a secret: ``password``, ``api_key``,
+    ``totp``, ``otp_code``, ``pin``…"""
+    if _SECRET_KEY.search(name):
+        return True
+    return any(word.lower() in _SECRET_WORDS for word in _WORD.findall(name))
 
 
 def redact(params: Any, *, show_typed: bool = False) -> Any:
@@ -61,7 +74,7 @@ def _walk_dict(params: dict[Any, Any], show_typed: bool, hidden: bool) -> dict[A
         name = str(key)
         if name in JSON_KEYS and isinstance(value, str):
             value = _parsed(value)
-        if _SECRET_KEY.search(name) and not isinstance(value, bool):
+        if secret_key(name) and not isinstance(value, bool):
             out[key] = REDACTED
         elif name in TYPED_KEYS and isinstance(value, str):
             shown = show_typed and not hidden

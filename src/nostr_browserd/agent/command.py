@@ -37,6 +37,7 @@ class AskParams(Params):
     params=AskParams,
     args=("*task",),
     read_only=False,  # its steps may change the page: no host should run it unasked
+    spends=True,
 )
 async def ask(session: Any, params: AskParams) -> dict[str, Any]:
     """Have a model do a task on your tabs; you approve each step that changes something.

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
+from ..redact import redact
 from .providers import Entry, Provider, ProviderError, ToolCall, ToolSpec
 
 Status = Literal["done", "denied", "capped", "error"]
@@ -152,6 +153,14 @@ def image_of(data: Any) -> dict[str, str] | None:
     return {"mime": data["mime"], "data": encoded}
 
 
+def kept(args: dict[str, Any]) -> dict[str, Any]:
+    """A call's args as the transcript keeps them (the provider sees them again, the state
+    store keeps them): typed text the call marks ``secret`` and any param named like a secret
+    become placeholders, as an approval prompt shows them.  The model never needs them back.
+    """
+    return redact(args, show_typed=True)
+
+
 def without_images(transcript: list[Entry]) -> list[Entry]:
     """The transcript to keep: images were for the turn that took them, not for every later
     one (they would cost tokens and disk each time)."""
@@ -228,7 +237,7 @@ class Turn:
             except Stopped:
                 return TurnResult("denied", answer, steps, "stopped by ask --stop")
             answer = reply.text.strip() or answer
-            calls = [{"id": c.id, "name": c.name, "args": c.args} for c in reply.calls]
+            calls = [{"id": c.id, "name": c.name, "args": kept(c.args)} for c in reply.calls]
             self.transcript.append({"role": "assistant", "text": reply.text, "calls": calls})
             if not reply.calls:
                 return TurnResult("done", answer, steps)

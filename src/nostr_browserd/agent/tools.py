@@ -1,4 +1,4 @@
-"""Which tools ``ask`` offers a model, and which of its calls need the person's consent.
+"""Which tools ``ask`` offers a model (which of its calls need consent: daemon/consent.py).
 
 The default set is small and focused (reading, navigating, the usual interactions, tabs):
 a model given all of the registry's tools chooses worse and costs more.  The config can
@@ -8,7 +8,6 @@ itself is never offered.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,10 +37,6 @@ DEFAULT_TOOLS = (
     "find_text",
 )
 NEVER_OFFERED = frozenset({"ask"})
-# What a commit looks like: a click on such a target always asks, whatever auto_approve says.
-COMMIT = re.compile(
-    r"\b(submit|pay|purchase|place\s+order|check\s*out|send|confirm|delete|buy)\b", re.I
-)
 
 
 def unknown_tools(registry: Registry, names: Iterable[str]) -> list[str]:
@@ -60,26 +55,10 @@ def tool_specs(registry: Registry, names: Iterable[str]) -> list[ToolSpec]:
         schema.pop("title", None)
         schema.pop("description", None)
         description = tool.description + (
-            " (gated: may need the person's approval)" if tool.gated else ""
+            " (gated: may need the person's approval)" if tool.gated or tool.sends else ""
         )
         specs.append(ToolSpec(name, description, schema))
     return specs
-
-
-def needs_consent(
-    tool: str, gated: bool, acts_through: bool, description: str, auto_approve: Iterable[str]
-) -> bool:
-    """Whether a call must wait for the person: gated, and not auto-approved.
-
-    ``acts_through``: the call runs other tools (a batch, a find with an action), which
-    auto_approve never covers.  A target that reads like a commit (submit, pay, place
-    order…) always asks.
-    """
-    if not gated:
-        return False
-    if acts_through or COMMIT.search(description):
-        return True
-    return tool not in set(auto_approve)
 
 
 def progress_line(tool: str, target: str, params: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ import contextlib
 import hmac
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from functools import partial
 from urllib.parse import urlsplit
 
@@ -34,13 +35,15 @@ HEAD_TIMEOUT = 30.0
 # Hop-by-hop headers of the client's request: this proxy speaks one request per connection.
 DROPPED = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 USER = "nostr-browserd"
+Connect = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
 
 class EgressProxy:
     """A loopback HTTP proxy that connects only where ``policy`` lets a blocked context go."""
 
-    def __init__(self, policy: NetworkPolicy) -> None:
+    def __init__(self, policy: NetworkPolicy, connect: Connect = asyncio.open_connection) -> None:
         self.policy = policy
+        self.connect = connect  # to an address, never a name: what was judged is what is reached
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -130,7 +133,7 @@ class EgressProxy:
         if not addresses:
             return await refuse(writer, 502, f"nostr-browserd: cannot resolve {host}.")
         try:
-            up_reader, up_writer = await asyncio.open_connection(str(addresses[0]), port)
+            up_reader, up_writer = await self.connect(str(addresses[0]), port)
         except OSError as exc:
             return await refuse(writer, 502, f"nostr-browserd: cannot connect to {host}: {exc}")
         self._writers.add(up_writer)

@@ -35,6 +35,9 @@ LAUNCH_ARGS = [
     # A regular expression that backtracks without end (wait_for_url's, a page's own) falls
     # back to V8's linear-time engine instead of holding its renderer.
     "--js-flags=--enable-experimental-regexp-engine-on-excessive-backtracks",
+    # WebRTC's UDP (a STUN request to 127.0.0.1:U) goes around the proxy and the routes that
+    # hold the network policy: only what can go through the proxy is left to it.
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
 ]
 # Where Chromium's sandbox cannot run, the daemon does not start unless told it may run without.
 SANDBOX_OFF = "or set [browser] sandbox = false to run Chromium without its sandbox"

@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,26 +32,55 @@ LOCAL_OWNER = "local"
 CHECKED_SCHEMES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 RESOLVE_TTL = 10.0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str], Awaitable[list[IPAddress]]]
+
+
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries, where a translator or tunnel would reach it.
+
+    IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``), NAT64 (``64:ff9b::/96``)
+    and 6to4 (``2002:aabb:ccdd::/48``): judged as the address inside, so ``64:ff9b::a00:1``
+    is 10.0.0.1, not a public IPv6 address.
+    """
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64 or address in IPV4_COMPATIBLE:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
 
 
 def is_public(address: IPAddress) -> bool:
-    """Globally routable (an IPv4-mapped IPv6 address is judged as the IPv4 one)."""
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_global
+    """Globally routable, and so is any IPv4 address it wraps."""
+    inner = embedded_ipv4(address)
+    return address.is_global and (inner is None or inner.is_global)
 
 
 def _loopback(address: IPAddress) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback or (mapped or address).is_unspecified
+    judged = embedded_ipv4(address) or address
+    return address.is_loopback or judged.is_loopback or judged.is_unspecified
 
 
 class NetworkPolicy:
     """The rules of one browser pool; ``check`` says why a URL is refused, or None."""
 
-    def __init__(self, block_private: bool | None, allowed_hosts: list[str]) -> None:
+    def __init__(
+        self,
+        block_private: bool | None,
+        allowed_hosts: list[str],
+        resolver: Resolver | None = None,
+    ) -> None:
         self.block_private = block_private
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.denied_ports: set[int] = set()
+        self.resolver = resolver or system_resolve
         self._resolved: dict[str, tuple[float, list[IPAddress]]] = {}
 
     def blocks_private(self, owner: str) -> bool:
@@ -83,7 +113,7 @@ class NetworkPolicy:
 
         Without ``private`` and away from a denied port nothing is resolved (no addresses).
         """
-        host = host.lower().strip("[]")
+        host = host.lower().strip("[]").removesuffix(".")  # "localhost." is localhost
         if not private and port not in self.denied_ports:
             return None, []
         addresses = await self._resolve(host)
@@ -106,7 +136,11 @@ class NetworkPolicy:
             raise BrowserdError(ErrorCode.FORBIDDEN, reason)
 
     async def _resolve(self, host: str) -> list[IPAddress]:
-        """The addresses of ``host`` (a literal is itself); names under .localhost are loopback."""
+        """The addresses of ``host`` (a literal is itself); names under .localhost are loopback.
+
+        ``host`` comes without its trailing dot: Chromium maps ``localhost.`` and
+        ``x.localhost.`` to loopback too, never asking DNS.
+        """
         if host == "localhost" or host.endswith(".localhost"):
             return [ipaddress.ip_address("127.0.0.1")]  # Chromium maps these without DNS
         try:
@@ -116,18 +150,7 @@ class NetworkPolicy:
         cached = self._resolved.get(host)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(
-                host, None, type=socket.SOCK_STREAM
-            )
-        except OSError:
-            addresses: list[IPAddress] = []  # the browser will not reach it either
-        else:
-            addresses = [
-                ipaddress.ip_address(info[4][0].split("%")[0])
-                for info in infos
-                if isinstance(info[4][0], str)  # an unknown family gives (int, bytes)
-            ]
+        addresses = await self.resolver(host)
         if len(self._resolved) > 1000:
             self._resolved.clear()
         self._resolved[host] = (time.monotonic() + RESOLVE_TTL, addresses)
@@ -153,3 +176,16 @@ class NetworkPolicy:
 
         await context.route("**/*", on_request)
         await context.route_web_socket("**/*", on_websocket)
+
+
+async def system_resolve(host: str) -> list[IPAddress]:
+    """The machine's answer for ``host``; none when it has none (nor will the browser)."""
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return []
+    return [
+        ipaddress.ip_address(info[4][0].split("%")[0])
+        for info in infos
+        if isinstance(info[4][0], str)  # an unknown family gives (int, bytes)
+    ]

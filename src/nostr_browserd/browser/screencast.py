@@ -142,6 +142,9 @@ class StreamSettings:
 class Screencast:
     """A screencast of one session's active tab, following it across tab switches."""
 
+    clock: Callable[[], float] = staticmethod(time.monotonic)  # the pacing's (a test's own)
+    sleep: Callable[[float], Awaitable[None]] = staticmethod(asyncio.sleep)
+
     def __init__(self, fanout: Fanout, settings: StreamSettings) -> None:
         self.fanout = fanout
         self.settings = settings
@@ -204,10 +207,10 @@ class Screencast:
 
     async def _ack(self, cdp: CDPSession, session_id: int) -> None:
         """Acknowledge a frame, no sooner than max_fps allows after the previous one."""
-        wait = self._last_ack + 1 / self.settings.max_fps - time.monotonic()
+        wait = self._last_ack + 1 / self.settings.max_fps - self.clock()
         if wait > 0:
-            await asyncio.sleep(wait)
-        self._last_ack = time.monotonic()
+            await self.sleep(wait)
+        self._last_ack = self.clock()
         if cdp is self._cdp:
             try:
                 await cdp.send("Page.screencastFrameAck", {"sessionId": session_id})

@@ -1,8 +1,10 @@
 """``mcp --print-config HOST``: what to paste into an agent host, with the paths filled in.
 
 Every host gets the same command line (this executable, ``mcp`` and the options given);
-only the shape around it differs.  Roo Code's ``alwaysAllow`` lists the read-only tools
-only: a tool that may change a page should be confirmed by a person (or an approver).
+only the shape around it differs.  Roo Code's ``alwaysAllow`` lists only the tools the
+registry calls safe to run unasked (``Registry.unasked_safe``: read-only, sending nothing
+out, showing no secret): a tool that may change a page, carry data to an address or show a
+site's cookies should be confirmed by a person (or an approver).
 """
 
 from __future__ import annotations
@@ -44,10 +46,11 @@ def command_line(args: McpOptions) -> list[str]:
     return line
 
 
-def read_only_tools(args: McpOptions) -> list[str]:
-    """The listed tools that change nothing: safe to run without asking."""
+def unasked_tools(args: McpOptions) -> list[str]:
+    """The listed tools a host may run without asking: they change nothing, send nothing
+    out and show no secret."""
     selection = Selection.parse(args.caps, args.tools)
-    return [t.name for t in listed(REGISTRY, selection) if t.read_only]
+    return [t.name for t in listed(REGISTRY, selection) if REGISTRY.unasked_safe(t.name)]
 
 
 def entry(args: McpOptions) -> dict[str, object]:
@@ -67,7 +70,7 @@ HOSTS: dict[str, Callable[[McpOptions], str]] = {
     "cursor": lambda a: servers("mcpServers", entry(a)),
     "vscode": lambda a: servers("servers", {"type": "stdio", **entry(a)}),
     "roo-code": lambda a: servers(
-        "mcpServers", {**entry(a), "alwaysAllow": read_only_tools(a), "disabled": False}
+        "mcpServers", {**entry(a), "alwaysAllow": unasked_tools(a), "disabled": False}
     ),
     "codex": lambda a: codex(command_line(a)),
 }

@@ -325,6 +325,8 @@ def _status(config: Config, as_json: bool) -> int:
     _print_approvals(status.get("approvals") or [])
     _print_workers(status.get("workers") or [], status.get("leases") or [])
     _print_recent(status.get("recent") or [])
+    if status.get("live_view"):
+        print(f"live view (watch only): {status['live_view']}")
     return EXIT_OK
 
 

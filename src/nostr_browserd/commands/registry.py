@@ -18,6 +18,13 @@ The policy is in explicit fields, never in the family name (which is for display
 - ``waits``: it waits for the page to change, so the reply's state is read fresh;
 - ``local_only``: it works on this machine only (the live view's stream): refused over
   messages and to ``ask``;
+- ``sends``: it can carry data off the machine: it reaches an address it is given (scrape,
+  open, a download by url) or runs script that can fetch anything (eval), so ``ask`` holds it
+  for the person even when it is free, and no agent host is told to run it unasked;
+- ``reads_secrets``: it shows what a site keeps for the person (cookies, storage, request
+  details, the clipboard), which no agent host is told to run unasked;
+- ``spends``: it runs on the owner's model API keys (``ask``), so a "read" role may not run
+  it: only "full" or a list that names it;
 - ``delegates(params)``: the calls it hands on (a batch's commands, a find's action), so a
   policy judges those too; ``delegates_only``: it does nothing but run them (a batch).
 """
@@ -68,6 +75,9 @@ class Tool(Generic[P]):
     needs_session: bool = True
     waits: bool = False
     local_only: bool = False
+    sends: bool = False
+    reads_secrets: bool = False
+    spends: bool = False
     delegates: Delegates | None = None
     delegates_only: bool = False
     takes_registry: bool = False
@@ -119,6 +129,9 @@ class Registry:
         needs_session: bool = True,
         waits: bool = False,
         local_only: bool = False,
+        sends: bool = False,
+        reads_secrets: bool = False,
+        spends: bool = False,
         delegates: Delegates | None = None,
         delegates_only: bool = False,
     ) -> Callable[[Handler], Handler]:
@@ -155,6 +168,9 @@ class Registry:
                     needs_session=needs_session,
                     waits=waits,
                     local_only=local_only,
+                    sends=sends,
+                    reads_secrets=reads_secrets,
+                    spends=spends,
                     delegates=delegates,
                     delegates_only=delegates_only,
                     takes_registry=len(inspect.signature(handler).parameters) == 3,
@@ -231,6 +247,16 @@ class Registry:
             return [name]
         inner = [t for call, p in tool.delegates(params) for t in self.tools_run_by(call, p)]
         return inner if tool.delegates_only else [name, *inner]
+
+    def sends(self, name: str, params: dict[str, Any]) -> bool:
+        """Whether running ``name`` with ``params`` would run a tool that can send data out."""
+        return any(self.get(t).sends for t in self.tools_run_by(name, params))
+
+    def unasked_safe(self, name: str) -> bool:
+        """Whether an agent host may run ``name`` without asking anyone: it changes nothing,
+        sends nothing out and shows no secret."""
+        tool = self.get(name)
+        return tool.read_only and not (tool.sends or tool.reads_secrets)
 
     def local_only(self, name: str, params: dict[str, Any]) -> bool:
         """Whether running ``name`` with ``params`` would run a tool kept to this machine."""

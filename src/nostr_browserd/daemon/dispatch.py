@@ -9,9 +9,10 @@
   it would run (``Registry.is_gated``, ``Registry.tools_run_by``): a batch's commands, a
   find's action.
 - Consent: a controller with an ``approver`` has each gated command held while the approver
-  is asked, by DM, what would happen (tool, target element's role and name, page URL) with a
-  short code; it runs only on ``approve <code>`` from that key within the timeout.  ``deny``,
-  the timeout or a shutdown answer the requester with ``DENIED``.
+  is asked, by DM, what would happen (tool, target element's role and name, page URL:
+  ``consent.describe_action``) with a short code; it runs only on ``approve <code>`` from
+  that key within the timeout.  ``deny``, the timeout or a shutdown answer the requester
+  with ``DENIED``.
 - Login and API-key tools never run here: they belong to the local control channel.
 - Logged out means logged out: while no identity is logged in, every tool but the login
   tools (``LOGIN_TOOLS``) answers ``NOT_LOGGED_IN``, whichever transport carried it.
@@ -33,7 +34,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..agent.tools import needs_consent
 from ..browser.session import BrowserPool, Session
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
@@ -44,6 +44,7 @@ from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .config import ControllerConfig, Role
+from .consent import approval_messages, commits, describe_action, needs_consent, target_of
 from .lease_holder import LeaseHolder
 from .store import Pending, Store
 
@@ -64,12 +65,9 @@ NOT_LOGGED_IN_MESSAGE = (
 )
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-# An approval prompt is sent whole: in parts a phone shows in full, or not at all.
-APPROVAL_PART_CHARS = 3_500
 # The prompt's delivery may take this long before the approver's time starts: a killed
 # worker's approval is forgotten by the others only after both.
 APPROVAL_DELIVERY = 60.0
-APPROVAL_MAX_PARTS = 16
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
@@ -114,12 +112,13 @@ def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -
     """Whether ``role`` may run ``tool`` with ``params``: full, read, or an explicit list.
 
     The registry judges a request by every tool it would run (a batch's commands, a find's
-    action), so neither can smuggle a gated tool past a "read" role or a tool list.
+    action), so neither can smuggle a gated tool past a "read" role or a tool list.  A "read"
+    role never runs what ``spends`` the owner's model keys (``ask``): a list must name it.
     """
     if role == "full":
         return True
     if role == "read":
-        return not registry.is_gated(tool, params)
+        return not registry.is_gated(tool, params) and not registry.get(tool).spends
     return all(name in role for name in registry.tools_run_by(tool, params))
 
 
@@ -622,9 +621,11 @@ class Dispatcher:
     ) -> tuple[Response, str]:
         """One tool call of ``owner``'s ask turn, under the controller's role and consent.
 
-        Returns the response and the target as the person would name it.  A gated call
-        waits for the controller (or its approver) unless auto_approve names the tool, and a
-        target that reads like a commit always waits; a refusal raises ``DENIED``.
+        Returns the response and the target as the person would name it (a gated call's;
+        the loop names a free one's by its ref or selector).  A gated call, and one that can
+        send data out (``sends``: scrape, open, eval…, free or not), waits for the controller
+        (or its approver) unless auto_approve names the tool, and a commit (consent.commits:
+        judged on the element itself) always waits; a refusal raises ``DENIED``.
         """
         started = time.perf_counter()
         response: Response | None = None
@@ -638,16 +639,21 @@ class Dispatcher:
             self.registry.get(request.tool)
             session = await self.browser.session(owner)
             check_role(self.registry, controller, request)
-            target = await describe_target(session, request.params)
             gated = self.registry.is_gated(request.tool, request.params)
-            what = await describe_action(self.registry, session, request) if gated else ""
+            sends = self.registry.sends(request.tool, request.params)
             through = self.registry.get(request.tool).delegates is not None
+            # Read only where consent turns on it: reading costs a full snapshot of the page.
+            judged = gated and not through
+            element = await target_of(session, request.tool, request.params) if judged else None
+            commit = judged and commits(request.tool, request.params, element)
             auto = controller.ask.auto_approve
-            if needs_consent(request.tool, gated, through, what, auto):
+            if needs_consent(request.tool, gated or sends, through, commit, auto):
+                what = await describe_action(self.registry, session, request, element)
                 who = f"ask (a model, for {controller.name or npub_encode(owner)[:20] + '…'})"
                 why = f". Why: {reason}" if reason else ""
                 approver = controller.approver or owner
                 await self.consent(controller, approver, request.tool, who, what + why)
+            target = "" if element is None else element.describe()
             response = await self._run(session, request)
             return response, target
         except BrowserdError as exc:
@@ -821,73 +827,3 @@ def ask_stop(registry: Registry, content: str) -> Request | None:
     except BrowserdError:
         return None
     return request if request.tool == "ask" and request.params.get("stop") is True else None
-
-
-async def describe_target(session: Session, params: dict[str, Any]) -> str:
-    """``button "Send" (@e4)`` for a call with a ref or selector, else ``""``."""
-    if not (params.get("ref") or params.get("selector")):
-        return ""
-    return await _describe_target(session, params.get("ref"), params.get("selector"))
-
-
-async def describe_action(registry: Registry, session: Session, request: Request) -> str:
-    """``click button "Submit" on http://…``: what an approver needs to decide, all of it.
-
-    Every param is shown, typed text included (an IBAN, an address); only what the command
-    marks ``secret`` and what looks like a key or a credential stays hidden.
-    """
-    params = request.params
-    parts = [request.tool]
-    if registry.get(request.tool).delegates_only:
-        parts = [f"a {request.tool} of {', '.join(registry.tools_run_by(request.tool, params))}"]
-    if params.get("ref") or params.get("selector"):
-        parts.append(await describe_target(session, params))
-    shown = redact(params, show_typed=True)
-    shown = {k: v for k, v in shown.items() if k not in ("ref", "selector")}
-    if shown:
-        parts.append(json.dumps(shown, ensure_ascii=False))
-    page = session.page_or_none
-    if page is not None:
-        parts.append(f"on {page.url}")
-    return " ".join(parts)
-
-
-def approval_messages(who: str, what: str, code: str, timeout: float) -> list[str]:
-    """The approval prompt, whole, as one message or as numbered parts a phone shows in full.
-
-    Raises ``DENIED`` when the command is too long to be shown: an approver is never asked
-    about a command it cannot read to the end.
-    """
-    ask = f'Reply "approve {code}" to run it, or "deny {code}" (expires in {timeout:g} s).'
-    whole = f"{who} asks to run {what}.\n{ask}"
-    if len(whole) <= APPROVAL_PART_CHARS:
-        return [whole]
-    body = f"{who} asks to run {what}."
-    pieces = [body[i : i + APPROVAL_PART_CHARS] for i in range(0, len(body), APPROVAL_PART_CHARS)]
-    if len(pieces) > APPROVAL_MAX_PARTS:
-        raise BrowserdError(
-            ErrorCode.DENIED,
-            f"This command is too long to show the approver in full ({len(body)} characters;"
-            f" at most {APPROVAL_PART_CHARS * APPROVAL_MAX_PARTS}): it was not run. Send a"
-            " shorter one.",
-        )
-    n = len(pieces)
-    messages = [f"[approval {code}, part {i} of {n}]\n{p}" for i, p in enumerate(pieces, 1)]
-    messages[-1] += f"\n[end of the command: read all {n} parts]\n{ask}"
-    return messages
-
-
-ROLE_LOCATOR = re.compile(r'^get_by_role\("([\w-]+)"(?:, name="(.*?)")?')
-
-
-async def _describe_target(session: Session, ref: str | None, selector: str | None) -> str:
-    """``button "Send" (@e4)``.  ``normalize()`` leaves the ref table alone, unlike a snapshot."""
-    try:
-        locator = await session.locate(ref=ref, selector=selector)
-        described = str(await asyncio.wait_for(locator.normalize(), 2))
-    except Exception:  # an unresolvable target is described by what was given
-        return f"target {ref or selector!r} (not found on the page now)"
-    match = ROLE_LOCATOR.match(described)
-    if match:
-        described = match[1] + (f' "{match[2]}"' if match[2] is not None else "")
-    return f"{described} ({ref or selector})"

@@ -1,6 +1,6 @@
 """The ``/live`` page: a static shell a person's browser may load, holding no data.
 
-Its address carries the local token in the fragment (``/live#TOKEN``), which a browser
+Its address carries the watch-only token in the fragment (``/live#TOKEN``), which a browser
 never sends to a server; the page's script removes it from the address bar and sends it as
 the first message of a WebSocket to ``/live`` on the same origin.  Only after the token is
 checked does the daemon send anything: frames, the current tab, the last commands.  The

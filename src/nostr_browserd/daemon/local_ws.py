@@ -12,14 +12,18 @@ daemon's status as JSON, for curl with the token.
 One exception, made narrow: ``/live``, the live view a person watches in a browser (see
 live_page.py).  ``GET /live`` returns a static page with no data; its WebSocket is let in
 only from that page's own origin (``http://127.0.0.1:PORT``), and gets nothing until its
-first message carries the token.  Viewers (``/agent`` clients and ``/live`` pages) are sent
-the stream's frames with flow control (browser/screencast.py).
+first message carries the watch token.  That token is not the channel's: it is derived from
+it (an HMAC), is good for watching only, and is what the page's address holds, so the
+full-control token stays out of browser history and sync.  Viewers (``/agent`` clients and
+``/live`` pages) are sent the stream's frames with flow control (browser/screencast.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import hmac
 import json
 import logging
@@ -76,6 +80,7 @@ class LocalServer:
             raise ValueError("the local channel needs a token")
         self.token = token
         self._token = token.encode()
+        self._watch = watch_token(token).encode()
         self.path = path
         self.clients: set[ServerConnection] = set()
         self.frames = frames if frames is not None else Fanout()
@@ -111,6 +116,12 @@ class LocalServer:
         broadcast(self.clients, json.dumps({"type": "event", **event}, ensure_ascii=False))
 
     @property
+    def live_url(self) -> str:
+        """The live view's address, with the watch-only token in its fragment."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{LIVE}#{self._watch.decode()}"
+
+    @property
     def headers(self) -> dict[str, str]:
         """What a client sends to be let in."""
         return {"Authorization": f"Bearer {self.token}"}
@@ -133,7 +144,7 @@ class LocalServer:
             )
         parts = urlsplit(request.path)
         if parts.path == "/":
-            return reply(HTTPStatus.OK, await self.status())
+            return reply(HTTPStatus.OK, {**await self.status(), "live_view": self.live_url})
         if parts.path != self.path:
             return reply(HTTPStatus.NOT_FOUND, {"error": f"Connect to {self.path}."})
         return None
@@ -161,15 +172,15 @@ class LocalServer:
         return hmac.compare_digest(offered, self._token)
 
     async def _serve_live(self, connection: ServerConnection) -> None:
-        """A live page: the token first, then frames, events and updates; it runs nothing."""
+        """A live page: the watch token first, then frames, events and updates; it runs nothing."""
         try:
             async with asyncio.timeout(LIVE_TOKEN_SECONDS):
                 first = await connection.recv()
             offered = json.loads(first).get("token", "")
         except (TimeoutError, ValueError, AttributeError, ConnectionClosed):
             offered = ""
-        if not isinstance(offered, str) or not self._token_matches(offered.encode()):
-            await connection.close(4401, "the token is missing or wrong")
+        if not isinstance(offered, str) or not hmac.compare_digest(offered.encode(), self._watch):
+            await connection.close(4401, "the watch token is missing or wrong")
             return
         self.clients.add(connection)
         self.frames.add(connection, connection.send)
@@ -222,6 +233,12 @@ class LocalServer:
         finally:
             self.frames.remove(connection)
             self.clients.discard(connection)
+
+
+def watch_token(token: str) -> str:
+    """The live view's token: derived from the channel's, and no way back to it."""
+    digest = hmac.new(token.encode(), b"nostr-browserd live view", hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 def reply(status: HTTPStatus, body: dict[str, Any]) -> Response:

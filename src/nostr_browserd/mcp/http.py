@@ -1,8 +1,10 @@
 """``mcp --http 127.0.0.1:PORT``: the same server over Streamable HTTP, behind a bearer token.
 
 Only loopback addresses are served (a browser that obeys an agent is no thing to publish),
-the SDK's DNS-rebinding guard checks ``Host`` and ``Origin``, and every HTTP request must
-carry ``Authorization: Bearer <token>``: the token is read from a file, created once (0600).
+the SDK's DNS-rebinding guard checks ``Host`` and ``Origin`` on whichever loopback address
+is served (the SDK turns it on by itself for 127.0.0.1, localhost and ::1 only), and every
+HTTP request must carry ``Authorization: Bearer <token>``: the token is read from a file,
+created once (0600) and refused, like the local channel's, when others may read it.
 """
 
 from __future__ import annotations
@@ -10,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import os
-import secrets
 import sys
 from pathlib import Path
 from typing import Any
 
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 
+from ..daemon.keyfile import ensure_token
+from ..errors import BrowserdError
+from ..login.files import read_private_file
 from ..net import is_loopback_host
 from .server import BrowserMcp
 
@@ -37,18 +41,25 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 def load_token(path: Path) -> str:
-    """The bearer token in ``path``; a new random one is written there (0600) when missing."""
+    """The bearer token in ``path`` (owner-only, like a key file); made there when missing."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        token = path.read_text().strip()
-        if len(token) < 16:
-            raise ValueError(f"{path} holds no usable token (16 characters or more)") from None
-        return token
-    token = secrets.token_urlsafe(32)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(token + "\n")
+        ensure_token(path)
+        token = read_private_file(path)
+    except BrowserdError as exc:
+        raise ValueError(exc.message) from None
+    if len(token) < 16:
+        raise ValueError(f"{path} holds no usable token (16 characters or more)")
     return token
+
+
+def transport_security(host: str) -> TransportSecuritySettings:
+    """The SDK's loopback Host and Origin rules, with the address served among them."""
+    names = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in sorted(names)],
+        allowed_origins=[f"http://{name}:*" for name in sorted(names)],
+    )
 
 
 class BearerGate:
@@ -81,7 +92,8 @@ async def serve_http(mcp: BrowserMcp, address: str, token_file: Path | None, sta
         state.mkdir(parents=True, exist_ok=True, mode=0o700)
         token_file = state / TOKEN_FILE
     token = load_token(token_file)
-    app = BearerGate(mcp.server.streamable_http_app(host=host), token)
+    security = transport_security(host)
+    app = BearerGate(mcp.server.streamable_http_app(transport_security=security), token)
     server = uvicorn.Server(
         uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     )

@@ -84,7 +84,9 @@ async def scratch_snapshot(session: Session, url: str, options: Options) -> str:
             session.switch(active)
 
 
-@TOOLS.tool("diff_url", family="diff", gated=True, params=DiffUrlParams, args=("url", "other"))
+@TOOLS.tool(
+    "diff_url", family="diff", gated=True, params=DiffUrlParams, args=("url", "other"), sends=True
+)
 async def diff_url(session: Session, params: DiffUrlParams) -> dict[str, Any]:
     """Compare the snapshots of two addresses, or of the current page and an address.
 

@@ -46,7 +46,7 @@ def curl_reap() -> Any:
     return module
 
 
-@TOOLS.tool("scrape", family="fetch", gated=False, params=ScrapeParams, args=("*url",))
+@TOOLS.tool("scrape", family="fetch", gated=False, params=ScrapeParams, args=("*url",), sends=True)
 async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
     """Fetch an https page without rendering it (no scripts) as markdown or HTML."""
     config = session.config

@@ -98,6 +98,7 @@ class DownloadParams(OptionalTarget):
     params=DownloadParams,
     args=("target",),
     destructive=True,
+    sends=True,  # --url fetches any address
 )
 async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
     """Save a download (from clicking an element, or from a url) into the downloads directory.

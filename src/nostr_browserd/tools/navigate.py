@@ -53,7 +53,7 @@ def loaded(response: Response | None) -> dict[str, Any]:
     return {"status": response.status} if response is not None else {}
 
 
-@TOOLS.tool("open", family="navigate", gated=True, params=OpenParams, args=("*url",))
+@TOOLS.tool("open", family="navigate", gated=True, params=OpenParams, args=("*url",), sends=True)
 async def open_(session: Session, params: OpenParams) -> dict[str, Any]:
     """Open an address, bare host or search phrase in the active tab; returns once loaded."""
     if session.page_or_none is None:

@@ -37,7 +37,14 @@ class RequestsParams(Params):
     limit: int = Field(50, ge=1, le=500)
 
 
-@TOOLS.tool("network_requests", family="network", gated=False, params=RequestsParams, args=("url",))
+@TOOLS.tool(
+    "network_requests",
+    family="network",
+    gated=False,
+    params=RequestsParams,
+    args=("url",),
+    reads_secrets=True,  # addresses carry tokens
+)
 async def network_requests(session: Session, params: RequestsParams) -> dict[str, Any]:
     """Recent requests of the active tab: id, method, url, status, type, size (newest last)."""
     picked = [
@@ -86,7 +93,14 @@ async def response_body(entry: Exchange) -> dict[str, Any]:
     return {"body": data.decode("utf-8", "replace")}
 
 
-@TOOLS.tool("network_request", family="network", gated=False, params=RequestParams, args=("id",))
+@TOOLS.tool(
+    "network_request",
+    family="network",
+    gated=False,
+    params=RequestParams,
+    args=("id",),
+    reads_secrets=True,  # addresses and bodies carry tokens
+)
 async def network_request(session: Session, params: RequestParams) -> dict[str, Any]:
     """One request in detail: headers (credentials redacted), status, timing, a small body."""
     entry = find_exchange(session, params.id)

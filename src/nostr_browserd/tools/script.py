@@ -22,7 +22,7 @@ class EvalParams(Params):
     script: str = Field(min_length=1, description="e.g. document.title or () => location.href")
 
 
-@TOOLS.tool("eval", family="script", gated=True, params=EvalParams, args=("*script",))
+@TOOLS.tool("eval", family="script", gated=True, params=EvalParams, args=("*script",), sends=True)
 async def eval_(session: Session, params: EvalParams) -> dict[str, Any]:
     """Evaluate JavaScript in the active tab (or its chosen frame); returns a JSON result."""
     try:

@@ -30,7 +30,14 @@ class CookieFilter(Params):
     name: str | None = Field(None, max_length=256)
 
 
-@TOOLS.tool("cookies_get", family="storage", gated=False, params=CookieFilter, args=("name",))
+@TOOLS.tool(
+    "cookies_get",
+    family="storage",
+    gated=False,
+    params=CookieFilter,
+    args=("name",),
+    reads_secrets=True,
+)
 async def cookies_get(session: Session, params: CookieFilter) -> dict[str, Any]:
     """The session's cookies, optionally only those for an address or with a name."""
     context = session.page.context
@@ -181,6 +188,7 @@ def storage_tools(kind: Literal["local", "session"]) -> None:
             params=model,
             args=args,
             destructive=gated and kind == "local",  # localStorage outlives the page
+            reads_secrets=not gated,  # where sites keep tokens
             idempotent=True,
         )(handler)
 

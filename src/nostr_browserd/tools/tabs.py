@@ -37,7 +37,7 @@ class TabNewParams(Params):
     url: str | None = Field(None, description="address, bare host or search phrase")
 
 
-@TOOLS.tool("tab_new", family="tabs", gated=True, params=TabNewParams, args=("*url",))
+@TOOLS.tool("tab_new", family="tabs", gated=True, params=TabNewParams, args=("*url",), sends=True)
 async def tab_new(session: Session, params: TabNewParams) -> dict[str, Any]:
     """Open a new tab (blank, or at an address) and make it active."""
     url = address(session, params.url) if params.url else None
@@ -54,7 +54,14 @@ class TabSwitchParams(Params):
     tab: str = Field(pattern=r"^t\d+$", description="tab id, e.g. t2")
 
 
-@TOOLS.tool("tab_switch", family="tabs", gated=False, params=TabSwitchParams, args=("tab",))
+@TOOLS.tool(
+    "tab_switch",
+    family="tabs",
+    gated=False,
+    params=TabSwitchParams,
+    args=("tab",),
+    read_only=False,  # the next command acts on another tab: no host should switch unasked
+)
 async def tab_switch(session: Session, params: TabSwitchParams) -> dict[str, Any]:
     """Make another tab the active one."""
     session.switch(params.tab)

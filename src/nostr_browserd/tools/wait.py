@@ -199,7 +199,13 @@ class WaitFnParams(Timed):
 
 
 @TOOLS.tool(
-    "wait_for_fn", family="wait", gated=True, waits=True, params=WaitFnParams, args=("*script",)
+    "wait_for_fn",
+    family="wait",
+    gated=True,
+    waits=True,
+    params=WaitFnParams,
+    args=("*script",),
+    sends=True,
 )
 async def wait_for_fn(session: Session, params: WaitFnParams) -> dict[str, Any]:
     """Wait until a JavaScript predicate is truthy (gated: it runs script, like eval)."""

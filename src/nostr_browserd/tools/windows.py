@@ -26,7 +26,9 @@ class WindowNewParams(Params):
     url: str | None = Field(None, max_length=2000, description="address, bare host or search")
 
 
-@TOOLS.tool("window_new", family="windows", gated=True, params=WindowNewParams, args=("*url",))
+@TOOLS.tool(
+    "window_new", family="windows", gated=True, params=WindowNewParams, args=("*url",), sends=True
+)
 async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any]:
     """Open a new window: its own cookies and storage, one tab (active), optionally a URL."""
     url = address(session, params.url) if params.url else None
