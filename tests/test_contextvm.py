@@ -238,3 +238,24 @@ async def test_contextvm_can_be_turned_off(nostr_relay_url, start_daemon, caplog
         await wait_until(lambda: "seal: kind is 25910, expected 13" in caplog.text)
         assert await seen(daemon.store, wrap_id)
         assert daemon.contextvm is None and hand.answers == []
+
+
+async def test_a_call_survives_a_relay_restart(local_relay_factory, site_url, start_daemon) -> None:
+    relay = await local_relay_factory()
+    agent = KeySigner.generate()
+    async with SdkController([relay.url]) as phone:
+        daemon = await start_daemon(
+            [relay.url],
+            controllers=[{"pubkey": agent.pubkey, "name": "agent", "approver": phone.npub}],
+        )
+        me = await daemon_pubkey(daemon)
+        async with JsClient(relay.url, agent, me) as client:
+            await client.run({"op": "connect"})
+            opening = asyncio.create_task(client.call("open", {"url": f"{site_url}/form.html"}))
+            ask = await phone.wait_reply(lambda r: r.sender == me and "approve" in r.content)
+            # Mid-call: the relay goes away (every connection dropped) and comes back empty.
+            await relay.restart()
+            await phone.send(me, f"approve {CODE.search(ask.content)[1]}")
+            opened = await opening
+            assert not opened.get("isError"), opened
+            assert "form.html" in text_of(opened)
