@@ -259,3 +259,33 @@ async def test_a_call_survives_a_relay_restart(local_relay_factory, site_url, st
             opened = await opening
             assert not opened.get("isError"), opened
             assert "form.html" in text_of(opened)
+
+
+async def test_announcements_are_opt_in_and_say_what_they_say(nostr_relay_url, start_daemon):
+    daemon = await start_daemon(
+        [nostr_relay_url],
+        controllers=[KeySigner.generate().pubkey],
+        contextvm={"announce": True, "website": "https://example.org"},
+    )
+    me = await daemon_pubkey(daemon)
+    pool = RelayPool([nostr_relay_url])
+    await pool.start()
+    try:
+        kinds = [contextvm.SERVER_ANNOUNCEMENT_KIND, contextvm.TOOLS_LIST_KIND]
+        sub = pool.subscribe([{"kinds": kinds, "authors": [me]}])
+        found: dict[int, dict] = {}
+        async with asyncio.timeout(20):
+            async for event in sub:
+                found[event["kind"]] = event
+                if len(found) == 2:
+                    break
+        sub.close()
+    finally:
+        await pool.close()
+    server = found[contextvm.SERVER_ANNOUNCEMENT_KIND]
+    assert ["name", "nostr-browserd"] in server["tags"]
+    assert ["website", "https://example.org"] in server["tags"]
+    assert ["support_encryption"] in server["tags"]
+    assert json.loads(server["content"])["serverInfo"]["name"] == "nostr-browserd"
+    names = {t["name"] for t in json.loads(found[contextvm.TOOLS_LIST_KIND]["content"])["tools"]}
+    assert {"open", "click", "snapshot"} <= names
