@@ -21,6 +21,8 @@ from tests.fixtures.daemon import (
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
+from tests.fixtures.site import serve_directory
+from tests.test_e2e_resilience import NOISE_PAGE
 
 pytestmark = needs_node
 CODE = re.compile(r'"approve ([A-Z0-9]+)"')
@@ -289,3 +291,22 @@ async def test_announcements_are_opt_in_and_say_what_they_say(nostr_relay_url, s
     assert json.loads(server["content"])["serverInfo"]["name"] == "nostr-browserd"
     names = {t["name"] for t in json.loads(found[contextvm.TOOLS_LIST_KIND]["content"])["tools"]}
     assert {"open", "click", "snapshot"} <= names
+
+
+async def test_a_result_too_big_for_one_event_comes_in_cep22_frames(
+    nostr_relay_url, start_daemon, tmp_path
+) -> None:
+    (tmp_path / "noise.html").write_text(NOISE_PAGE)
+    noise = serve_directory(tmp_path)
+    agent = KeySigner.generate()
+    daemon = await start_daemon([nostr_relay_url], controllers=[agent.pubkey])
+    try:
+        async with JsClient(nostr_relay_url, agent, await daemon_pubkey(daemon)) as client:
+            await client.run({"op": "connect"})
+            await client.call("open", {"url": f"http://127.0.0.1:{noise.server_port}/noise.html"})
+            shot = await client.call("screenshot", {"selector": "#noise"})
+    finally:
+        noise.shutdown()
+        noise.server_close()
+    png = base64.b64decode(next(c for c in shot["content"] if c["type"] == "image")["data"])
+    assert png.startswith(b"\x89PNG") and len(png) > 4 * contextvm.NIP44_MAX_PLAINTEXT

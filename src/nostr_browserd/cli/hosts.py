@@ -35,6 +35,8 @@ def command_line(args: McpOptions) -> list[str]:
             line += ["--relay", url]
         for url in args.discovery:
             line += ["--discovery", url]
+        if args.transport != "auto":
+            line += ["--transport", args.transport]
     else:
         line.append("--local")
         if args.config:

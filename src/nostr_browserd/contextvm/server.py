@@ -47,11 +47,16 @@ from ..untrusted_json import json_object
 
 log = logging.getLogger(__name__)
 
-CAPABILITY_TAGS = [[contextvm.SUPPORT_ENCRYPTION], [contextvm.SUPPORT_ENCRYPTION_EPHEMERAL]]
+CAPABILITY_TAGS = [
+    [contextvm.SUPPORT_ENCRYPTION],
+    [contextvm.SUPPORT_ENCRYPTION_EPHEMERAL],
+    [contextvm.SUPPORT_OVERSIZED_TRANSFER],
+]
 """On every answer (CEP-4, CEP-19): a stateless client learns them from its first one."""
 METHOD_NOT_FOUND, INVALID_PARAMS, INVALID_REQUEST = -32601, -32602, -32600
 PAGE_BYTES = 40_000  # of a tools/list page, leaving room for the event and NIP-44's limit
 PROGRESS_KEPT = 1024  # calls whose progressToken is remembered until their answer
+PROGRESS_EVERY = 5.0  # seconds between progress notices while a call waits for approval
 INSTRUCTIONS = (
     "A headless browser. Start with open (a URL), then snapshot to read the page and its"
     " element refs; click, fill and the others take a ref. Calls that change a page may wait"
@@ -109,6 +114,7 @@ class ContextVmServer:
         self.dropped = RateLimitedLog(log)
         self._progress: OrderedDict[str, str | int] = OrderedDict()
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._tickers: dict[str, asyncio.Future[None]] = {}  # calls waiting for approval
 
     # --- the inbox's receiver -------------------------------------------------------------
 
@@ -212,30 +218,64 @@ class ContextVmServer:
             token = self._progress.get(to.event_id)
             if token is None:
                 return True  # the call asked for no progress: it just waits for its result
-            notification = {
-                "jsonrpc": "2.0",
-                "method": "notifications/progress",
-                "params": {"progressToken": token, "progress": 0, "message": pending["message"]},
-            }
-            return await self._send(to, notification)
-        self._progress.pop(to.event_id, None)
+            expires = float(pending.get("expires_in") or 0)
+            ticking = asyncio.ensure_future(self._tick(to, token, expires))
+            self._tickers[to.event_id] = ticking
+            return True
+        ticker = self._tickers.pop(to.event_id, None)
+        if ticker is not None:
+            ticker.cancel()
+        token = self._progress.pop(to.event_id, None)
         response = json_object(wire) or {"success": False, "error": {"message": wire}}
         result = _dump(to_result(response, self.shelf))
-        return await self._send(to, _result(request_id, result))
+        return await self._send(to, _result(request_id, result), token)
 
-    async def _send(self, to: ReplyAddress, message: dict[str, Any]) -> bool:
-        """Sign ``message`` as a kind 25910 citing the request and wrap it as it came; a result
-        too big for one wrap is replaced by an error that says so."""
+    async def _tick(self, to: ReplyAddress, token: str | int, expires: float) -> None:
+        """Progress every few seconds while the approver decides (what ``mcp --to`` says over
+        DMs): a host that times out idle calls keeps waiting, and the agent sees the time
+        left."""
+        started = asyncio.get_running_loop().time()
+        while True:
+            waited = asyncio.get_running_loop().time() - started
+            left = max(0, round(expires - waited))
+            params = {
+                "progressToken": token,
+                "progress": waited,
+                "total": expires,
+                "message": f"waiting for approval on the approver's phone, {left} s left",
+            }
+            message = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+            await self._send(to, message)
+            await asyncio.sleep(PROGRESS_EVERY)
+
+    async def _send(
+        self, to: ReplyAddress, message: dict[str, Any], token: str | int | None = None
+    ) -> bool:
+        """Sign ``message`` as a kind 25910 citing the request and wrap it as it came.
+
+        A message too big for one wrap goes as CEP-22 frames under the call's
+        ``progressToken``; without one, it is replaced by an error that says so.
+        """
         event = await self._signed(to, message)
-        if not contextvm.fits(event):
-            size = len(event["content"].encode())
-            text = (
-                f"TOO_LARGE: the result is {size} bytes, more than one ContextVM message holds"
-                " (64 KiB); it was produced but not sent. Ask for less: a screenshot of an"
-                " element (ref) or as JPEG, a snapshot of part of the page."
-            )
-            failed = {"content": [{"type": "text", "text": text}], "isError": True}
-            event = await self._signed(to, _result(message.get("id"), failed))
+        if contextvm.fits(event):
+            return await self._publish(to, event)
+        if token is not None:
+            serialized = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+            for frame in contextvm.oversized_frames(serialized, token):
+                if not await self._publish(to, await self._signed(to, frame)):
+                    return False
+            return True
+        size = len(event["content"].encode())
+        text = (
+            f"TOO_LARGE: the result is {size} bytes, more than one ContextVM message holds"
+            " (64 KiB), and the call gave no progressToken to send it in parts (CEP-22). Ask"
+            " for less (a screenshot of an element, a snapshot of part of the page), or call"
+            " with a progressToken."
+        )
+        failed = {"content": [{"type": "text", "text": text}], "isError": True}
+        return await self._publish(to, await self._signed(to, _result(message.get("id"), failed)))
+
+    async def _publish(self, to: ReplyAddress, event: Event) -> bool:
         kind = GIFT_WRAP_KIND if to.scheme == "contextvm" else contextvm.EPHEMERAL_WRAP_KIND
         try:
             return await self.publish(contextvm.wrap(event, to.sender, kind))
@@ -247,6 +287,12 @@ class ContextVmServer:
         content = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
         template = contextvm.message_template(content, to.sender, to.event_id, CAPABILITY_TAGS)
         return await self.signer.sign_event(template)
+
+    def close(self) -> None:
+        """Stop every progress ticker (the identity's link is going down)."""
+        for ticker in self._tickers.values():
+            ticker.cancel()
+        self._tickers.clear()
 
     # --- announcements (CEP-6), opt-in -----------------------------------------------------
 

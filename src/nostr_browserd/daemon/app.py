@@ -294,7 +294,9 @@ class Daemon:
             self._tasks.append(asyncio.create_task(server.announce(tool_names(REGISTRY, everyone))))
 
     async def _disconnect_nostr(self) -> None:
-        self.contextvm = None
+        if self.contextvm is not None:
+            self.contextvm.close()
+            self.contextvm = None
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()

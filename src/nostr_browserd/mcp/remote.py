@@ -117,7 +117,7 @@ class RemoteBackend:
         try:
             published = await self.pool.publish(event, CONNECT_TIMEOUT)
             if not published.ok:
-                return _failure(
+                return failure(
                     request_id,
                     ErrorCode.UNAVAILABLE,
                     f"No relay took the command ({published.refused}); check the relays.",
@@ -129,9 +129,9 @@ class RemoteBackend:
                     async with asyncio.timeout_at(deadline):
                         got = await inbox.get()
                 except TimeoutError:
-                    return _failure(request_id, ErrorCode.UNAVAILABLE, self._silence())
+                    return failure(request_id, ErrorCode.UNAVAILABLE, self._silence())
                 if isinstance(got, Exception):
-                    return _failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
+                    return failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
                 held = as_pending(got)
                 if held is None:
                     return _response(request_id, got)
@@ -242,12 +242,13 @@ async def _no_progress(done: float, total: float | None, message: str) -> None:
     return None
 
 
-def _failure(request_id: str, code: ErrorCode, message: str) -> Response:
+def failure(request_id: Any, code: ErrorCode, message: str) -> Response:
+    """The protocol's failure shape, for a call that got no usable answer."""
     return {"id": request_id, "success": False, "error": {"code": code.value, "message": message}}
 
 
 def _response(request_id: str, text: str) -> Response:
     response = json_object(text)
     if response is None or "success" not in response:
-        return _failure(request_id, ErrorCode.INTERNAL, f"Not a response: {text[:200]}")
+        return failure(request_id, ErrorCode.INTERNAL, f"Not a response: {text[:200]}")
     return response

@@ -100,6 +100,8 @@ class BrowserMcp:
             await ctx.session.report_progress(done, total, message)
 
         response = await self.backend.call(name, dict(params.arguments or {}), progress)
+        if isinstance(response, types.CallToolResult):  # a ContextVM server's, as it came
+            return response
         return to_result(response, self.shelf)
 
     async def _list_resources(

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +31,7 @@ SERVER_ANNOUNCEMENT_KIND = 11316
 TOOLS_LIST_KIND = 11317
 SUPPORT_ENCRYPTION = "support_encryption"
 SUPPORT_ENCRYPTION_EPHEMERAL = "support_encryption_ephemeral"
+SUPPORT_OVERSIZED_TRANSFER = "support_oversized_transfer"
 NIP44_MAX_PLAINTEXT = 65_535
 """NIP-44 encrypts at most this many bytes: a signed message must fit in it to be wrapped."""
 
@@ -105,3 +107,73 @@ async def unwrap(wrap_event: Event, signer: Signer) -> object:
         return loads_json(text)
     except BadJSON:
         raise UnwrapError("gift wrap: the content is not JSON") from None
+
+
+# --- CEP-22: a message too big for one event, as notifications/progress frames ---------------
+
+OVERSIZED = "oversized-transfer"
+CHUNK_CHARS = 24_000
+"""Characters of the serialized message per chunk frame: escaped twice (in the frame's JSON,
+then in the event's content) and wrapped, a chunk stays well inside NIP-44's limit."""
+
+
+def oversized_frames(serialized: str, token: str | int) -> list[dict[str, Any]]:
+    """The ``notifications/progress`` messages that carry ``serialized`` (a whole JSON-RPC
+    message) under ``token``: start (digest, sizes), the chunks, end."""
+    data = serialized.encode()
+    chunks = [serialized[i : i + CHUNK_CHARS] for i in range(0, len(serialized), CHUNK_CHARS)]
+    start = {
+        "type": OVERSIZED,
+        "frameType": "start",
+        "completionMode": "render",
+        "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+        "totalBytes": len(data),
+        "totalChunks": len(chunks),
+    }
+    frames = [start] + [{"type": OVERSIZED, "frameType": "chunk", "data": c} for c in chunks]
+    frames.append({"type": OVERSIZED, "frameType": "end"})
+    return [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": n, "cvm": frame},
+        }
+        for n, frame in enumerate(frames, start=1)
+    ]
+
+
+class Reassembly:
+    """A CEP-22 transfer being received: :meth:`take` each frame, the whole message at the end."""
+
+    def __init__(self) -> None:
+        self._start: dict[str, Any] | None = None
+        self._chunks: dict[float, str] = {}  # by progress: relays may reorder
+
+    @staticmethod
+    def is_frame(message: dict[str, Any]) -> bool:
+        """Whether ``message`` is a CEP-22 frame (not an ordinary progress notice)."""
+        params = message.get("params")
+        cvm = params.get("cvm") if isinstance(params, dict) else None
+        return isinstance(cvm, dict) and cvm.get("type") == OVERSIZED
+
+    def take(self, message: dict[str, Any]) -> str | None:
+        """The serialized whole once the end frame came (digest checked), else None.
+
+        Chunks are put in the order of their ``progress``; a missing or foreign one shows as
+        a digest that does not match, and raises ValueError.
+        """
+        frame, progress = message["params"]["cvm"], message["params"].get("progress")
+        kind = frame.get("frameType")
+        if kind == "start":
+            self._start, self._chunks = frame, {}
+        elif kind == "chunk" and self._start is not None and isinstance(progress, int | float):
+            self._chunks[progress] = str(frame.get("data", ""))
+        elif kind == "end" and self._start is not None:
+            whole = "".join(self._chunks[n] for n in sorted(self._chunks))
+            digest = "sha256:" + hashlib.sha256(whole.encode()).hexdigest()
+            if digest != self._start.get("digest"):
+                raise ValueError("an oversized transfer whose digest does not match")
+            return whole
+        elif kind == "abort":
+            raise ValueError(f"the sender aborted the transfer: {frame.get('reason', '')}")
+        return None
