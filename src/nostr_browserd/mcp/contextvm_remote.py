@@ -15,7 +15,6 @@ an older one), so nothing changes for a daemon that does not speak it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Collection
@@ -29,11 +28,10 @@ from ..nostr import contextvm
 from ..nostr.nip01 import Event, now, tag_values
 from ..nostr.nip19 import npub_encode
 from ..nostr.nip59 import UnwrapError
-from ..nostr.relay import RelayPool, Subscription
-from ..nostr.signer import KeySigner
+from ..nostr.relay import Subscription
 from ..untrusted_json import json_object
 from .backend import Backend, EventSink, Progress, Response
-from .remote import CONNECT_TIMEOUT, DEFAULT_DISCOVERY, daemon_relays, failure
+from .remote import CONNECT_TIMEOUT, DaemonLine, failure
 
 log = logging.getLogger(__name__)
 
@@ -46,24 +44,10 @@ class Silent(Exception):
     """No answer came in time (a stranger's key, a daemon without ContextVM, no relay)."""
 
 
-class ContextVmBackend:
+class ContextVmBackend(DaemonLine):
     """Talks to one ContextVM server as one agent key."""
 
-    def __init__(
-        self,
-        signer: KeySigner,
-        daemon: str,
-        relays: list[str] | None,
-        *,
-        discovery: list[str] | None = None,
-        timeout: float = 60.0,
-    ) -> None:
-        self.signer, self.daemon, self.relays = signer, daemon, relays
-        self.discovery = discovery or list(DEFAULT_DISCOVERY)
-        self.timeout = timeout
-        self.pool: RelayPool | None = None
-        self._sub: Subscription | None = None
-        self._reader: asyncio.Task[None] | None = None
+    def _begin(self) -> None:
         self._pending: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._next_id = 0
         self._allowed: list[str] | None = None
@@ -77,16 +61,8 @@ class ContextVmBackend:
 
     async def connect(self) -> None:
         """Find the daemon's relays if none were given, connect, subscribe to our wraps."""
-        relays = self.relays or await daemon_relays(self.daemon, self.discovery)
-        self.pool = RelayPool(relays, auth_signer=self.signer)
-        await self.pool.start()
-        if not await self.pool.wait_connected(CONNECT_TIMEOUT):
-            log.warning("not every relay of %s answered yet; going on", relays)
         kinds = list(contextvm.WRAP_KINDS)
-        filters = [{"kinds": kinds, "#p": [self.signer.pubkey], "since": now() - 60}]
-        self._sub = self.pool.subscribe(filters, advance_since=False)
-        await self._sub.wait_eose(CONNECT_TIMEOUT)
-        self._reader = asyncio.create_task(self._read(self._sub))
+        await self.listen([{"kinds": kinds, "#p": [self.signer.pubkey], "since": now() - 60}])
 
     async def initialize(self, timeout: float) -> dict[str, Any]:
         """``initialize`` and ``notifications/initialized``; :class:`Silent` when unanswered."""
@@ -98,17 +74,6 @@ class ContextVmBackend:
         answer = await self._request("initialize", params, timeout)
         await self._notify("notifications/initialized")
         return answer.get("result") or {}
-
-    async def close(self) -> None:
-        """Stop listening and disconnect."""
-        if self._sub is not None:
-            self._sub.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-        if self.pool is not None:
-            await self.pool.close()
 
     # --- what the agent may do -----------------------------------------------------------
 
