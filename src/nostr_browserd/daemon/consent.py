@@ -28,7 +28,7 @@ from ..errors import BrowserdError, ErrorCode
 from ..redact import redact
 
 # What a commit is named: a step on such an element always asks.  docs/ask.md's list is this
-# one (tests/test_consent.py checks it).
+# one (tests/e2e/test_consent.py checks it).
 COMMIT_WORDS = (
     "submit",
     "pay",
