@@ -48,9 +48,12 @@ fi
 
 # The official ContextVM client and server (@contextvm/sdk under @modelcontextprotocol/sdk,
 # pinned by tests/contextvm_js/package-lock.json): the tests drive the daemon's ContextVM
-# server with them, and our mcp --to client against them.
+# server with them, and our mcp --to client against them.  Like the signer: only with Node.js,
+# and a failed install fails the setup.
 lock=tests/contextvm_js/package-lock.json
 if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/contextvm_js/node_modules/.package-lock.json ]; then
-  (cd tests/contextvm_js && npm ci --no-audit --no-fund --loglevel=error) \
-    || echo "setup: the ContextVM SDK could not be installed"
+  (cd tests/contextvm_js && npm ci --no-audit --no-fund --loglevel=error) || {
+    echo "setup: the ContextVM SDK could not be installed (tests/contextvm_js)" >&2
+    exit 1
+  }
 fi

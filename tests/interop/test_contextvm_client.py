@@ -6,17 +6,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
-import pytest
-
-from nostr_browserd.mcp.contextvm_remote import AutoBackend, ContextVmBackend
-from nostr_browserd.mcp.remote import RemoteBackend
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode
 from nostr_browserd.nostr.signer import KeySigner
-from tests.fixtures.contextvm import JsServer, needs_node
+from tests.fixtures.contextvm import JsServer
 from tests.fixtures.daemon import daemon_pubkey, start_daemon_fixture  # noqa: F401
 from tests.fixtures.mcp_client import connect
-
-pytestmark = needs_node
 
 
 def key_file(signer: KeySigner, path: Path) -> Path:
@@ -26,10 +20,10 @@ def key_file(signer: KeySigner, path: Path) -> Path:
     return path
 
 
-async def test_mcp_to_speaks_contextvm_to_the_sdks_server(nostr_relay_url, tmp_path) -> None:
+async def test_mcp_to_speaks_contextvm_to_the_sdks_server(node, nostr_relay_url, tmp_path) -> None:
     server, agent = KeySigner.generate(), KeySigner.generate()
     key = key_file(agent, tmp_path / "agent.nsec")
-    async with JsServer(nostr_relay_url, server, agent.pubkey):
+    async with JsServer(node, nostr_relay_url, server, agent.pubkey):
         args = ("--to", npub_encode(server.pubkey), "--key", str(key))
         args += ("--relay", nostr_relay_url, "--transport", "contextvm")
         async with connect(*args) as session:
@@ -40,23 +34,3 @@ async def test_mcp_to_speaks_contextvm_to_the_sdks_server(nostr_relay_url, tmp_p
     assert not snap.is_error and snap.content[0].text == 'snapshot {"interactive":true}'
     assert shot.content[0].type == "image" and shot.content[0].mime_type == "image/png"
     assert base64.b64decode(shot.content[0].data).startswith(b"\x89PNG")
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-async def test_auto_uses_contextvm_when_answered_and_dms_otherwise(
-    nostr_relay_url, start_daemon, enabled
-) -> None:
-    agent = KeySigner.generate()
-    daemon = await start_daemon(
-        [nostr_relay_url], controllers=[agent.pubkey], contextvm={"enabled": enabled}
-    )
-    me = await daemon_pubkey(daemon)
-    cvm = ContextVmBackend(agent, me, [nostr_relay_url])
-    dm = RemoteBackend(agent, me, [nostr_relay_url])
-    auto = AutoBackend(cvm, dm, probe_timeout=3)
-    await auto.start()
-    try:
-        assert auto.chosen is (cvm if enabled else dm)
-        assert "snapshot" in (await auto.allowed() or [])
-    finally:
-        await auto.close()
