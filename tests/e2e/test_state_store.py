@@ -20,6 +20,7 @@ from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.keys import generate_secret
 from nostr_browserd.nostr.nip19 import nsec_encode
 from nostr_browserd.redact import REDACTED, redact
+from nostr_browserd.vault.keeper import VaultRow
 from tests.fixtures.postgres import fresh_database
 
 
@@ -319,6 +320,29 @@ async def test_saved_states_are_per_owner_replaced_and_survive_a_restart(open_st
     assert await store.load_state("bob", "home") is None, "unreadable is none, not a crash"
 
 
+async def test_vault_rows_are_per_owner_replaced_removed_and_survive_a_restart(open_store):
+    store = await open_store()
+    sealed = {"to": "ab" * 32, "nip44": "sealed-1"}
+    await store.vault_put("alice", VaultRow("site", ["https://a.example"], False, sealed))
+    await store.vault_put("alice", VaultRow("site", ["https://b.example"], True, sealed))
+    await store.vault_put("alice", VaultRow("mail", ["https://m.example"], False, sealed))
+    await store.vault_put("bob", VaultRow("bank", ["https://bank.example"], False, sealed))
+    await store.close()
+    store = await open_store()  # a restart, or another worker on the same database
+    rows = await store.vault_rows("alice")
+    assert [(r.name, r.origins, r.totp) for r in rows] == [
+        ("mail", ["https://m.example"], False),
+        ("site", ["https://b.example"], True),
+    ]
+    assert rows[1].sealed == sealed
+    assert await store.vault_rows("bob", "site") == [], "never another owner's"
+    assert await store.vault_remove("bob", "site") is False
+    assert await store.vault_remove("alice", "site") is True
+    assert [r.name for r in await store.vault_rows("alice")] == ["mail"]
+    await store._execute("UPDATE vault SET sealed = ? WHERE owner = ?", ("{not json", "bob"))
+    assert await store.vault_rows("bob") == [], "unreadable is none, not a crash"
+
+
 async def test_state_files_of_older_releases_move_into_the_store_once(open_store, tmp_path):
     from nostr_browserd.daemon.store.state_files import import_state_files
 
@@ -461,3 +485,21 @@ async def test_a_taken_over_controllers_held_commands_move_to_one_worker(open_st
     assert not await store.answering("o0", "w1")
     assert await other.answering("o0", "w2")
     assert [p.outer_id for p in await store.unanswered("w1")] == ["o2"]
+
+
+async def test_kept_blobs_come_due_in_order_and_survive_a_restart(open_store):
+    store = await open_store()
+    assert await store.next_blob_due() is None
+    await store.keep_blob("https://b.example", "bb" * 32, 200.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 100.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 150.0)  # uploaded again: the later time
+    await store.close()
+    reopened = await open_store()
+    assert await reopened.next_blob_due() == 150.0
+    assert await reopened.due_blobs(149.0) == []
+    assert await reopened.due_blobs(300.0) == [
+        ("https://a.example", "aa" * 32),
+        ("https://b.example", "bb" * 32),
+    ]
+    await reopened.forget_blob("https://a.example", "aa" * 32)
+    assert await reopened.due_blobs(300.0) == [("https://b.example", "bb" * 32)]

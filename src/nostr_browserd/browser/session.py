@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import (
     Browser,
@@ -36,12 +36,16 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from ..errors import BrowserdError, ErrorCode
 from .egress import EgressProxy
 from .endpoints import LOCAL, Endpoint, check_endpoint
+from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
 from .screencast import Fanout, Screencast
 from .shelf import StateShelf
 from .tab import Tab
+
+if TYPE_CHECKING:
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -416,6 +420,8 @@ class Session:
     def _on_navigated(self, tab: Tab, frame: Frame) -> None:
         if frame.parent_frame is None:
             self._title_changed(tab)
+            if tab.labels is not None:  # the picture's numbers were of the last document
+                tab.labels.current = False
 
     def _on_load(self, tab: Tab) -> None:
         self._title_changed(tab)
@@ -515,7 +521,11 @@ class Session:
             self.frame_note = "The frame is gone (removed or the page navigated): back to main."
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
-        """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
+        """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
+        screenshot (a bare number), or a coded error, fast."""
+        if is_label(selector) and ref is None:
+            assert selector is not None
+            ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
         return await locate(self.scope, ref=ref, selector=selector)
 
     # --- dialogs -------------------------------------------------------------------
@@ -652,6 +662,7 @@ class BrowserPool:
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
         self.shelf: StateShelf | None = None  # saved states: the daemon's store
+        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         # An owner's saved storage state for a fresh context (the daemon's store), if any.

@@ -2,7 +2,8 @@
 
 Everything kept per tab lives here, so closing a tab forgets all of it at once: the cached
 title (the page reports changes, navigation clears it), and the last snapshot and screenshot
-that the diffs and the annotated screenshot compare against.
+that the diffs and the annotated screenshot compare against, and the numbers of the last
+annotated screenshot.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from playwright.async_api import BrowserContext, Page
+
+from .labels import Labels
 
 
 @dataclass(eq=False)
@@ -31,6 +34,7 @@ class Tab:
     title: str | None = None  # None: not known since the document last changed
     snapshot: Snapshot | None = None
     screenshot: bytes | None = None
+    labels: Labels | None = None  # of the last annotated screenshot (click 3)
 
     @property
     def context(self) -> BrowserContext:

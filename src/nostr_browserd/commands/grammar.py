@@ -26,6 +26,10 @@ SHORTHANDS: tuple[tuple[str, Any, str], ...] = (
     ("goto", lambda rest: True, "open"),
     ("navigate", lambda rest: True, "open"),
 )
+# agent-browser's spellings of a tool, as leading words: they pick it and are consumed.
+SPELLINGS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("screenshot", "--annotate"), "screenshot_annotated"),
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ def pick_tool(words: list[Word], registry: Registry) -> tuple[Tool[Any], list[Wo
     wait_for_text, not wait_for with a selector ``text``.
     """
     head = words[0].text.lower()
+    for spelling, name in SPELLINGS:
+        leading = tuple(w.text.lower() for w in words[: len(spelling)] if not w.quoted)
+        if leading == spelling and name in registry:
+            return registry.get(name), words[len(spelling) :]
     for n in range(min(MAX_NAME_WORDS, len(words)), 1, -1):
         if any(w.quoted for w in words[:n]):
             continue
@@ -135,6 +143,7 @@ def flag_name(tool: Tool[Any], word: str) -> str | None:
     fields = tool.params.model_fields
     if word.startswith("--") and len(word) > 2:
         name = word[2:].split("=", 1)[0].replace("-", "_")
+        name = tool.flags.get(name, name)  # a long alias: --origin for origins
         name = name[3:] if name.startswith("no_") and name[3:] in fields else name
         return name if name in fields else None
     if len(word) == 2 and word[0] == "-":
@@ -161,7 +170,8 @@ def usage(tool: Tool[Any]) -> str:
     for name, field in fields.items():
         if name in named:
             continue
-        flag = f"-{shorts[name]}" if name in shorts else f"--{name.replace('_', '-')}"
+        short = shorts.get(name, name.replace("_", "-"))
+        flag = f"-{short}" if len(short) == 1 else f"--{short}"
         parts.append(
             f"[{flag}]" if field.annotation in (bool, bool | None) else f"[{flag} <{name}>]"
         )

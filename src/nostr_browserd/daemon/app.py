@@ -28,15 +28,20 @@ from ..browser.session import BrowserPool
 from ..catalog import REGISTRY
 from ..contextvm.server import ContextVmServer
 from ..dm.link import NostrLink
-from ..dm.messages import Scheme, is_dm
+from ..dm.messages import ReplyAddress, Scheme, is_dm
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
+from ..files.incoming import FileReceiver
+from ..files.outgoing import FileSender
+from ..files.watch import ScreenWatch
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.nip19 import npub_encode
+from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
+from ..vault.keeper import Vault
 from .ask import AskRunner, check_ask_config
 from .config import (
     Config,
@@ -108,6 +113,7 @@ class Daemon:
         make_browser_dirs(self.config.browser)
         self.store = await open_store(self.config.state)
         await shelve(self.browser, self.store)
+        self.browser.vault = Vault(self.store, self.signer)
         configured = login_params(self.config.identity, self.state_dir)
         if configured is not None:
             await self.identity.login(configured)
@@ -136,6 +142,7 @@ class Daemon:
             REGISTRY,
             self.config.browser.result_cap,
         )
+        self._files(self.dispatcher)
         state = self.config.state
         self.worker = Worker(
             self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
@@ -287,6 +294,7 @@ class Daemon:
             controllers=self.config.allowed,
             gate=self.worker,
             mcp=server is not None,
+            announcements=self._announcements,
         )
         await self.link.start()
         if server is not None and self.config.contextvm.announce:
@@ -323,6 +331,41 @@ class Daemon:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
         notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
 
+    # --- files in private chats ---------------------------------------------------------
+
+    def _files(self, dispatcher: Dispatcher) -> None:
+        """Files out (with text replies, deleted after ``[files] keep``) and files in."""
+        assert self.store is not None and self.config.browser.uploads_dir is not None
+        files, browser = self.config.files, self.browser
+        screen = ScreenWatch(REGISTRY, browser)
+        sender = FileSender(files, self.store, self._file_signer, self._send_file, screen)
+        dispatcher.files_out = sender
+        dispatcher.files_in = FileReceiver(
+            files.max_mb,
+            self.config.browser.uploads_dir,
+            browser.policy,
+            lambda owner: (
+                browser.egress.url
+                if browser.egress is not None and browser.policy.blocks_private(owner)
+                else None
+            ),
+        )
+        self._tasks.append(asyncio.create_task(sender.clean_up()))
+
+    def _file_signer(self) -> Signer | None:
+        """The identity that signs Blossom uploads and deletes, while one that signs is in."""
+        login = self.identity
+        return login.signer if login.logged_in and not login.readonly else None
+
+    async def _send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        return self.link is not None and await self.link.send_file(to, url, tags)
+
+    def _announcements(self) -> list[dict[str, Any]]:
+        """Published with the link's own: the Blossom server list (kind 10063)."""
+        sender = self.dispatcher.files_out if self.dispatcher is not None else None
+        servers = sender.server_list() if sender is not None else None
+        return [servers] if servers is not None else []
+
     # --- callbacks for the dispatcher --------------------------------------------------
 
     async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
@@ -350,10 +393,13 @@ class Daemon:
         if self.dispatcher is not None:
             await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
+    def signer(self) -> Signer | None:
+        """The identity logged in now, which seals the API keys and the vault."""
+        return self.identity.signer if self.identity.logged_in else None
+
     def key_store(self) -> KeyStore:
         """The API keys of ``ask``, encrypted through the identity logged in now."""
-        signer = self.identity.signer if self.identity.logged_in else None
-        return KeyStore(self.state_dir, signer)
+        return KeyStore(self.state_dir, self.signer())
 
     async def _local_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         """Login and API-key tools: on the local channel only."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -41,6 +42,8 @@ from ..commands.registry import Registry
 from ..dm.messages import Incoming, Scheme, is_dm
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
+from ..files.incoming import FileReceiver
+from ..files.outgoing import FileSender
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .config import ControllerConfig, Role
@@ -75,6 +78,7 @@ LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Waiting = Callable[[float], Awaitable[None]]
 Response = dict[str, Any]
 Deliver = Callable[[str, Any], Awaitable[bool]]
+Attach = Callable[[Request, Response], Awaitable[Response]]
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,9 @@ class Dispatcher:
         # The daemon's worker (leases, fencing, saved sessions); None where no DM is served
         # (MCP --local, tests of the dispatcher alone): commands are then held unfenced.
         self.worker: LeaseHolder | None = None
+        # Files in private chats (files/): sent with text replies, received for upload.
+        self.files_out: FileSender | None = None
+        self.files_in: FileReceiver | None = None
 
     # --- intake ------------------------------------------------------------------------
 
@@ -416,6 +423,7 @@ class Dispatcher:
         deliver: Deliver | None = None,
         refusal: BrowserdError | None = None,
         fence: Callable[[], Awaitable[bool]] | None = None,
+        attach: Attach | None = None,
     ) -> Answer:
         """Parse, police, run, encode, deliver and audit one command: every transport's path.
 
@@ -426,7 +434,9 @@ class Dispatcher:
         DM) and says whether it went out: the reply, and before it any notice that the
         command waits for its approver; without it the caller sends ``Answer.wire`` itself.
         ``fence()`` is asked before the reply goes out: False means another worker took the
-        command over and answered it, so this reply stays unsent.
+        command over and answered it, so this reply stays unsent.  ``attach(request,
+        response)`` sends a text reply's file first (a chat's file message) and gives the
+        response the reply then shows.
         """
         started = time.perf_counter()
         request: Request | None = None
@@ -442,10 +452,12 @@ class Dispatcher:
             log.exception("command from %s failed unexpectedly", owner[:12])
             internal = BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it.")
             response = error_response(request.id if request else None, refusal or internal)
-        wire = self.encode(response, as_text)
         if fence is not None and not await fence():
             log.warning("the reply to %s stays unsent: another worker answered it", owner[:12])
-            return Answer(response, wire, request)
+            return Answer(response, self.encode(response, as_text), request)
+        if attach is not None and as_text and request is not None:
+            response = await attach(request, response)
+        wire = self.encode(response, as_text)
         delivered = True if deliver is None else await deliver(wire, response.get("id"))
         await self._audit(owner, transport, request, response, started, delivered)
         return Answer(response, wire, request)
@@ -485,6 +497,8 @@ class Dispatcher:
     ) -> Answer:
         """One DM: its reply goes back by DM, in the scheme it came in.  ``fenced``: it is a
         held command, answered only while its row is still this worker's."""
+        if incoming.file_tags is not None and refusal is None:
+            return await self._receive_file(incoming)
 
         async def deliver(wire: str, request_id: Any) -> bool:
             return await self._deliver(incoming, wire, request_id)
@@ -495,6 +509,7 @@ class Dispatcher:
             except BrowserdError:
                 return True  # the store is down: answer rather than stay silent
 
+        files = self.files_out
         return await self.handle(
             incoming.sender,
             incoming.content,
@@ -502,7 +517,34 @@ class Dispatcher:
             deliver=deliver,
             refusal=refusal,
             fence=fence if fenced else None,
+            attach=functools.partial(files.attach, incoming) if files is not None else None,
         )
+
+    async def _receive_file(self, incoming: Incoming) -> Answer:
+        """A file message from a controller whose role may upload: kept for ``upload``."""
+        started = time.perf_counter()
+        request = Request(tool="file", params={"url": incoming.content})
+        controller = self.controllers.get(incoming.sender)
+        try:
+            if self.files_in is None:
+                raise BrowserdError(ErrorCode.UNAVAILABLE, "This daemon keeps no files.")
+            if controller is None or not may_list(self.registry, controller.role, "upload"):
+                raise BrowserdError(
+                    ErrorCode.FORBIDDEN, "Files are kept only for a controller that may upload."
+                )
+            tags = [list(tag) for tag in incoming.file_tags or ()]
+            data = await self.files_in.receive(incoming.sender, incoming.content, tags)
+            response: Response = {"id": None, "success": True, "data": data}
+        except BrowserdError as exc:
+            response = error_response(None, exc)
+        except Exception:
+            log.exception("a file from %s could not be kept", incoming.sender[:12])
+            internal = BrowserdError(ErrorCode.INTERNAL, "Internal error; the daemon logged it.")
+            response = error_response(None, internal)
+        wire = self.encode(response, True)
+        delivered = await self._deliver(incoming, wire, None)
+        await self._audit(incoming.sender, incoming.scheme, request, response, started, delivered)
+        return Answer(response, wire)
 
     async def _deliver(self, incoming: Incoming, text: str, request_id: Any) -> bool:
         try:

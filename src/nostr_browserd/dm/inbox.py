@@ -422,8 +422,11 @@ class Inbox:
             rumor["created_at"],
             min(expirations, default=None),
         )
-        if rumor["kind"] != nip17.CHAT_KIND:
-            # Reactions, files (kind 15) and the like are not commands: ignored on purpose.
+        if rumor["kind"] == nip17.FILE_KIND:  # a file for upload (files/incoming.py)
+            tags = tuple(tuple(str(v) for v in t) for t in rumor["tags"] if isinstance(t, list))
+            incoming = replace(incoming, file_tags=tags)
+        elif rumor["kind"] != nip17.CHAT_KIND:
+            # Reactions and the like are not commands: ignored on purpose.
             log.info("ignored a kind %s rumor from %s", rumor["kind"], sender[:12])
             with contextlib.suppress(BrowserdError):  # at worst opened again later
                 await self.store.claim([event["id"], rumor["id"]])

@@ -82,12 +82,14 @@ class NostrLink:
         dispatcher: Receiver,
         controllers: Callable[[], Collection[str]],
         gate: Gate | None = None,
+        announcements: Callable[[], list[dict[str, Any]]] = list,
         mcp: bool = False,
     ) -> None:
         """``gate`` decides, before each claim, whether this worker claims the command;
-        ``mcp``: ContextVM messages are read too, and handed to ``dispatcher`` like DMs."""
+        ``announcements()`` are further events published with ours (a kind 10063); ``mcp``:
+        ContextVM messages are read too, and handed to ``dispatcher`` like DMs."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
-        self.gate, self.mcp = gate, mcp
+        self.gate, self.announcements, self.mcp = gate, announcements, mcp
         self.config, self.store, self.dispatcher = config, store, dispatcher
         self.controllers = controllers
         self.pubkey: str | None = None
@@ -174,6 +176,10 @@ class NostrLink:
             return False
         return await self.outbox.reply(to, text, request_id)
 
+    async def send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        """Send a NIP-17 file message answering ``to``; False when we cannot send."""
+        return self.outbox is not None and await self.outbox.send_file(to, url, tags)
+
     async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         """Send a DM of our own (an approval request, a watched event)."""
         if self.outbox is None:
@@ -200,7 +206,8 @@ class NostrLink:
             await asyncio.gather(opening, return_exceptions=True)
 
     async def _announce(self) -> None:
-        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
+        """Publish kind 10050 and 10002 (where to reach us), kind 0 (who we are) and the
+        daemon's further announcements (its Blossom servers).
 
         Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
         these go to our relays and to the discovery relays (indexers) too.
@@ -221,6 +228,7 @@ class NostrLink:
                 "tags": [],
                 "created_at": now(),
             },
+            *self.announcements(),
         ]
         for template in templates:
             try:

@@ -46,7 +46,8 @@ class Incoming:
     """An authenticated message from a known key, ready for the dispatcher.
 
     ``event_id`` is what a reply references (the rumor id, or the kind 4 id); ``refusal`` is
-    set when the message must be answered with that error instead of being run.
+    set when the message must be answered with that error instead of being run.  A NIP-17
+    file message (kind 15) carries its tags in ``file_tags`` and its URL as ``content``.
     """
 
     sender: str
@@ -58,3 +59,4 @@ class Incoming:
     expiration: int | None = None
     refusal: BrowserdError | None = None
     received: float = field(default_factory=time.monotonic)
+    file_tags: tuple[tuple[str, ...], ...] | None = None

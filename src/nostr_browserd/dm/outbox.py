@@ -71,6 +71,20 @@ class Outbox:
         results = await asyncio.gather(*(self._publish(recipient, e) for e in events))
         return all(results)
 
+    async def send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        """A NIP-17 file message (kind 15) of ``url`` answering ``to``; True when it reached a
+        relay.  Only NIP-17 has file messages: a kind 4 chat gets none."""
+        wraps = await nip17.make_dm(
+            self.signer,
+            [to.sender],
+            url,
+            kind=nip17.FILE_KIND,
+            tags=tags,
+            reply_to=to.event_id,
+            copy_to_self=False,
+        )
+        return await self._publish(to.sender, wraps[0][1])
+
     async def _event(
         self, recipient: str, text: str, scheme: Scheme, reply_to: str | None
     ) -> Event:

@@ -24,6 +24,8 @@ DESTRUCTIVE = {
     "har_stop",
     "trace_stop",
     "batch",
+    "vault_add",
+    "vault_remove",
 }
 
 

@@ -61,6 +61,17 @@ MIGRATIONS: Migrations = (
         "ALTER TABLE pending ADD COLUMN worker TEXT NOT NULL DEFAULT ''",
         "CREATE INDEX pending_sender ON pending (sender)",
     ),
+    # 5: the credential vault, per owner (values sealed to the daemon's key)
+    (
+        "CREATE TABLE vault (owner TEXT NOT NULL, name TEXT NOT NULL, origins TEXT NOT NULL,"
+        " totp INTEGER NOT NULL, sealed TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,"
+        " PRIMARY KEY (owner, name))",
+    ),
+    # 6: blobs on Blossom servers, until they are deleted ([files] keep)
+    (
+        "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
+        " expires DOUBLE PRECISION NOT NULL, PRIMARY KEY (server, sha256))",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time
