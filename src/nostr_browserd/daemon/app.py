@@ -26,8 +26,9 @@ from .. import __version__
 from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
 from ..catalog import REGISTRY
+from ..contextvm.server import ContextVmServer
 from ..dm.link import NostrLink
-from ..dm.messages import ReplyAddress, Scheme
+from ..dm.messages import ReplyAddress, Scheme, is_dm
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.incoming import FileReceiver
@@ -42,7 +43,15 @@ from ..supervise import stopped_readers
 from ..tools.stream import live_state
 from ..vault.keeper import Vault
 from .ask import AskRunner, check_ask_config
-from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
+from .config import (
+    Config,
+    ConfigError,
+    ControllerConfig,
+    IdentityConfig,
+    load_config,
+    make_browser_dirs,
+)
+from .contextvm_link import contextvm_server, tool_names
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .key_tools import KEY_TOOLS, run_key_tool
@@ -85,6 +94,7 @@ class Daemon:
         self.relays: list[str] = list(config.nostr.relays)
         self.browser = BrowserPool(config.browser)
         self.link: NostrLink | None = None
+        self.contextvm: ContextVmServer | None = None
         self.dispatcher: Dispatcher | None = None
         self.worker: Worker | None = None
         self.local: LocalServer | None = None
@@ -278,20 +288,32 @@ class Daemon:
         if self.identity.readonly:
             log.warning("%s", READ_ONLY_MESSAGE)
         assert self.dispatcher is not None and self.store is not None
+        signer, readonly = self.identity.signer, self.identity.readonly
+        server = None
+        if not readonly:
+            server = contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self._publish)
+        self.contextvm = server
         self.link = NostrLink(
-            self.identity.signer,
-            readonly=self.identity.readonly,
+            signer,
+            readonly=readonly,
             relays=self.relays,
             config=self.config.nostr,
             store=self.store,
-            dispatcher=self.dispatcher,
+            dispatcher=server or self.dispatcher,
             controllers=self.config.allowed,
             gate=self.worker,
+            mcp=server is not None,
             announcements=self._announcements,
         )
         await self.link.start()
+        if server is not None and self.config.contextvm.announce:
+            everyone = ControllerConfig(pubkey=await signer.public_key())  # a full role
+            self._tasks.append(asyncio.create_task(server.announce(tool_names(REGISTRY, everyone))))
 
     async def _disconnect_nostr(self) -> None:
+        if self.contextvm is not None:
+            self.contextvm.close()
+            self.contextvm = None
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()
@@ -356,7 +378,16 @@ class Daemon:
     # --- callbacks for the dispatcher --------------------------------------------------
 
     async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
+        if not is_dm(incoming.scheme):  # a ContextVM call: answered as MCP, by its server
+            server = self.contextvm
+            return server is not None and await server.reply(incoming, text, request_id)
         return self.link is not None and await self.link.reply(incoming, text, request_id)
+
+    async def _publish(self, event: dict[str, Any]) -> bool:
+        pool = self.link.pool if self.link is not None else None
+        if pool is None:
+            return False
+        return (await pool.publish(event, self.config.nostr.publish_timeout)).ok
 
     async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         return self.link is not None and await self.link.send(recipient, text, scheme)

@@ -226,6 +226,20 @@ class NostrConfig(Section):
         return not self.relays if self.embedded_relay is None else self.embedded_relay
 
 
+class ContextVmConfig(Section):
+    """MCP over Nostr (ContextVM): on the ``[nostr]`` relays, for the same allow-list.
+
+    ``announce`` publishes kinds 11316 and 11317 (name, about, picture, website and the tool
+    list, signed by the daemon's key): off, since an allow-listed daemon has no reason to be
+    found by strangers.
+    """
+
+    enabled: bool = True
+    announce: bool = False
+    picture: str = ""
+    website: str = ""
+
+
 class BrowserSection(BrowserConfig):
     """The tool layer's ``BrowserConfig`` (every key of it), plus the daemon's queue limits.
 
@@ -395,6 +409,7 @@ class Config(Section):
 
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     nostr: NostrConfig = Field(default_factory=NostrConfig)
+    contextvm: ContextVmConfig = Field(default_factory=ContextVmConfig)
     controllers: list[ControllerConfig] = Field(default_factory=list)
     browser: BrowserSection = Field(default_factory=BrowserSection)
     state: StateConfig = Field(default_factory=StateConfig)
@@ -500,8 +515,8 @@ def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
         section = next((s for s in Config.model_fields if words.startswith(s + "_")), None)
         if section == "controllers" or section is None:
             raise ConfigError(
-                f"{var}: no such setting (sections: identity, nostr, browser, state, local, ask,"
-                " files; [[controllers]] entries can only be set in the file)"
+                f"{var}: no such setting (sections: identity, nostr, contextvm, browser, state,"
+                " local, ask, files; [[controllers]] entries can only be set in the file)"
             )
         model = _nested_model(Config, section)
         assert model is not None

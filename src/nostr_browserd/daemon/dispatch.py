@@ -39,7 +39,7 @@ from ..browser.session import BrowserPool, Session
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
-from ..dm.messages import Incoming, Scheme
+from ..dm.messages import Incoming, Scheme, is_dm
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..files.incoming import FileReceiver
@@ -253,7 +253,7 @@ class Dispatcher:
         """
         match = APPROVAL.match(incoming.content)
         if incoming.refusal is None and match:
-            if incoming.sender in self.approvers():
+            if incoming.sender in self.approvers() and is_dm(incoming.scheme):
                 self._schemes[incoming.sender] = incoming.scheme
             self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
             return
@@ -282,7 +282,8 @@ class Dispatcher:
             )
             self._spawn(self._handle(incoming, error))
             return
-        self._schemes[incoming.sender] = incoming.scheme
+        if is_dm(incoming.scheme):  # a ContextVM caller's pushed events still go by DM
+            self._schemes[incoming.sender] = incoming.scheme
         # Held at once, in arrival order; the queue's worker waits for it before running.
         queue.put_nowait(Queued(incoming, asyncio.ensure_future(self._hold(incoming))))
 

@@ -23,6 +23,10 @@ The order of the checks is the point of this module:
    command runs at most once, across relays, restarts and workers;
 7. a command older than the freshness window, dated in the future, or expired (NIP-40) is
    refused with an answer, since its sender is authenticated and may simply be offline.
+
+With ContextVM on, a gift wrap may also carry a signed kind 25910 (an MCP message, CEP-4),
+and an ephemeral kind 21059 wrap is read too (CEP-19): the same budget, allow-list, gate,
+replay guard and freshness apply, and the sender is the inner event's own signature.
 """
 
 from __future__ import annotations
@@ -37,12 +41,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import BrowserdError, ErrorCode
-from ..nostr import nip17, nip40
+from ..nostr import contextvm, nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
 from ..nostr.signer import Signer
 from ..ratelog import RateLimitedLog
-from .messages import DM_KIND, Incoming, Scheme
+from .messages import DM_KIND, ContextVm, Incoming, Scheme
 
 log = logging.getLogger(__name__)
 
@@ -139,15 +143,18 @@ class StrangerBudget:
 
 
 def subscription_filters(
-    pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float
+    pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float, mcp: bool = False
 ) -> list[dict]:
-    """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge.
+    """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge,
+    and with ContextVM (``mcp``) its ephemeral wraps from now on.
 
     Anything older could only be refused, so it is not worth fetching after a restart.
     """
     filters: list[dict] = []
-    if "nip17" in schemes:
+    if "nip17" in schemes or mcp:
         filters.append({"kinds": [GIFT_WRAP_KIND], "#p": [pubkey], "since": now - WRAP_LOOKBACK})
+    if mcp:
+        filters.append({"kinds": [contextvm.EPHEMERAL_WRAP_KIND], "#p": [pubkey], "since": now})
     if "nip04" in schemes:
         filters.append({"kinds": [DM_KIND], "#p": [pubkey], "since": now - int(freshness)})
     return filters
@@ -168,11 +175,15 @@ class Inbox:
         stranger_budget: int = STRANGER_BUDGET,
         backlog_size: int = BACKLOG_SIZE,
         gate: Gate | None = None,
+        mcp: bool = False,
     ) -> None:
+        """``mcp``: ContextVM messages are read too (kind 25910 in either gift wrap)."""
         self.signer, self.pubkey, self.store = signer, pubkey, store
         self.gate = gate
         self.is_known = is_known
-        self.kinds = {KIND_OF[s] for s in schemes}
+        self.schemes = set(schemes)
+        self.mcp = mcp
+        self.kinds = {KIND_OF[s] for s in schemes} | (set(contextvm.WRAP_KINDS) if mcp else set())
         self.freshness = freshness
         self.dropped = RateLimitedLog(log)
         self.budget = StrangerBudget(stranger_budget)
@@ -279,7 +290,7 @@ class Inbox:
                     await self.sort()
                 event, wait = self._next() if len(opening) < OPENING_AT_ONCE else (None, None)
                 if event is not None:
-                    wrap = event["kind"] == GIFT_WRAP_KIND
+                    wrap = event["kind"] != DM_KIND
                     if wrap:  # now, before the next one is taken
                         self.budget.hold(1)
                     opening.append(asyncio.create_task(self._open_safely(event, wrap)))
@@ -360,6 +371,8 @@ class Inbox:
             return None
         if event["kind"] == DM_KIND:
             return await self._open_nip04(event)
+        if event["kind"] == contextvm.EPHEMERAL_WRAP_KIND:
+            return await self._open_contextvm(event)
         return await self._open_nip17(event)
 
     async def claimed(self, incoming: Incoming, *, owe: bool = True) -> Incoming | None:
@@ -409,6 +422,10 @@ class Inbox:
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
             seal = await unwrap_seal(event, self.signer)
+            if self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND:
+                return await self._open_contextvm(event, seal)
+            if "nip17" not in self.schemes:
+                raise UnwrapError("a NIP-17 message, and [nostr] dm does not take NIP-17")
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
                 await self._reject(event)
                 return None
@@ -449,6 +466,35 @@ class Inbox:
                 f"{len(others)} other member(s). Send it to the daemon alone.",
             )
         return incoming
+
+    async def _open_contextvm(self, event: Event, inner: object = None) -> Incoming | None:
+        """A ContextVM message: ``inner`` is what a kind 1059 held (decrypted already, to
+        tell it from a seal); a kind 21059 is decrypted here."""
+        ephemeral = event["kind"] == contextvm.EPHEMERAL_WRAP_KIND
+        carrier: ContextVm = "contextvm-ephemeral" if ephemeral else "contextvm"
+        try:
+            if inner is None:
+                inner = await contextvm.unwrap(event, self.signer)
+            message = contextvm.inner_message(inner, self.pubkey)
+        except (UnwrapError, BrowserdError) as exc:
+            self.dropped.warning("unwrap", "dropped a ContextVM message: %s", _reason(exc))
+            answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
+            await self._reject(event, remember=answered)
+            return None
+        sender = message["pubkey"]
+        if sender == self.pubkey or not self._allowed(sender, "ContextVM"):
+            await self._reject(event)
+            return None
+        expirations = [t for t in map(nip40.expiration, (event, message)) if t is not None]
+        return Incoming(
+            sender,
+            carrier,
+            message["content"],
+            message["id"],
+            event["id"],
+            message["created_at"],
+            min(expirations, default=None),
+        )
 
     async def _reject(self, event: Event, remember: bool = True) -> None:
         """A wrap that cost a decryption and carried no command: never decrypt it again."""

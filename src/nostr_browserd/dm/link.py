@@ -83,11 +83,13 @@ class NostrLink:
         controllers: Callable[[], Collection[str]],
         gate: Gate | None = None,
         announcements: Callable[[], list[dict[str, Any]]] = list,
+        mcp: bool = False,
     ) -> None:
         """``gate`` decides, before each claim, whether this worker claims the command;
-        ``announcements()`` are further events published with ours (a kind 10063)."""
+        ``announcements()`` are further events published with ours (a kind 10063); ``mcp``:
+        ContextVM messages are read too, and handed to ``dispatcher`` like DMs."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
-        self.gate, self.announcements = gate, announcements
+        self.gate, self.announcements, self.mcp = gate, announcements, mcp
         self.config, self.store, self.dispatcher = config, store, dispatcher
         self.controllers = controllers
         self.pubkey: str | None = None
@@ -124,8 +126,10 @@ class NostrLink:
             freshness=self.config.freshness,
             stranger_budget=self.config.stranger_budget,
             gate=self.gate,
+            mcp=self.mcp,
         )
-        filters = subscription_filters(pubkey, self.config.dm, now(), self.config.freshness)
+        config = self.config
+        filters = subscription_filters(pubkey, config.dm, now(), config.freshness, self.mcp)
         self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
@@ -136,7 +140,7 @@ class NostrLink:
         self.follow_controllers()
         log.info(
             "listening for %s on %s as %s",
-            "/".join(self.config.dm),
+            "/".join([*self.config.dm, *(["ContextVM"] if self.mcp else [])]),
             self.relays,
             npub_encode(pubkey),
         )

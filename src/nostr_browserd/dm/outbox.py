@@ -21,7 +21,7 @@ from ..nostr.nip01 import Event, now
 from ..nostr.relay import PublishResult, RelayPool
 from ..nostr.signer import Signer
 from .chunks import DEFAULT_PART_BYTES, split
-from .messages import DM_KIND, ReplyAddress, Scheme
+from .messages import DM_KIND, ReplyAddress, Scheme, is_dm
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class Outbox:
     async def reply(self, to: ReplyAddress, text: str, request_id: object = None) -> bool:
         """Answer the message ``to`` names, in its own scheme; True when every part reached a
         relay."""
+        if not is_dm(to.scheme):
+            raise ValueError(f"{to.scheme} is answered by its own server, not by direct message")
         return await self.send(
             to.sender,
             text,
