@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..browser.session import BrowserPool, Session
+from ..browser.target import Element
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
@@ -43,26 +44,21 @@ from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
-from .config import ControllerConfig, Role
+from .admission import (
+    LOCAL_ONLY,
+    Caller,
+    Standing,
+    check_place,
+    check_role,
+    role_catalog,
+)
+from .config import ControllerConfig
 from .consent import approval_messages, commits, describe_action, needs_consent, target_of
 from .lease_holder import LeaseHolder
 from .store import Pending, Store
 
 log = logging.getLogger(__name__)
 
-LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
-KEY_TOOLS = frozenset({"keys_set", "keys_status", "keys_clear"})
-LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
-NO_STREAM_BY_MESSAGE = (
-    "{} works only on the local control channel (the live view): a relay is no video "
-    "channel. Over messages, follow along with watch and screenshot."
-)
-NOT_LOGGED_IN_MESSAGE = (
-    "Not logged in: until an identity is, only login_status, login, logout and switch_identity"
-    ' run. Log in on the local channel with login (e.g. {"tool": "login", "params": {"method":'
-    ' "local", "nsec_file": "/path/to/key.nsec"}}), or set [identity] in the config file and'
-    " restart."
-)
 APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
 # The prompt's delivery may take this long before the approver's time starts: a killed
@@ -106,50 +102,6 @@ class Asker(Protocol):
 def error_response(request_id: Any, error: BrowserdError) -> Response:
     """The protocol's failure shape."""
     return {"id": request_id, "success": False, "error": error.to_dict()}
-
-
-def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -> bool:
-    """Whether ``role`` may run ``tool`` with ``params``: full, read, or an explicit list.
-
-    The registry judges a request by every tool it would run (a batch's commands, a find's
-    action), so neither can smuggle a gated tool past a "read" role or a tool list.  A "read"
-    role never runs what ``spends`` the owner's model keys (``ask``): a list must name it.
-    """
-    if role == "full":
-        return True
-    if role == "read":
-        return not registry.is_gated(tool, params) and not registry.get(tool).spends
-    return all(name in role for name in registry.tools_run_by(tool, params))
-
-
-def may_list(registry: Registry, role: Role, tool: str) -> bool:
-    """Whether ``role`` may run ``tool`` with some params: what its catalog shows.
-
-    A batch is judged by what is in it, so a role lists it when it could run one at all.
-    """
-    try:
-        return permits(registry, role, tool, {})
-    except BrowserdError:
-        return role in ("full", "read") or tool in role
-
-
-def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, Any]:
-    """``help`` for a controller: its role, whether it has an approver, and its tools only.
-
-    Every role may ask: an agent (``mcp --to``) learns from it which tools to offer.  Tools
-    kept to this machine (the live view) are refused to every controller, so not listed.
-    """
-    catalog = describe(registry, None)
-    return {
-        "role": controller.role,
-        "approver": controller.approver is not None,
-        "tools": [
-            t
-            for t in catalog["tools"]
-            if may_list(registry, controller.role, t["name"])
-            and not registry.get(t["name"]).local_only
-        ],
-    }
 
 
 @dataclass(frozen=True)
@@ -456,26 +408,19 @@ class Dispatcher:
     async def _serve(
         self, owner: str, request: Request, local: bool, as_text: bool, deliver: Deliver | None
     ) -> Response:
-        if request.tool not in LOGIN_TOOLS and not self.logged_in():
-            raise BrowserdError(ErrorCode.NOT_LOGGED_IN, NOT_LOGGED_IN_MESSAGE)
         if local:
-            if request.tool in LOCAL_ONLY and self._local_tools is not None:
-                data = await self._local_tools(request.tool, request.params or {})
-                return {"id": request.id, "success": True, "data": data}
-            return await self.execute(owner, request, None)
+            return await self._execute(Caller.local(owner), request)
         controller = self.controllers.get(owner)
         if controller is None:  # removed by a reload while queued
             raise BrowserdError(ErrorCode.FORBIDDEN, "This key is no longer allowed.")
+
+        async def waiting(seconds: float) -> None:
+            if deliver is not None:
+                await deliver(notice(request.id, request.tool, seconds, as_text), request.id)
+
         self._running[owner] = request.tool
         try:
-            if request.tool == "ask":
-                return await self._ask(owner, request, controller)
-
-            async def waiting(seconds: float) -> None:
-                if deliver is not None:
-                    await deliver(notice(request.id, request.tool, seconds, as_text), request.id)
-
-            return await self.execute(owner, request, controller, waiting)
+            return await self._execute(Caller.of(owner, controller), request, waiting)
         finally:
             self._running.pop(owner, None)
 
@@ -562,39 +507,87 @@ class Dispatcher:
         controller: ControllerConfig | None,
         waiting: Waiting | None = None,
     ) -> Response:
-        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local channel).
+        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local owner).
 
         ``waiting(seconds)`` is told when the command is held for its approver.
         """
-        if request.tool in LOCAL_ONLY and controller is not None:
-            raise BrowserdError(
-                ErrorCode.FORBIDDEN,
-                f"{request.tool} works only on the local control channel, never over messages.",
-            )
-        if controller is not None and self.registry.local_only(request.tool, request.params):
-            raise BrowserdError(ErrorCode.FORBIDDEN, NO_STREAM_BY_MESSAGE.format(request.tool))
+        caller = Caller.local(owner) if controller is None else Caller.of(owner, controller)
+        return await self._execute(caller, request, waiting)
+
+    async def admit(
+        self, caller: Caller, request: Request, waiting: Waiting | None = None
+    ) -> Element | None:
+        """Whether ``caller`` may run ``request`` now; raises the reason when not.
+
+        The one gate for every caller (``admission``): login state, where the tool may be
+        asked from, the role, and consent, for which a gated command (and an ask step that
+        can send data out) is held here until its approver answers.  Returns the element
+        consent was judged on (an ask step names it in its transcript), when one was read.
+        """
+        check_place(self.registry, caller, request, self.logged_in())
+        if caller.controller is None:
+            return None  # the local owner: full role, no approval
+        if caller.standing is Standing.CONTROLLER and request.tool == "help":
+            return None  # every role may ask what it may run
+        check_role(self.registry, caller.controller, request)
         if request.tool == "ask":
-            raise BrowserdError(
-                ErrorCode.FORBIDDEN,
-                "ask works over direct messages only: its steps are approved by DM.",
-            )
-        self.registry.get(request.tool)  # UNKNOWN_TOOL before anything else
-        if controller is not None and request.tool == "help":  # every role may ask
+            return None  # each of its steps is admitted in turn
+        return await self._consent_for(caller, request, waiting)
+
+    async def _consent_for(
+        self, caller: Caller, request: Request, waiting: Waiting | None
+    ) -> Element | None:
+        """Hold the request for its approver when consent is needed (``consent.needs_consent``
+        for an ask step: a commit always asks); the element it was judged on."""
+        assert caller.controller is not None
+        approver = caller.approver()
+        gated = self.registry.is_gated(request.tool, request.params)
+        element = None
+        if caller.standing is Standing.CONTROLLER:
+            if approver is None or not gated:
+                return None
+            session = await self.browser.session(caller.owner)
+            what = await describe_action(self.registry, session, request)
+        else:
+            sends = self.registry.sends(request.tool, request.params)
+            through = self.registry.get(request.tool).delegates is not None
+            # Read only where consent turns on it: reading costs a full snapshot of the page.
+            judged = gated and not through
+            session = await self.browser.session(caller.owner)
+            element = await target_of(session, request.tool, request.params) if judged else None
+            commit = judged and commits(request.tool, request.params, element)
+            auto = caller.controller.ask.auto_approve
+            if not needs_consent(request.tool, gated or sends, through, commit, auto):
+                return element
+            what = await describe_action(self.registry, session, request, element)
+            what += f". Why: {caller.reason}" if caller.reason else ""
+        assert approver is not None
+        await self.consent(caller.controller, approver, request.tool, caller.who(), what, waiting)
+        return element
+
+    async def _execute(
+        self, caller: Caller, request: Request, waiting: Waiting | None = None
+    ) -> Response:
+        """Admit, then run where the tool runs: the daemon's own tools, ask, help, a session."""
+        await self.admit(caller, request, waiting)
+        if caller.is_local and request.tool in LOCAL_ONLY:
+            if self._local_tools is None:
+                self.registry.get(request.tool)  # UNKNOWN_TOOL: no daemon here (MCP --local)
+            else:
+                data = await self._local_tools(request.tool, request.params or {})
+                return {"id": request.id, "success": True, "data": data}
+        if caller.standing is Standing.CONTROLLER and request.tool == "ask":
+            assert caller.controller is not None
+            if self.asker is None:
+                raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
+            return await self.asker.run(caller.owner, request, caller.controller)
+        if caller.controller is not None and request.tool == "help":  # every role may ask
             _, asked = self.registry.validate("help", request.params)
             name = getattr(asked, "tool", None)
-            data = (
-                describe(self.registry, name) if name else role_catalog(self.registry, controller)
-            )
+            catalog = role_catalog(self.registry, caller.controller)
+            data = describe(self.registry, name) if name else catalog
             return {"id": request.id, "success": True, "data": data}
-        session = await self.browser.session(owner)
-        if controller is not None:
-            check_role(self.registry, controller, request)
-            if controller.approver and self.registry.is_gated(request.tool, request.params):
-                who = controller.name or npub_encode(owner)[:20] + "…"
-                what = await describe_action(self.registry, session, request)
-                approver = controller.approver
-                await self.consent(controller, approver, request.tool, who, what, waiting)
-        return await self._run(session, request)
+        return await self._run(await self.browser.session(caller.owner), request)
 
     async def _run(self, session: Session, request: Request) -> Response:
         try:
@@ -608,12 +601,6 @@ class Dispatcher:
             ) from None
 
     # --- ask: a model loop whose steps come back here -----------------------------------
-
-    async def _ask(self, owner: str, request: Request, controller: ControllerConfig) -> Response:
-        check_role(self.registry, controller, request)
-        if self.asker is None:
-            raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
-        return await self.asker.run(owner, request, controller)
 
     async def agent_step(
         self, owner: str, controller: ControllerConfig, request: Request, reason: str
@@ -629,31 +616,9 @@ class Dispatcher:
         started = time.perf_counter()
         response: Response | None = None
         try:
-            if (
-                request.tool in LOCAL_ONLY
-                or request.tool == "ask"
-                or self.registry.local_only(request.tool, request.params)
-            ):
-                raise BrowserdError(ErrorCode.FORBIDDEN, f"{request.tool} is not for ask.")
-            self.registry.get(request.tool)
-            session = await self.browser.session(owner)
-            check_role(self.registry, controller, request)
-            gated = self.registry.is_gated(request.tool, request.params)
-            sends = self.registry.sends(request.tool, request.params)
-            through = self.registry.get(request.tool).delegates is not None
-            # Read only where consent turns on it: reading costs a full snapshot of the page.
-            judged = gated and not through
-            element = await target_of(session, request.tool, request.params) if judged else None
-            commit = judged and commits(request.tool, request.params, element)
-            auto = controller.ask.auto_approve
-            if needs_consent(request.tool, gated or sends, through, commit, auto):
-                what = await describe_action(self.registry, session, request, element)
-                who = f"ask (a model, for {controller.name or npub_encode(owner)[:20] + '…'})"
-                why = f". Why: {reason}" if reason else ""
-                approver = controller.approver or owner
-                await self.consent(controller, approver, request.tool, who, what + why)
+            element = await self.admit(Caller.ask_step(owner, controller, reason), request)
             target = "" if element is None else element.describe()
-            response = await self._run(session, request)
+            response = await self._run(await self.browser.session(owner), request)
             return response, target
         except BrowserdError as exc:
             response = error_response(None, exc)
@@ -806,15 +771,6 @@ def _shortened(text: str, limit: int = 200) -> str:
 
 def _stopping() -> BrowserdError:
     return BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; send this again later.")
-
-
-def check_role(registry: Registry, controller: ControllerConfig, request: Request) -> None:
-    """``FORBIDDEN`` unless the controller's role permits the request."""
-    if not permits(registry, controller.role, request.tool, request.params):
-        raise BrowserdError(
-            ErrorCode.FORBIDDEN,
-            f"{request.tool} is not allowed for this key (role {controller.role!r}).",
-        )
 
 
 def ask_stop(registry: Registry, content: str) -> Request | None:
