@@ -9,7 +9,7 @@ import pytest
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
 from nostr_browserd.daemon.admission import permits
-from nostr_browserd.daemon.dispatch import APPROVAL
+from nostr_browserd.daemon.approvals import APPROVAL
 from nostr_browserd.errors import BrowserdError
 
 APPROVAL_CODE = re.compile(r'"approve ([A-Z0-9]+)"')
@@ -293,8 +293,9 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
 
     pk, approver = "ab" * 32, KeySigner.generate().pubkey
     controller = ControllerConfig(pubkey=pk, approver=approver)
-    dispatcher = local_dispatcher(BrowserPool(), tmp_path, controllers={pk: controller})
-    dispatcher.worker_name = "w1"
+    dispatcher = local_dispatcher(
+        BrowserPool(), tmp_path, controllers={pk: controller}, worker_name="w1"
+    )
     asked: list[str] = []
     holders: list[str | None] = []
 

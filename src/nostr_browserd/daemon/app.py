@@ -117,6 +117,7 @@ class Daemon:
             queue_size=self.config.browser.queue_size,
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
+            worker_name=self.config.state.worker,
         )
         self.dispatcher.asker = AskRunner(
             self.dispatcher,
@@ -130,7 +131,7 @@ class Daemon:
         self.worker = Worker(
             self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
         )
-        self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
+        self.dispatcher.worker = self.worker
         self.browser.initial_state = self.worker.initial_state
         await self.worker.start()
         await self._connect_nostr()

@@ -27,11 +27,9 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
-import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..browser.session import BrowserPool, Session
@@ -42,7 +40,6 @@ from ..commands.registry import Registry
 from ..dm.messages import Incoming, Scheme
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
-from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .admission import (
     LOCAL_ONLY,
@@ -52,18 +49,13 @@ from .admission import (
     check_role,
     role_catalog,
 )
+from .approvals import APPROVAL, Approvals
 from .config import ControllerConfig
-from .consent import approval_messages, commits, describe_action, needs_consent, target_of
+from .consent import commits, describe_action, needs_consent, target_of
 from .lease_holder import LeaseHolder
-from .store import Pending, Store
+from .store import Pending, Store, quietly
 
 log = logging.getLogger(__name__)
-
-APPROVAL = re.compile(r"^\s*(approve|deny)\s+([A-Za-z0-9]{4,12})\s*$", re.I)
-CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-# The prompt's delivery may take this long before the approver's time starts: a killed
-# worker's approval is forgotten by the others only after both.
-APPROVAL_DELIVERY = 60.0
 
 Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
@@ -112,17 +104,6 @@ class Queued:
     held: asyncio.Future[None]
 
 
-@dataclass
-class Approval:
-    """A gated command waiting for its approver."""
-
-    code: str
-    approver: str
-    decided: asyncio.Future[bool] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-
-
 class Dispatcher:
     """Queues, policy, approvals, timeouts and the audit trail around the tool registry."""
 
@@ -139,8 +120,10 @@ class Dispatcher:
         queue_size: int,
         local_tools: LocalTools | None = None,
         logged_in: Callable[[], bool] = lambda: True,
+        worker_name: str = "",
     ) -> None:
-        """``logged_in`` says whether an identity is logged in now (the daemon's login)."""
+        """``logged_in`` says whether an identity is logged in now (the daemon's login);
+        ``worker_name`` is whose approvals and held commands these are ([state] worker)."""
         self.registry, self.browser, self.store = registry, browser, store
         self.logged_in = logged_in
         self._reply, self._send = reply, send
@@ -150,13 +133,11 @@ class Dispatcher:
         self._queues: dict[str, asyncio.Queue[Queued | None]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._approvals: dict[str, Approval] = {}
         self._running: dict[str, str] = {}
         self._schemes: dict[str, Scheme] = {}
-        self._guesses: dict[str, int] = {}  # approve/deny codes sent by a non-approver
         self._closing = False
         self.asker: Asker | None = None
-        self.worker_name = ""  # whose approvals and held commands these are ([state] worker)
+        self.approvals = Approvals(store, self._tell, worker_name)
         # The daemon's worker (leases, fencing, saved sessions); None where no DM is served
         # (MCP --local, tests of the dispatcher alone): commands are then held unfenced.
         self.worker: LeaseHolder | None = None
@@ -175,14 +156,10 @@ class Dispatcher:
         """Allow-listed: a controller or an approver (read at each message: SIGHUP-safe)."""
         return pubkey in self.controllers or pubkey in self.approvers()
 
-    def approval_code(self, content: str) -> str | None:
-        """The code of an ``approve``/``deny`` message, or None for anything else."""
-        match = APPROVAL.match(content)
-        return match[2].upper() if match else None
-
-    def holds_code(self, code: str) -> bool:
-        """Whether a command of this worker waits for an approval with ``code``."""
-        return code in self._approvals
+    @property
+    def worker_name(self) -> str:
+        """Whose approvals and held commands these are in the store ([state] worker)."""
+        return self.approvals.worker_name
 
     def idle(self, controller: str) -> bool:
         """Nothing of ``controller``'s runs or waits here (it may move to another worker)."""
@@ -271,14 +248,14 @@ class Dispatcher:
                     await self.worker.keep_state(incoming.sender)
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
-            await self._store_quietly(self.store.release(incoming.outer_id))
+            await quietly(self.store.release(incoming.outer_id))
 
     async def _start(self, incoming: Incoming) -> bool:
         """Mark the held command running; with a worker, only if the command and the
         controller's lease are still this worker's (fencing: a worker that was paused past
         its lease must not run what another worker has taken over)."""
         if self.worker is None:
-            await self._store_quietly(self.store.mark_running(incoming.outer_id))
+            await quietly(self.store.mark_running(incoming.outer_id))
             return True
         try:
             if await self.store.start_held(incoming.outer_id, incoming.sender, self.worker.name):
@@ -296,7 +273,7 @@ class Dispatcher:
                     " not run. Send it again.",
                 )
                 await self._handle(incoming, moved)
-                await self._store_quietly(self.store.release(incoming.outer_id))
+                await quietly(self.store.release(incoming.outer_id))
                 return False
         except BrowserdError as exc:
             log.error("%s", exc.message)
@@ -310,13 +287,6 @@ class Dispatcher:
         if request is None or request.tool not in self.registry:
             return False
         return not self.registry.get(request.tool).read_only
-
-    async def _store_quietly(self, write: Awaitable[Any]) -> None:
-        """A store write the command does not depend on: a full disk is logged, not raised."""
-        try:
-            await write
-        except BrowserdError as exc:
-            log.error("%s", exc.message)
 
     async def answer_unanswered(self) -> None:
         """At start: answer what this worker held when it was killed."""
@@ -353,7 +323,7 @@ class Dispatcher:
                 held.sender, held.scheme, request, response, time.perf_counter(), delivered
             )
             if delivered:
-                await self._store_quietly(self.store.release(held.outer_id))
+                await quietly(self.store.release(held.outer_id))
 
     # --- one command, from any transport ------------------------------------------------
 
@@ -470,7 +440,7 @@ class Dispatcher:
             outcome += " (reply not delivered)"
         tool = request.tool if request else None
         params = request.params if request else None
-        await self._store_quietly(
+        await quietly(
             self.store.audit(
                 controller=controller,
                 transport=transport,
@@ -638,7 +608,7 @@ class Dispatcher:
     async def notify(self, recipient: str, text: str) -> bool:
         """A message to a controller outside any reply (ask's progress), in its scheme."""
         try:
-            return await self._send(recipient, text, self.scheme_of(recipient))
+            return await self._tell(recipient, text)
         except Exception:
             log.exception("could not send a message to %s", recipient[:12])
             return False
@@ -654,90 +624,19 @@ class Dispatcher:
         what: str,
         waiting: Waiting | None = None,
     ) -> None:
-        """Ask ``approver`` by DM whether ``who`` may run ``what`` (a ``tool``), with a fresh
-        code, recorded in the store for as long as it waits: every worker reads the answer,
-        and the one named there takes it.
-
-        Returns on ``approve``; raises ``DENIED`` on deny, the timeout or a failed delivery,
-        and ``UNAVAILABLE`` when the store cannot record the code.  ``waiting(seconds)``
-        hears once the approver has been asked (the requester's notice).
-        """
-        code = await self._approval_code(controller, approver, tool)
-        approval = Approval(code, approver)
-        self._approvals[code] = approval
-        scheme = self.scheme_of(approver)
-        try:
-            for message in approval_messages(who, what, code, controller.approval_timeout):
-                if not await self._send(approver, message, scheme):
-                    raise BrowserdError(
-                        ErrorCode.DENIED,
-                        "The approval request could not be delivered to the approver.",
-                    )
-            if waiting is not None:
-                await waiting(controller.approval_timeout)
-            async with asyncio.timeout(controller.approval_timeout):
-                approved = await approval.decided
-        except TimeoutError:
-            raise BrowserdError(
-                ErrorCode.DENIED,
-                f"The approver did not answer within {controller.approval_timeout:g} s.",
-            ) from None
-        finally:
-            self._approvals.pop(code, None)
-            await self._store_quietly(self.store.drop_approval(code))
-        if not approved:
-            raise BrowserdError(ErrorCode.DENIED, "The approver denied this command.")
-
-    async def _approval_code(self, controller: ControllerConfig, approver: str, tool: str) -> str:
-        """A code no approval waits under, on any worker, recorded as this one's."""
-        for _ in range(8):  # 32^6 codes: a taken one comes up about once in a billion
-            code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(6))
-            if code not in self._approvals and await self.store.hold_approval(
-                code,
-                worker=self.worker_name,
-                controller=controller.pubkey,
-                approver=approver,
-                tool=tool,
-                expires_in=controller.approval_timeout + APPROVAL_DELIVERY,
-            ):
-                return code
-        raise BrowserdError(ErrorCode.UNAVAILABLE, "No free approval code; send this again.")
-
-    def pending_codes(self, approver: str) -> list[str]:
-        """The codes waiting for ``approver``'s answer (tests and status)."""
-        return [a.code for a in self._approvals.values() if a.approver == approver]
+        """Ask ``approver`` whether ``who`` may run ``what`` (``Approvals.ask``): returns on
+        ``approve``, raises ``DENIED`` otherwise."""
+        await self.approvals.ask(controller, approver, tool, who, what, waiting)
 
     async def _decide(self, incoming: Incoming, approve: bool, code: str) -> None:
-        """An ``approve``/``deny`` from a known key: only the held command's approver decides.
-
-        Anything else is a guess: it decides nothing, and the guesser's approver (a
-        controller trying to approve its own command) is told, at the 1st, 10th, 100th… try.
-        """
-        approval = self._approvals.get(code)
-        if approval is None or approval.approver != incoming.sender or approval.decided.done():
-            answer = f"No command is waiting for your decision on code {code}."
-            await self._tell_approver_of_guess(incoming.sender)
-        else:
-            approval.decided.set_result(approve)
-            answer = f"{'Approved' if approve else 'Denied'}: {code}."
-        log.info("approval %s from %s: %s", code, incoming.sender[:12], answer)
+        """An ``approve``/``deny`` from a known key, answered in its own scheme."""
+        guesser = self.controllers.get(incoming.sender)
+        answer = await self.approvals.decide(incoming.sender, approve, code, guesser)
         await self._deliver(incoming, answer, None)
 
-    async def _tell_approver_of_guess(self, sender: str) -> None:
-        controller = self.controllers.get(sender)
-        if controller is None or controller.approver is None:
-            return
-        count = self._guesses[sender] = self._guesses.get(sender, 0) + 1
-        if str(count).strip("0") != "1":  # 1, 10, 100…: the approver is told, not flooded
-            return
-        who = controller.name or npub_encode(sender)[:20] + "…"
-        notice = (
-            f"{who} sent an approve/deny code {count} time(s) so far; only you decide its"
-            " commands, and nothing was approved by it. If you did not expect this, remove the"
-            " key from the allow-list."
-        )
-        with contextlib.suppress(Exception):
-            await self._send(controller.approver, notice, self.scheme_of(controller.approver))
+    async def _tell(self, recipient: str, text: str) -> bool:
+        """A DM of ours (an approval prompt) to ``recipient``, in its scheme."""
+        return await self._send(recipient, text, self.scheme_of(recipient))
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -747,9 +646,7 @@ class Dispatcher:
         self._closing = True
         if self.asker is not None:
             self.asker.stop_all()
-        for approval in list(self._approvals.values()):
-            if not approval.decided.done():
-                approval.decided.set_result(False)
+        self.approvals.deny_all()
         for queue in self._queues.values():
             queue.put_nowait(None)
         await asyncio.gather(*self._workers.values(), return_exceptions=True)
