@@ -29,7 +29,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..browser.session import BrowserPool, Session
@@ -104,6 +104,20 @@ class Queued:
     held: asyncio.Future[None]
 
 
+@dataclass
+class Lane:
+    """One controller's place on this worker: its commands in arrival order, the task that
+    runs them one after another, and the tool running now."""
+
+    queue: asyncio.Queue[Queued | None] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[None] | None = None
+    running: str | None = None
+
+    def idle(self) -> bool:
+        """Nothing runs or waits here."""
+        return self.running is None and self.queue.empty()
+
+
 class Dispatcher:
     """Queues, policy, approvals, timeouts and the audit trail around the tool registry."""
 
@@ -130,10 +144,9 @@ class Dispatcher:
         self.controllers = controllers
         self.command_timeout, self.queue_size = command_timeout, queue_size
         self._local_tools = local_tools
-        self._queues: dict[str, asyncio.Queue[Queued | None]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
+        self._lanes: dict[str, Lane] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._running: dict[str, str] = {}
+        # Every key that wrote, approvers too (which have no lane): how to write back.
         self._schemes: dict[str, Scheme] = {}
         self._closing = False
         self.asker: Asker | None = None
@@ -163,8 +176,15 @@ class Dispatcher:
 
     def idle(self, controller: str) -> bool:
         """Nothing of ``controller``'s runs or waits here (it may move to another worker)."""
-        queue = self._queues.get(controller)
-        return controller not in self._running and (queue is None or queue.empty())
+        lane = self._lanes.get(controller)
+        return lane is None or lane.idle()
+
+    def _lane(self, controller: str) -> Lane:
+        """``controller``'s lane, made on its first command."""
+        lane = self._lanes.get(controller)
+        if lane is None:
+            lane = self._lanes[controller] = Lane()
+        return lane
 
     def submit(self, incoming: Incoming) -> None:
         """Take an authenticated message; never blocks the inbox.
@@ -192,10 +212,10 @@ class Dispatcher:
         if self._closing:
             self._spawn(self._handle(incoming, _stopping()))
             return
-        queue = self._queues.get(incoming.sender)
-        if queue is None:
-            queue = self._queues[incoming.sender] = asyncio.Queue()
-            self._workers[incoming.sender] = asyncio.create_task(self._work(queue))
+        lane = self._lane(incoming.sender)
+        if lane.task is None:
+            lane.task = asyncio.create_task(self._work(lane.queue))
+        queue = lane.queue
         if queue.qsize() >= self.queue_size:
             error = BrowserdError(
                 ErrorCode.UNAVAILABLE,
@@ -388,11 +408,12 @@ class Dispatcher:
             if deliver is not None:
                 await deliver(notice(request.id, request.tool, seconds, as_text), request.id)
 
-        self._running[owner] = request.tool
+        lane = self._lane(owner)
+        lane.running = request.tool
         try:
             return await self._execute(Caller.of(owner, controller), request, waiting)
         finally:
-            self._running.pop(owner, None)
+            lane.running = None
 
     async def _handle(
         self, incoming: Incoming, refusal: BrowserdError | None = None, fenced: bool = False
@@ -647,17 +668,18 @@ class Dispatcher:
         if self.asker is not None:
             self.asker.stop_all()
         self.approvals.deny_all()
-        for queue in self._queues.values():
-            queue.put_nowait(None)
-        await asyncio.gather(*self._workers.values(), return_exceptions=True)
+        working = [lane.task for lane in self._lanes.values() if lane.task is not None]
+        for lane in self._lanes.values():
+            lane.queue.put_nowait(None)
+        await asyncio.gather(*working, return_exceptions=True)
         await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     def status(self) -> dict[str, Any]:
         """Running commands and queue depths, for the status page (the approvals waiting on
         every worker come from the store)."""
         return {
-            "running": dict(self._running),
-            "queued": {pk: q.qsize() for pk, q in self._queues.items() if q.qsize()},
+            "running": {pk: lane.running for pk, lane in self._lanes.items() if lane.running},
+            "queued": {pk: n for pk, lane in self._lanes.items() if (n := lane.queue.qsize())},
         }
 
 
