@@ -27,7 +27,7 @@ from ..agent.keys import KeyStore
 from ..browser.session import BrowserPool
 from ..catalog import REGISTRY
 from ..dm.link import NostrLink
-from ..dm.messages import Scheme
+from ..dm.messages import ReplyAddress, Scheme
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..login.manager import IdentityManager
@@ -304,8 +304,8 @@ class Daemon:
 
     # --- callbacks for the dispatcher --------------------------------------------------
 
-    async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
-        return self.link is not None and await self.link.reply(incoming, text, request_id)
+    async def _reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
+        return self.link is not None and await self.link.reply(to, text, request_id)
 
     async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         return self.link is not None and await self.link.send(recipient, text, scheme)

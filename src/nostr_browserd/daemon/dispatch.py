@@ -37,7 +37,7 @@ from ..browser.target import Element
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run
 from ..commands.registry import Registry
-from ..dm.messages import Incoming, Scheme
+from ..dm.messages import Incoming, ReplyAddress, Scheme
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..redact import redact
@@ -57,7 +57,7 @@ from .store import Pending, Store, quietly
 
 log = logging.getLogger(__name__)
 
-Reply = Callable[[Incoming, str, Any], Awaitable[bool]]
+Reply = Callable[[ReplyAddress, str, Any], Awaitable[bool]]
 Send = Callable[[str, str, Scheme], Awaitable[bool]]
 LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Waiting = Callable[[float], Awaitable[None]]
@@ -334,10 +334,9 @@ class Dispatcher:
                     "The daemon stopped before running this command; it was not run. Send it"
                     " again.",
                 )
-            incoming = Incoming(held.sender, held.scheme, "", held.event_id, held.outer_id, 0)  # type: ignore[arg-type]
             response = error_response(held.request_id, error)
             wire = self.encode(response, held.text)
-            delivered = await self._deliver(incoming, wire, held.request_id)
+            delivered = await self._deliver(held, wire, held.request_id)
             request = Request(id=held.request_id, tool=held.tool) if held.tool else None
             await self._audit(
                 held.sender, held.scheme, request, response, time.perf_counter(), delivered
@@ -439,11 +438,12 @@ class Dispatcher:
             fence=fence if fenced else None,
         )
 
-    async def _deliver(self, incoming: Incoming, text: str, request_id: Any) -> bool:
+    async def _deliver(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
+        """A reply to the message ``to`` names, in its scheme; whether it went out."""
         try:
-            return await self._reply(incoming, text, request_id)
+            return await self._reply(to, text, request_id)
         except Exception:
-            log.exception("could not send the reply to %s", incoming.sender[:12])
+            log.exception("could not send the reply to %s", to.sender[:12])
             return False
 
     async def _audit(
