@@ -1,22 +1,18 @@
-"""Who may run what, in which order, and with whose consent.
+"""Who may run what, in which order, and with whose consent: the routing between the rooms.
 
-- A role per controller: ``"full"``; ``"read"`` (free tools only: nothing that changes a
-  page); or an explicit list of tool names.
-- One queue per controller: a controller's commands run one after another, in the order they
-  arrived; different controllers run concurrently, each in its own browser session.  The queue
-  is bounded: a flood gets ``UNAVAILABLE`` instead of memory.
-- A per-command timeout.  A request is judged, for the role and for consent, by every tool
-  it would run (``Registry.is_gated``, ``Registry.tools_run_by``): a batch's commands, a
-  find's action.
+- One gate for every caller (``Dispatcher.admit``): the local owner, a controller, or an
+  ``ask`` step on a controller's behalf (``admission.Caller``).  It checks the login state,
+  where the tool may be asked from (login and API-key tools, the live view, only locally),
+  the role (``"full"``, ``"read"``, or a tool list; a request judged by every tool it would
+  run: a batch's commands, a find's action) and consent.
 - Consent: a controller with an ``approver`` has each gated command held while the approver
-  is asked, by DM, what would happen (tool, target element's role and name, page URL:
-  ``consent.describe_action``) with a short code; it runs only on ``approve <code>`` from
-  that key within the timeout.  ``deny``, the timeout or a shutdown answer the requester
-  with ``DENIED``.
-- Login and API-key tools never run here: they belong to the local control channel.
-- Logged out means logged out: while no identity is logged in, every tool but the login
-  tools (``LOGIN_TOOLS``) answers ``NOT_LOGGED_IN``, whichever transport carried it.
-- One path for every transport: ``Dispatcher.handle`` parses, polices, runs, encodes
+  is asked by DM what would happen (``consent.describe_action``) under a short code
+  (``approvals.Approvals``); it runs only on ``approve <code>`` from that key within the
+  timeout.  ``deny``, the timeout or a shutdown answer the requester with ``DENIED``.
+- One ``Lane`` per controller: its commands run one after another, in the order they
+  arrived; different controllers run concurrently, each in its own browser session.  The
+  queue is bounded: a flood gets ``UNAVAILABLE`` instead of memory.  A per-command timeout.
+- One path for every transport: ``Dispatcher.handle`` parses, admits, runs, encodes
   (``protocol.encode``, with the configured result cap), delivers and audits a command,
   whether it came by DM, on the local channel or over MCP.
 """
@@ -49,6 +45,7 @@ from .admission import (
     check_role,
     role_catalog,
 )
+from .allow_list import AllowList
 from .approvals import APPROVAL, Approvals
 from .config import ControllerConfig
 from .consent import commits, describe_action, needs_consent, target_of
@@ -63,6 +60,8 @@ LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 Waiting = Callable[[float], Awaitable[None]]
 Response = dict[str, Any]
 Deliver = Callable[[str, Any], Awaitable[bool]]
+MakeWorker = Callable[["Dispatcher"], LeaseHolder]
+MakeAsker = Callable[["Dispatcher"], "Asker"]
 
 
 @dataclass(frozen=True)
@@ -129,15 +128,21 @@ class Dispatcher:
         store: Store,
         reply: Reply,
         send: Send,
-        controllers: dict[str, ControllerConfig],
+        controllers: AllowList,
         command_timeout: float,
         queue_size: int,
         local_tools: LocalTools | None = None,
         logged_in: Callable[[], bool] = lambda: True,
         worker_name: str = "",
+        worker: MakeWorker | None = None,
+        asker: MakeAsker | None = None,
     ) -> None:
-        """``logged_in`` says whether an identity is logged in now (the daemon's login);
-        ``worker_name`` is whose approvals and held commands these are ([state] worker)."""
+        """``controllers``: the allow-list, shared (a reload changes it for everyone).
+        ``logged_in`` says whether an identity is logged in now (the daemon's login);
+        ``worker_name`` is whose approvals and held commands these are ([state] worker).
+        ``worker`` and ``asker`` make the daemon's worker and ``ask`` around this
+        dispatcher; without a worker (MCP --local, tests of the dispatcher alone) commands
+        are held unfenced, and without an asker ``ask`` is ``UNAVAILABLE``."""
         self.registry, self.browser, self.store = registry, browser, store
         self.logged_in = logged_in
         self._reply, self._send = reply, send
@@ -149,25 +154,17 @@ class Dispatcher:
         # Every key that wrote, approvers too (which have no lane): how to write back.
         self._schemes: dict[str, Scheme] = {}
         self._closing = False
-        self.asker: Asker | None = None
         self.approvals = Approvals(store, self._tell, worker_name)
-        # The daemon's worker (leases, fencing, saved sessions); None where no DM is served
-        # (MCP --local, tests of the dispatcher alone): commands are then held unfenced.
-        self.worker: LeaseHolder | None = None
+        # Ask an approver, and wait (``Approvals.ask``): the name ask's callers know.
+        self.consent = self.approvals.ask
+        self.worker = None if worker is None else worker(self)
+        self.asker = None if asker is None else asker(self)
 
     # --- intake ------------------------------------------------------------------------
-
-    def approvers(self) -> set[str]:
-        """Keys that may send ``approve``/``deny`` without being controllers."""
-        return {c.approver for c in self.controllers.values() if c.approver}
 
     def scheme_of(self, pubkey: str) -> Scheme:
         """The DM scheme this key last wrote in (NIP-17 until it has written)."""
         return self._schemes.get(pubkey, "nip17")
-
-    def is_known(self, pubkey: str) -> bool:
-        """Allow-listed: a controller or an approver (read at each message: SIGHUP-safe)."""
-        return pubkey in self.controllers or pubkey in self.approvers()
 
     @property
     def worker_name(self) -> str:
@@ -194,7 +191,7 @@ class Dispatcher:
         """
         match = APPROVAL.match(incoming.content)
         if incoming.refusal is None and match:
-            if incoming.sender in self.approvers():
+            if incoming.sender in self.controllers.approvers():
                 self._schemes[incoming.sender] = incoming.scheme
             self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
             return
@@ -635,19 +632,6 @@ class Dispatcher:
             return False
 
     # --- consent -----------------------------------------------------------------------
-
-    async def consent(
-        self,
-        controller: ControllerConfig,
-        approver: str,
-        tool: str,
-        who: str,
-        what: str,
-        waiting: Waiting | None = None,
-    ) -> None:
-        """Ask ``approver`` whether ``who`` may run ``what`` (``Approvals.ask``): returns on
-        ``approve``, raises ``DENIED`` otherwise."""
-        await self.approvals.ask(controller, approver, tool, who, what, waiting)
 
     async def _decide(self, incoming: Incoming, approve: bool, code: str) -> None:
         """An ``approve``/``deny`` from a known key, answered in its own scheme."""

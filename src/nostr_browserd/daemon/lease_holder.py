@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class LeaseHolder(Protocol):
@@ -21,4 +21,8 @@ class LeaseHolder(Protocol):
 
     async def keep_state(self, controller: str) -> None:
         """Save ``controller``'s browser state in the store, while its lease is ours."""
+        ...
+
+    async def initial_state(self, owner: str) -> dict[str, Any] | None:
+        """What a new browser context of ``owner`` starts with: its last saved session."""
         ...
