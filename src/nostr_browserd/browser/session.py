@@ -17,7 +17,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import (
     Browser,
@@ -42,6 +42,9 @@ from .refs import locate
 from .screencast import Fanout, Screencast
 from .shelf import StateShelf
 from .tab import Tab
+
+if TYPE_CHECKING:
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -644,10 +647,12 @@ class BrowserPool:
         config: BrowserConfig | None = None,
         *,
         shelf: StateShelf | None = None,
+        vault: Keeper | None = None,
         initial_state: StateHook | None = None,
     ) -> None:
-        """``shelf`` keeps saved states (the daemon's store); ``initial_state(owner)`` is
-        what an owner's fresh context starts with (its saved session), if anything."""
+        """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
+        vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
+        context starts with (its saved session), if anything."""
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
         urls = self.config.endpoints
@@ -660,6 +665,7 @@ class BrowserPool:
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
         self.shelf = shelf
+        self.vault = vault
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         self.initial_state = initial_state

@@ -32,8 +32,10 @@ from ..errors import BrowserdError
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
+from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
+from ..vault.keeper import Vault
 from .allow_list import AllowList
 from .ask import AskRunner, check_ask_config
 from .compose import Core, open_core
@@ -108,6 +110,7 @@ class Daemon:
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
             initial_state=self._saved_session,
+            vault=lambda store: Vault(store, self.signer),
             worker=self._make_worker,
             asker=self._make_asker,
         )
@@ -340,10 +343,13 @@ class Daemon:
         if self.dispatcher is not None:
             await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
+    def signer(self) -> Signer | None:
+        """The identity logged in now, which seals the API keys and the vault."""
+        return self.identity.signer if self.identity.logged_in else None
+
     def key_store(self) -> KeyStore:
         """The API keys of ``ask``, encrypted through the identity logged in now."""
-        signer = self.identity.signer if self.identity.logged_in else None
-        return KeyStore(self.state_dir, signer)
+        return KeyStore(self.state_dir, self.signer())
 
     async def _local_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         """Login and API-key tools: on the local channel only."""

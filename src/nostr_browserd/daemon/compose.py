@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..browser.session import BrowserPool, StateHook
 from ..catalog import REGISTRY
+from ..vault.entry import Keeper
 from .allow_list import AllowList
 from .config import Config, make_browser_dirs
 from .dispatch import Dispatcher, LocalTools, MakeAsker, MakeWorker, Reply, Send
@@ -39,16 +40,23 @@ async def open_core(
     local_tools: LocalTools | None = None,
     logged_in: Callable[[], bool] = lambda: True,
     initial_state: StateHook | None = None,
+    vault: Callable[[Store], Keeper] | None = None,
     worker: MakeWorker | None = None,
     asker: MakeAsker | None = None,
 ) -> Core:
     """Open the store (moving old state files into it), start the browser, make the
     dispatcher.  ``initial_state(owner)``: what a new browser context starts with (the
-    daemon's worker keeps each controller's session)."""
+    daemon's worker keeps each controller's session); ``vault(store)``: the credential vault
+    on that store (the daemon's, sealed by its identity)."""
     make_browser_dirs(config.browser)
     store = await open_store(config.state)
     await import_state_files(config.browser.state_dir, store)
-    browser = BrowserPool(config.browser, shelf=store, initial_state=initial_state)
+    browser = BrowserPool(
+        config.browser,
+        shelf=store,
+        vault=None if vault is None else vault(store),
+        initial_state=initial_state,
+    )
     await browser.start()
     dispatcher = Dispatcher(
         registry=REGISTRY,
