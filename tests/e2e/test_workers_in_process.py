@@ -77,10 +77,13 @@ async def workers_on(pool: BrowserPool, tmp_path) -> AsyncIterator[tuple[Node, N
     nodes = []
     for name in ("w1", "w2"):
         dispatcher = local_dispatcher(
-            pool, tmp_path, controllers={controller: ControllerConfig(pubkey=controller)}
+            pool,
+            tmp_path,
+            controllers={controller: ControllerConfig(pubkey=controller)},
+            worker=lambda d, name=name: Worker(d.store, name, LEASE, dispatcher=d, browser=pool),
         )
-        worker = Worker(dispatcher.store, name, LEASE, dispatcher=dispatcher, browser=pool)
-        dispatcher.worker = worker
+        worker = dispatcher.worker
+        assert isinstance(worker, Worker)
         await worker.start()
         nodes.append(Node(worker, dispatcher))
     for node in nodes:

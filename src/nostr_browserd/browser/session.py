@@ -668,7 +668,17 @@ StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
 class BrowserPool:
     """The browsers every session's context is placed on, relaunched or reconnected when lost."""
 
-    def __init__(self, config: BrowserConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: BrowserConfig | None = None,
+        *,
+        shelf: StateShelf | None = None,
+        vault: Keeper | None = None,
+        initial_state: StateHook | None = None,
+    ) -> None:
+        """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
+        vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
+        context starts with (its saved session), if anything."""
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
         urls = self.config.endpoints
@@ -680,12 +690,11 @@ class BrowserPool:
         self.listeners: list[EventCallback] = []
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
-        self.shelf: StateShelf | None = None  # saved states: the daemon's store
-        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
+        self.shelf = shelf
+        self.vault = vault
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
-        # An owner's saved storage state for a fresh context (the daemon's store), if any.
-        self.initial_state: StateHook | None = None
+        self.initial_state = initial_state
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""

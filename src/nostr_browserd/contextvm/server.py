@@ -70,10 +70,6 @@ Listing = Callable[[str], Collection[str]]
 class Dispatcher(Protocol):
     """What the server hands on: the daemon's dispatcher (the one policy of every transport)."""
 
-    def is_known(self, pubkey: str) -> bool:
-        """Allow-listed (a controller or an approver)."""
-        ...
-
     def submit(self, incoming: Incoming) -> None:
         """Queue an authenticated command (or its refusal) for its controller."""
         ...
@@ -92,7 +88,7 @@ class ServerInfo:
 class ContextVmServer:
     """Answers ContextVM messages; hands tool calls to the dispatcher.
 
-    It stands where the dispatcher stands for the inbox (``is_known``, ``submit``): a DM goes
+    It stands where the dispatcher stands for the inbox (``submit``): a DM goes
     on to the dispatcher untouched, a ContextVM message is read here first.
     """
 
@@ -117,10 +113,6 @@ class ContextVmServer:
         self._tickers: dict[str, asyncio.Future[None]] = {}  # calls waiting for approval
 
     # --- the inbox's receiver -------------------------------------------------------------
-
-    def is_known(self, pubkey: str) -> bool:
-        """The dispatcher's allow-list, unchanged."""
-        return self.dispatcher.is_known(pubkey)
 
     def submit(self, incoming: Incoming) -> None:
         """A DM goes to the dispatcher; a ContextVM message is read here."""

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class LeaseHolder(Protocol):
@@ -26,4 +26,8 @@ class LeaseHolder(Protocol):
 
     async def follow(self, controller: str) -> None:
         """Before ``controller``'s first command here after it moved: reopen its pages."""
+        ...
+
+    async def initial_state(self, owner: str) -> dict[str, Any] | None:
+        """What a new browser context of ``owner`` starts with: its last saved session."""
         ...

@@ -48,6 +48,7 @@ from ..browser.session import BrowserPool
 from ..dm.messages import Incoming
 from ..errors import BrowserdError
 from ..supervise import supervise
+from .approvals import approval_code
 from .placement import Placement
 from .session_state import SessionKeeper
 from .store import Store
@@ -174,7 +175,7 @@ class Worker:
         """
         if self.placement.draining:
             return False
-        code = self.dispatcher.approval_code(incoming.content)
+        code = approval_code(incoming.content)
         if code is not None:
             return await self._holds_code(code)
         controller = incoming.sender
@@ -217,7 +218,7 @@ class Worker:
     async def _holds_code(self, code: str) -> bool:
         """An approval goes to the worker whose command waits for it (the store's approval
         table says which); a code nobody holds is answered by whichever worker claims it."""
-        if self.dispatcher.holds_code(code):
+        if self.dispatcher.approvals.holds(code):
             return True
         try:
             holder = await self.store.approval_holder(code)

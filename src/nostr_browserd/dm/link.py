@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from ..nostr import nip17
@@ -56,12 +56,21 @@ class LinkSettings(Protocol):
     def about(self) -> str: ...
 
 
-class Receiver(Protocol):
-    """Who runs what the inbox lets through (the daemon's dispatcher)."""
+class AllowedKeys(Protocol):
+    """The allow-list as the DM side reads it (the daemon's ``AllowList``): at each use, so
+    a reload needs no word to the link or the inbox."""
+
+    def __iter__(self) -> Iterator[str]:
+        """The controllers' keys (hex): whose DM inbox relays are followed."""
+        ...
 
     def is_known(self, pubkey: str) -> bool:
         """Whether ``pubkey`` is on the allow-list (a controller or an approver)."""
         ...
+
+
+class Receiver(Protocol):
+    """Who runs what the inbox lets through (the daemon's dispatcher)."""
 
     def submit(self, incoming: Incoming) -> None:
         """Queue an authenticated command (or its refusal) for its controller."""
@@ -80,7 +89,7 @@ class NostrLink:
         config: LinkSettings,
         store: Ledger,
         dispatcher: Receiver,
-        controllers: Callable[[], Collection[str]],
+        allowed: AllowedKeys,
         gate: Gate | None = None,
         announcements: Callable[[], list[dict[str, Any]]] = list,
         mcp: bool = False,
@@ -91,7 +100,7 @@ class NostrLink:
         self.signer, self.readonly, self.relays = signer, readonly, relays
         self.gate, self.announcements, self.mcp = gate, announcements, mcp
         self.config, self.store, self.dispatcher = config, store, dispatcher
-        self.controllers = controllers
+        self.allowed = allowed
         self.pubkey: str | None = None
         self.pool: RelayPool | None = None
         self.discovery: RelayPool | None = None
@@ -121,7 +130,7 @@ class NostrLink:
             signer,
             pubkey,
             self.store,
-            is_known=self.dispatcher.is_known,
+            is_known=self.allowed.is_known,
             schemes=self.config.dm,
             freshness=self.config.freshness,
             stranger_budget=self.config.stranger_budget,
@@ -253,7 +262,7 @@ class NostrLink:
 
     async def _follow_controller_inboxes(self) -> None:
         """Learn controllers' kind 10050 DM inbox relays so replies also reach them there."""
-        authors = list(self.controllers())
+        authors = list(self.allowed)
         if not authors or self.pool is None:
             return
         filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...dm.messages import Scheme
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
 from .blobs import BlobTables
@@ -58,12 +59,16 @@ class AuditEntry:
 
 @dataclass(frozen=True)
 class Pending:
-    """A command that was queued or running when the daemon stopped without answering it."""
+    """A command that was queued or running when the daemon stopped without answering it.
+
+    It is a reply address (``dm.messages.ReplyAddress``): its sender is answered in the
+    scheme the command came in, citing its event, without the message that brought it.
+    """
 
     outer_id: str
     event_id: str
     sender: str
-    scheme: str
+    scheme: Scheme
     request_id: Any
     text: bool
     tool: str | None
@@ -74,8 +79,9 @@ PENDING_COLUMNS = "outer_id, event_id, sender, scheme, request_id, text, tool, r
 
 
 def _pending(row: Sequence[Any]) -> Pending:
+    scheme: Scheme = "nip04" if row[3] == "nip04" else "nip17"  # as hold() wrote it
     return Pending(
-        row[0], row[1], row[2], row[3], json.loads(row[4]), bool(row[5]), row[6], bool(row[7])
+        row[0], row[1], row[2], scheme, json.loads(row[4]), bool(row[5]), row[6], bool(row[7])
     )
 
 
