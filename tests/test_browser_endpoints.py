@@ -13,10 +13,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.endpoints import Endpoint, endpoint_kind, shown_url
 from nostr_browserd.browser.netpolicy import NetworkPolicy
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.session import BrowserPool
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from tests.fixtures.browser import (

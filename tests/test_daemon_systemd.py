@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nostr_browserd.browser.session import BrowserConfig
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.daemon.config import BROWSER_DIRS, StateConfig, load_config
 
 REPO = Path(__file__).resolve().parents[1]

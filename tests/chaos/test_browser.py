@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
-from nostr_browserd.browser.session import POPUP_BUDGET, BrowserConfig, BrowserPool, Session
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.session import POPUP_BUDGET, BrowserPool, Session
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from tests.fixtures.browser import POLLING, TEST_BROWSER, until_polling
