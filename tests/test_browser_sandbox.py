@@ -24,7 +24,7 @@ import pytest
 import nostr_browserd
 from nostr_browserd.browser import endpoints as endpoints_module
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.session import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from tests.test_daemon_systemd import UNIT, directives
 

@@ -8,7 +8,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.session import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 

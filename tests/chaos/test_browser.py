@@ -17,7 +17,8 @@ import pytest
 from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.session import POPUP_BUDGET, BrowserPool, Session
+from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.session import POPUP_BUDGET, Session
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from tests.fixtures.browser import POLLING, TEST_BROWSER, until_polling

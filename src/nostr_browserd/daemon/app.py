@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import __version__
 from ..agent.keys import KeyStore
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
 from ..dm.link import NostrLink
 from ..dm.messages import Scheme

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Collection
 from typing import Any
 
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
 from ..daemon.config import Config, make_browser_dirs
 from ..daemon.dispatch import Dispatcher

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 from ...browser.paths import NAME
-from ...browser.session import BrowserPool
+from ...browser.pool import BrowserPool
 from .base import Store
 
 log = logging.getLogger(__name__)
