@@ -13,13 +13,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from playwright.async_api import (
     BrowserContext,
-    Dialog,
-    Download,
     Frame,
     Locator,
     Page,
@@ -34,33 +31,11 @@ from .pagelog import PageLog
 from .refs import locate
 from .screencast import Fanout, Screencast
 from .shelf import StateShelf
-from .tab import Tab
+from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab
 
 log = logging.getLogger(__name__)
 
 EventCallback = Callable[[dict[str, Any]], None]
-# Every top document reports its title whenever it changes, so a result's state can carry it
-# without a round trip to the page.  It observes only where the title lives (the document, its
-# root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
-TITLE_BINDING = "__browserdTitle"
-TITLE_OBSERVER = f"""(() => {{
-  if (window.top !== window) return;
-  const report = window.{TITLE_BINDING};
-  let last = document.title;
-  const observer = new MutationObserver(() => watch());
-  const watch = () => {{
-    observer.disconnect();
-    for (const node of [document, document.documentElement, document.head]) {{
-      if (node) observer.observe(node, {{childList: true}});
-    }}
-    const title = document.querySelector("title");
-    if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
-    if (document.title !== last) {{ last = document.title; report(last); }}
-  }};
-  watch();
-}})()"""
-
-
 # A document may open this many popups; further window.open calls get null, as from a popup
 # blocker.  Creating a window costs Chromium and Playwright a target each: a page opening 500
 # would hold the browser for minutes.  Session.MAX_TABS bounds what gets through another way.
@@ -100,34 +75,16 @@ class Pool(Protocol):
         ...
 
 
-@dataclass
-class PendingDialog:
-    """A dialog the page opened and nobody has answered yet."""
-
-    tab: str
-    dialog: Dialog
-
-    def describe(self) -> dict[str, Any]:
-        """What a controller needs to decide: type, message and a prompt's default."""
-        info: dict[str, Any] = {"type": self.dialog.type, "message": self.dialog.message}
-        if self.dialog.type == "prompt":
-            info["default"] = self.dialog.default_value
-        info["tab"] = self.tab
-        info["hint"] = "answer with: dialog accept [value] | dialog dismiss"
-        return info
-
-
 class Session:
     """One owner's browsing: its windows and tabs, the active tab, frames, dialogs, events.
 
-    What belongs to one tab (its page, window, title, last snapshot and screenshot) is a
-    ``Tab`` in ``tabs``; ``tab`` is the active one.
+    What belongs to one tab (its page and the listeners on it, its window, title, dialog,
+    alerts, last snapshot and screenshot) is a ``Tab`` in ``tabs``; ``tab`` is the active one.
+    The session is each tab's ``TabOwner``: it hears their events and keeps what spans them.
     """
 
     # A page that opens popups without end gets this many tabs; the rest are closed at once.
     MAX_TABS = 50
-    # Alerts accepted per tab and command before one is left open (an alert loop).
-    ALERT_LIMIT = 20
 
     def __init__(self, pool: Pool, owner: str) -> None:
         self.pool = pool
@@ -143,7 +100,6 @@ class Session:
         self.crash_told = False
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
-        self.dialog: PendingDialog | None = None
         self.last_alert: dict[str, Any] | None = None
         self._next_tab = 1
         self._listeners: list[EventCallback] = []
@@ -153,9 +109,6 @@ class Session:
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
         self.popups_closed = 0
-        self._alerts: dict[str, int] = {}
-        # Changes with every title report or page event, so a title read it raced is not kept.
-        self._title_version = 0
         self.log = PageLog()
         # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
         self.windows: dict[str, BrowserContext] = {}
@@ -180,7 +133,6 @@ class Session:
         context.on("close", lambda closed: self._closed(closed))
         self.tabs.clear()
         self.tab = None
-        self.dialog = None
         self.frame = None
         self.windows.clear()
         await self.add_window(context)
@@ -232,7 +184,8 @@ class Session:
         command after this one works; this one fails, because its tabs and page state are
         gone, unless the command that met the loss has said so already.
         """
-        self._alerts.clear()
+        for tab in self.tabs.values():
+            tab.new_command()
         lost = await self.pool.revive(self)
         told, self.crash_told = self.crash_told, False
         if lost and not told:
@@ -256,8 +209,8 @@ class Session:
             return
         self.popups_closed += 1
         if self.popups_closed == 1:  # said once per session, not 500 times
-            self._emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
-        self._background(page.close())
+            self.emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
+        self.background(page.close())
 
     def _track(self, page: Page) -> str:
         """Give a page a tab id (idempotent) and make it active: popups come to the front."""
@@ -267,18 +220,8 @@ class Session:
         tab_id = f"t{self._next_tab}"
         self._next_tab += 1
         window = next(w for w, c in self.windows.items() if c is page.context)
-        tab = self.tabs[tab_id] = Tab(tab_id, page, window)
+        self.tabs[tab_id] = Tab(tab_id, page, window, self)
         self.tab_opened.set()
-        page.on("dialog", lambda d: self._on_dialog(tab_id, d))
-        page.on("framenavigated", lambda f: self._on_navigated(tab, f))
-        page.on("domcontentloaded", lambda _p: self._title_changed(tab))
-        page.on("load", lambda _p: self._on_load(tab))
-        page.on("close", lambda _p: self.forget(tab_id))
-        page.on("download", lambda d: self._on_download(tab_id, d))
-        page.on("console", lambda m: self._on_console(tab_id, m))
-        page.on("crash", lambda p: self._on_crash(tab_id, p))
-        page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
-        page.on("framedetached", self._frame_detached)
         self.log.attach(tab_id, page)
         self.switch(tab_id)
         return tab_id
@@ -297,9 +240,9 @@ class Session:
             )
         if self.tab is not tab:
             self.tab = tab
-            self._background(self._announce("tab_changed", tab))
+            self.background(tab.announce("tab_changed"))
             if self.screencast is not None:  # the live view follows the active tab
-                self._background(self.screencast.start(tab.id, tab.page))
+                self.background(self.screencast.start(tab.id, tab.page))
         return tab.page
 
     @property
@@ -307,77 +250,11 @@ class Session:
         """The active tab's id."""
         return self.tab.id if self.tab is not None else None
 
-    async def _announce(self, event: str, tab: Tab) -> None:
-        """Emit a tab's ``{"url", "title", "tab"}`` event."""
-        url = tab.page.url
-        self._emit(event, {"url": url, "title": await self.tab_title(tab), "tab": tab.id})
-
-    async def tab_title(self, tab: Tab, fresh: bool = False) -> str | None:
-        """A tab's title, or None while a dialog blocks its scripts (or it is gone).
-
-        Cached: the page reports its title as it changes and navigation forgets it.  Only a
-        command that acted on the page asks ``fresh``: the report of a change it caused may
-        still be on its way.
-        """
-        if self.dialog is not None and self.dialog.tab == tab.id:
-            return None
-        if not fresh and tab.title is not None:
-            return tab.title
-        version = self._title_version
-        with contextlib.suppress(Exception):
-            title = await asyncio.wait_for(tab.page.title(), 2)
-            if version == self._title_version:
-                tab.title = title
-            return title
-        return None
-
-    def _title_changed(self, tab: Tab, title: str | None = None) -> None:
-        """Keep a tab's reported title, or forget its title (None) when its document changed."""
-        self._title_version += 1
-        tab.title = title
-
-    def _on_title(self, source: dict[str, Any], title: Any) -> None:
-        """The title observer's report from a tab's top document."""
-        for tab in self.tabs.values():
-            if tab.page is source["page"] and isinstance(title, str):
-                self._title_changed(tab, title)
-
-    def _on_navigated(self, tab: Tab, frame: Frame) -> None:
-        if frame.parent_frame is None:
-            self._title_changed(tab)
-
-    def _on_load(self, tab: Tab) -> None:
-        self._title_changed(tab)
-        self._background(self._announce("load", tab))
-        cast = self.screencast
-        if cast is not None and cast.tab == tab.id and cast.quiet:
-            # Started while the tab was opening: Chrome sent nothing, so start it again.
-            self._background(cast.start(tab.id, tab.page))
-
-    async def settle(self) -> None:
-        """Let event handlers' work finish, so a command's events go out before its reply."""
-        if self._pending:
-            await asyncio.wait(set(self._pending), timeout=5)
-
-    def _on_crash(self, tab_id: str, page: Page) -> None:
-        """A tab whose renderer died is useless: drop it so the next command can go on."""
-        self._emit("crash", {"tab": tab_id, "url": page.url})
-        self.forget(tab_id)
-        self._background(page.close())
-
-    def _background(self, awaitable: Awaitable[Any]) -> None:
-        """Run a cleanup from an event handler, keeping a reference until it is done."""
-        task = asyncio.ensure_future(_quietly(awaitable))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         tab = self.tabs.pop(tab_id, None)
         if self.frame_tab == tab_id:
             self.frame = None
-        if self.dialog and self.dialog.tab == tab_id:
-            self.dialog = None
         if tab is not None and self.tab is tab:
             self.tab = None
             if self.tabs:
@@ -409,17 +286,17 @@ class Session:
         For what is the tab's as a whole (keyboard, mouse, context, navigation, screenshots);
         anything that finds elements or runs script in the page uses ``scope``.
         """
-        page = self.page_or_none
-        if page is None:
+        tab = self.tab
+        if tab is None:
             raise BrowserdError(ErrorCode.REFUSED, "No open tab: use open or tab_new.")
-        if self.dialog is not None and self.dialog.tab == self.active_tab:
-            info = self.dialog.describe()
+        if tab.dialog is not None:
+            info = tab.dialog.describe()
             raise BrowserdError(
                 ErrorCode.REFUSED,
                 f"A {info['type']} dialog is open ({info['message']!r}); "
                 "answer it first with: dialog accept [value] | dialog dismiss.",
             )
-        return page
+        return tab.page
 
     @property
     def page_or_none(self) -> Page | None:
@@ -437,7 +314,7 @@ class Session:
         page = self.page
         return self.active_frame or page
 
-    def _frame_detached(self, frame: Frame) -> None:
+    def frame_detached(self, frame: Frame) -> None:
         """The chosen frame went away (removed, or its page navigated): back to main."""
         if frame is self.frame:
             self.frame = None
@@ -447,39 +324,61 @@ class Session:
         """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
         return await locate(self.scope, ref=ref, selector=selector)
 
+    # --- what the tabs tell it (the session is their TabOwner) --------------------
+
+    def _on_title(self, source: dict[str, Any], title: Any) -> None:
+        """The title observer's report from a tab's top document (a binding per window)."""
+        for tab in self.tabs.values():
+            if tab.page is source["page"] and isinstance(title, str):
+                tab.title_reported(title)
+
+    def loaded(self, tab: Tab) -> None:
+        """A tab loaded: a screencast started while it was opening starts again."""
+        cast = self.screencast
+        if cast is not None and cast.tab == tab.id and cast.quiet:
+            # Started while the tab was opening: Chrome sent nothing, so start it again.
+            self.background(cast.start(tab.id, tab.page))
+
+    def closed(self, tab: Tab) -> None:
+        """A tab closed or crashed: forgotten."""
+        self.forget(tab.id)
+
+    async def settle(self) -> None:
+        """Let event handlers' work finish, so a command's events go out before its reply."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=5)
+
+    def background(self, awaitable: Awaitable[Any]) -> None:
+        """Run what an event handler started (a cleanup, an announcement) to its end.
+
+        A reference is kept until it is done, and ``settle`` waits for it.
+        """
+        task = asyncio.ensure_future(_quietly(awaitable))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
     # --- dialogs -------------------------------------------------------------------
 
-    def _on_dialog(self, tab_id: str, dialog: Dialog) -> None:
-        """Alerts are accepted and reported once; anything that asks waits for an answer.
+    @property
+    def dialog(self) -> PendingDialog | None:
+        """The dialog that waits for an answer (each tab holds its own): the newest."""
+        waiting = [t.dialog for t in self.tabs.values() if t.dialog is not None]
+        return max(waiting, key=lambda d: d.number, default=None)
 
-        A page that alerts without end (``for (;;) alert()``) gets ``ALERT_LIMIT`` accepted
-        per command; the next one stays open like a confirm, and the page waits on it.
-        """
-        alerts = self._alerts[tab_id] = self._alerts.get(tab_id, 0) + 1
-        if dialog.type == "alert" and alerts <= self.ALERT_LIMIT:
-            self.last_alert = {"type": "alert", "message": dialog.message, "tab": tab_id}
-            self._background(dialog.accept())
+    def dialog_opened(self, alert: dict[str, Any] | None) -> None:
+        """A tab's dialog opened: an alert for the next result, or one ``until_dialog`` meets."""
+        if alert is not None:
+            self.last_alert = alert
         else:
-            self.dialog = PendingDialog(tab_id, dialog)
             self._dialog_count += 1
         self._dialog_opened.set()
-        self._emit("dialog", {"tab": tab_id, "type": dialog.type, "message": dialog.message})
 
     async def answer_dialog(self, accept: bool, value: str | None = None) -> dict[str, Any]:
-        """Accept or dismiss the pending dialog of the active tab."""
+        """Accept or dismiss the dialog that waits for an answer (``dialog``)."""
         pending = self.dialog
         if pending is None:
             raise BrowserdError(ErrorCode.NO_DIALOG, "No dialog is open.")
-        self.dialog = None
-        info = pending.describe()
-        info.pop("hint")
-        if accept:
-            await pending.dialog.accept(
-                value
-            ) if value is not None else await pending.dialog.accept()
-        else:
-            await pending.dialog.dismiss()
-        return {**info, "answer": "accepted" if accept else "dismissed"}
+        return await self.tabs[pending.tab].answer(accept, value)
 
     async def until_dialog(self, action: Awaitable[Any]) -> tuple[bool, Any]:
         """Run ``action`` until it finishes or opens a dialog that waits for an answer.
@@ -519,7 +418,8 @@ class Session:
         """Call ``callback({"event", "data"})`` for load, tab_changed, dialog, download, …"""
         self._listeners.append(callback)
 
-    def _emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
         if event in self.watching:  # the daemon forwards these to the controller (watch)
@@ -533,22 +433,12 @@ class Session:
             except Exception:
                 log.exception("event listener failed")
 
-    def _on_download(self, tab_id: str, download: Download) -> None:
-        self._emit(
-            "download",
-            {"tab": tab_id, "url": download.url, "filename": download.suggested_filename},
-        )
-
-    def _on_console(self, tab_id: str, message: Any) -> None:
-        if message.type == "error":
-            self._emit("console_error", {"tab": tab_id, "text": message.text[:500]})
-
     async def state(self, fresh: bool = True) -> dict[str, Any]:
         """url, title, tab and dialog: merged into every result (``fresh``: see tab_title)."""
         tab = self.tab
         state: dict[str, Any] = {"url": tab.page.url if tab else None, "title": None}
         if tab is not None and self.dialog is None:
-            state["title"] = await self.tab_title(tab, fresh)
+            state["title"] = await tab.read_title(fresh)
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}

@@ -79,5 +79,5 @@ async def live_state(
         return {"url": None, "title": None, "stream": {"on": False}, "recent": recent}
     cast = session.screencast
     stream = cast.status() if cast is not None else {"on": False, **frames.status()}
-    title = await session.tab_title(tab)
+    title = await tab.read_title()
     return {"url": tab.page.url, "title": title, "stream": stream, "recent": recent}
