@@ -29,7 +29,7 @@ from .endpoints import Endpoint
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
-from .screencast import Fanout, Screencast
+from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
 from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab
 
@@ -97,7 +97,7 @@ class Session:
         self._context_gone = False
         # The controller was told its browser was lost (the running command's error): the
         # next command starts on a fresh context without saying it a second time.
-        self.crash_told = False
+        self._crash_told = False
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
         self.last_alert: dict[str, Any] | None = None
@@ -115,11 +115,11 @@ class Session:
         self._next_window = 1
         # The frame targets resolve in after frame_switch, the tab it belongs to, and a note
         # for the next result when it was lost (navigation, detached).
-        self.frame: Frame | None = None
-        self.frame_tab: str | None = None
-        self.frame_note: str | None = None
+        self._frame: Frame | None = None
+        self._frame_tab: str | None = None
+        self._frame_note: str | None = None
         # Events a controller asked to be sent (watch): marked for the daemon to forward.
-        self.watching: frozenset[str] = frozenset()
+        self._watching: frozenset[str] = frozenset()
         # The live view's screencast of the active tab (stream_enable), when on.
         self.screencast: Screencast | None = None
 
@@ -133,11 +133,15 @@ class Session:
         context.on("close", lambda closed: self._closed(closed))
         self.tabs.clear()
         self.tab = None
-        self.frame = None
+        self._frame = None
         self.windows.clear()
-        await self.add_window(context)
+        await self._add_window(context)
 
-    async def add_window(self, context: BrowserContext) -> str:
+    async def open_window(self) -> str:
+        """A new window: its own context on this session's endpoint, one tab, made active."""
+        return await self._add_window(await self.pool.new_context(self))
+
+    async def _add_window(self, context: BrowserContext) -> str:
         """Track ``context`` as a window of this session, with one tab, made active."""
         window = f"w{self._next_window}"
         self._next_window += 1
@@ -187,13 +191,20 @@ class Session:
         for tab in self.tabs.values():
             tab.new_command()
         lost = await self.pool.revive(self)
-        told, self.crash_told = self.crash_told, False
+        told, self._crash_told = self._crash_told, False
         if lost and not told:
             raise BrowserdError(
                 ErrorCode.BROWSER_CRASHED,
                 "The browser had stopped (crashed, killed, or its server lost); this session "
                 "starts again on a fresh one with a fresh tab: open the page again.",
             )
+
+    def crash_reported(self) -> None:
+        """The running command's error told the controller its browser was lost.
+
+        The next command then starts on the fresh context without saying so a second time.
+        """
+        self._crash_told = True
 
     async def close(self) -> None:
         """Close this owner's context; the pool forgets the session."""
@@ -253,8 +264,8 @@ class Session:
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         tab = self.tabs.pop(tab_id, None)
-        if self.frame_tab == tab_id:
-            self.frame = None
+        if self._frame_tab == tab_id:
+            self._frame = None
         if tab is not None and self.tab is tab:
             self.tab = None
             if self.tabs:
@@ -306,7 +317,7 @@ class Session:
     @property
     def active_frame(self) -> Frame | None:
         """The frame chosen with frame_switch, when it belongs to the active tab."""
-        return self.frame if self.frame is not None and self.frame_tab == self.active_tab else None
+        return self._frame if self._frame_tab == self.active_tab else None
 
     @property
     def scope(self) -> Page | Frame:
@@ -314,11 +325,20 @@ class Session:
         page = self.page
         return self.active_frame or page
 
+    def enter_frame(self, frame: Frame) -> None:
+        """Resolve targets and run scripts in ``frame``, of the active tab (frame_switch)."""
+        self._frame, self._frame_tab = frame, self.active_tab
+
+    def leave_frame(self) -> bool:
+        """Back to the main frame (frame_main); whether a frame had been chosen."""
+        chosen, self._frame = self._frame is not None, None
+        return chosen
+
     def frame_detached(self, frame: Frame) -> None:
         """The chosen frame went away (removed, or its page navigated): back to main."""
-        if frame is self.frame:
-            self.frame = None
-            self.frame_note = "The frame is gone (removed or the page navigated): back to main."
+        if frame is self._frame:
+            self._frame = None
+            self._frame_note = "The frame is gone (removed or the page navigated): back to main."
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
         """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
@@ -412,7 +432,63 @@ class Session:
         interrupted, _ = await self.until_dialog(action)
         return interrupted
 
+    # --- what the session reaches through its pool -----------------------------------
+
+    async def refuse_url(self, url: str) -> None:
+        """``FORBIDDEN`` with the reason when the network policy refuses ``url`` to the owner."""
+        await self.pool.policy.refuse(url, self.owner)
+
+    async def check_url(self, url: str) -> str | None:
+        """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
+        return await self.pool.policy.check(url, self.owner)
+
+    @property
+    def egress(self) -> EgressProxy | None:
+        """The proxy the owner's own fetches go through, when private networks are refused."""
+        return self.pool.egress if self.pool.policy.blocks_private(self.owner) else None
+
+    @property
+    def shelf(self) -> StateShelf | None:
+        """Where the owner's saved login states are kept (the daemon's store), if anywhere."""
+        return self.pool.shelf
+
+    @property
+    def devices(self) -> dict[str, Any]:
+        """Playwright's device descriptors by name ("iPhone 13", "Pixel 7", …)."""
+        return self.pool.devices
+
+    # --- the live view --------------------------------------------------------------
+
+    async def start_stream(self, settings: StreamSettings) -> dict[str, Any]:
+        """Screencast the active tab to the live view's viewers; again: new settings."""
+        if self.screencast is not None:
+            await self.screencast.stop()
+        cast = self.screencast = Screencast(self.pool.frames, settings)
+        page = self.page
+        assert self.tab is not None
+        await cast.start(self.tab.id, page)
+        return cast.status()
+
+    async def stop_stream(self) -> dict[str, Any]:
+        """Stop the screencast; the viewers keep no stale picture for the next one."""
+        if self.screencast is not None:
+            await self.screencast.stop()
+            self.screencast = None
+            self.pool.frames.last = None
+        return self.stream_status()
+
+    def stream_status(self) -> dict[str, Any]:
+        """The screencast's counters when it is on, else the viewers' alone."""
+        if self.screencast is None:
+            return {"on": False, **self.pool.frames.status()}
+        return self.screencast.status()
+
     # --- events and state ----------------------------------------------------------
+
+    def watch(self, events: frozenset[str], off: bool = False) -> frozenset[str]:
+        """Mark ``events`` for the daemon to forward (watch), or stop; what is watched now."""
+        self._watching = self._watching - events if off else self._watching | events
+        return self._watching
 
     def on_event(self, callback: EventCallback) -> None:
         """Call ``callback({"event", "data"})`` for load, tab_changed, dialog, download, …"""
@@ -422,7 +498,7 @@ class Session:
         """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
-        if event in self.watching:  # the daemon forwards these to the controller (watch)
+        if event in self._watching:  # the daemon forwards these to the controller (watch)
             everyone["watched"] = True
         for callback, message in [
             *((c, mine) for c in self._listeners),
@@ -434,7 +510,7 @@ class Session:
                 log.exception("event listener failed")
 
     async def state(self, fresh: bool = True) -> dict[str, Any]:
-        """url, title, tab and dialog: merged into every result (``fresh``: see tab_title)."""
+        """url, title, tab and dialog: merged into every result (``fresh``: see Tab.read_title)."""
         tab = self.tab
         state: dict[str, Any] = {"url": tab.page.url if tab else None, "title": None}
         if tab is not None and self.dialog is None:
@@ -442,9 +518,9 @@ class Session:
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}
-        if self.frame_note is not None:
-            state["frame_note"] = self.frame_note
-            self.frame_note = None
+        if self._frame_note is not None:
+            state["frame_note"] = self._frame_note
+            self._frame_note = None
         state["dialog"] = self.dialog.describe() if self.dialog else None
         if self.last_alert is not None:
             state["alert"] = self.last_alert

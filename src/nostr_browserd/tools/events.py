@@ -48,5 +48,4 @@ async def watch(session: Session, params: WatchParams) -> dict[str, Any]:
     They come as messages, at most one every few seconds, several events coalesced.
     """
     chosen = frozenset(params.events or EVENTS)
-    session.watching = session.watching - chosen if params.off else session.watching | chosen
-    return {"watching": sorted(session.watching)}
+    return {"watching": sorted(session.watch(chosen, off=params.off))}
