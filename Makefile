@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.  Both set up first.
-.PHONY: setup run test fuzz bench lint
+.PHONY: setup run test test-fast fuzz bench lint
 
 setup:
 	@./scripts/setup.sh
@@ -15,6 +15,10 @@ run: setup
 
 test: setup
 	.venv/bin/pytest -q
+
+# The pure tests (tests/unit: no browser, no relay, no database) for the edit-test loop.
+test-fast: setup
+	.venv/bin/pytest -q tests/unit
 
 # Every decoder of outside input at 100,000 examples per target (make test runs 10,000).
 fuzz: setup

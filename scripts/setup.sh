@@ -23,16 +23,25 @@ fi
 
 # The last nostr-sdk with a Python bunker (0.37.0) speaks the legacy NIP-04 transport: the
 # tests run it as a real old signer against our bunker client.  It cannot share a venv.
+# A failed install fails the setup (its interop test would skip, and the run look green); the
+# half-made venv goes, so that the next setup tries again.
 if [ ! -x .venv-legacy/bin/python ]; then
   "$python" -m venv .venv-legacy
-  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || echo "setup: legacy signer unavailable"
+  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || {
+    rm -rf .venv-legacy
+    echo "setup: the legacy signer (nostr-sdk 0.37.0) could not be installed" >&2
+    exit 1
+  }
 fi
 
 # An independent NIP-46 remote signer in JavaScript (pinned by its package-lock.json): the
 # tests run our bunker client against it.  Only where Node.js is installed (.ci/run installs
-# Debian's nodejs and npm); without it that one test is skipped.
+# Debian's nodejs and npm); without it that one test is skipped.  With it, a failed install
+# fails the setup.
 lock=tests/nip46_js/package-lock.json
 if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/nip46_js/node_modules/.package-lock.json ]; then
-  (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) \
-    || echo "setup: the JS NIP-46 signer could not be installed"
+  (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) || {
+    echo "setup: the JS NIP-46 signer could not be installed (tests/nip46_js)" >&2
+    exit 1
+  }
 fi

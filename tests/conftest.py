@@ -20,8 +20,43 @@ from tests.fixtures.browser_servers import *  # noqa: E402, F403
 from tests.fixtures.cluster import *  # noqa: E402, F403
 from tests.fixtures.postgres import *  # noqa: E402, F403
 from tests.fixtures.relays import *  # noqa: E402, F403
+from tests.fixtures.required import node  # noqa: E402, F401
 from tests.fixtures.site import *  # noqa: E402, F403
 from tests.fixtures.tls import *  # noqa: E402, F403
+
+# The real parts a test needs, read from the fixtures it uses, so that `-m "not chromium"` or
+# `-m postgres` selects by them.
+REAL_PARTS = {
+    "chromium": {
+        "browser_pool",
+        "session",
+        "dispatcher",
+        "call",
+        "message",
+        "browser_servers",
+        "devtools",
+        "start_daemon",
+        "cluster",
+    },
+    "relay": {
+        "nostr_relay_url",
+        "local_relay_factory",
+        "permissive_relay",
+        "start_daemon",
+        "cluster",
+    },
+    "postgres": {"postgres_dsn", "cluster"},
+    "node": {"node"},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in REAL_PARTS.items():
+            if used & fixtures:
+                item.add_marker(marker)
+
 
 _captured: list[tuple[str, str]] = []
 _report: list[tuple[Path, list[Hit], float]] = []

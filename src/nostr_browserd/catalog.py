@@ -43,6 +43,7 @@ from .tools import (
     stream,
     tabs,
     teardown,
+    vault,
     wait,
     windows,
 )
@@ -79,6 +80,7 @@ FAMILIES = (
     windows,
     events,
     stream,
+    vault,
     agent,
 )
 

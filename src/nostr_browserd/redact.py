@@ -4,8 +4,8 @@ One walk over every nested command: a batch's ``commands`` (a list, or the one J
 text grammar carries), ``set_headers``' headers (a dict, or JSON in text), a find's action
 value.  What it hides:
 
-- keys named like secrets (``password``, ``token``, ``nsec``…) and strings that look like keys
-  or bunker URLs, everywhere;
+- keys named like secrets (``password``, ``token``, ``nsec``…, and the vault's ``username``
+  and ``totp``) and strings that look like keys or bunker URLs, everywhere;
 - the values of credential headers (``Authorization: Bearer …``, ``Cookie``, ``X-Api-Key``…);
 - typed text (``value``, ``text``): whether a field is a password is only known once the tool
   has looked at the page, after the command was logged, so logs, the audit store and status
@@ -25,7 +25,7 @@ TYPED_KEYS = ("value", "text")
 JSON_KEYS = ("commands", "headers")  # params the text grammar carries as one JSON string
 _SECRET_KEY = re.compile(
     r"nsec|mnemonic|seed|passphrase|passwd|password|secret|bunker|token|private|credential"
-    r"|passcode|api.?key|totp|cvv|cvc",
+    r"|passcode|api.?key|totp|cvv|cvc|username",
     re.I,
 )
 # Short names that are secrets only as a whole word of the key: "otp_code", "pin", "mfaCode"

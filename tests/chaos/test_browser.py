@@ -22,13 +22,13 @@ from nostr_browserd.browser.session import POPUP_BUDGET, Session
 from nostr_browserd.browser.tab import Tab
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
+from tests.e2e.test_resilience import chromium_main_processes
 from tests.fixtures.browser import POLLING, TEST_BROWSER, until_polling
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
 )
-from tests.test_e2e_resilience import chromium_main_processes
 
 GIB = 1024**3
 CHUNK = b"\0" * 65536
@@ -41,10 +41,13 @@ PAGES = {
 
 
 class ChaosServer(ThreadingHTTPServer):
-    """The hostile pages, and /big: 1 GiB streamed with no length, counting what it sent."""
+    """The hostile pages; /big: 1 GiB streamed with no length, counting what it sent; /spin:
+    what a page in a busy loop asks each turn (go on, until the test lets it stop)."""
 
     sent = 0
     finished = threading.Event()
+    spinning = threading.Event()
+    let_go = threading.Event()
 
 
 class ChaosHandler(BaseHTTPRequestHandler):
@@ -54,6 +57,14 @@ class ChaosHandler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        if self.path.startswith("/spin"):
+            self.server.spinning.set()
+            stop = self.server.let_go.wait(0.05)  # a turn of the loop: no need to hurry
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(b"stop" if stop else b"spin")
+            return
         if self.path.startswith("/big"):
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
@@ -80,6 +91,7 @@ class ChaosHandler(BaseHTTPRequestHandler):
 def chaos() -> Iterator[ChaosServer]:
     server = ChaosServer(("127.0.0.1", 0), ChaosHandler)
     server.sent, server.finished = 0, threading.Event()
+    server.spinning, server.let_go = threading.Event(), threading.Event()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield server
@@ -116,7 +128,42 @@ async def test_chromium_killed_mid_command(site_url):
         await pool.close()
 
 
+SPIN = """for (;;) {
+  const turn = new XMLHttpRequest();
+  turn.open("GET", "/spin", false);
+  turn.send();
+  if (turn.responseText === "stop") break;
+}"""
+"""A busy loop that never yields to the page's event loop, until the chaos server says stop."""
+
+
 async def test_a_page_in_a_busy_loop_holds_only_its_own_command(
+    nostr_relay_url, start_daemon, site_url, chaos
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[phone.npub], browser={"command_timeout": 30}
+        )
+        me = await daemon_pubkey(daemon)
+        opened = await phone.command(me, {"tool": "open", "params": {"url": base(chaos)}})
+        assert opened["success"], opened
+        spin = phone.command(me, {"tool": "eval", "params": {"script": SPIN}}, timeout=60)
+        spinning = asyncio.create_task(spin)
+        assert await asyncio.to_thread(chaos.spinning.wait, 30), "the page is in its loop"
+        # Another controller (the local owner) is served while the page spins: the loop
+        # goes on until the answer is here.
+        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
+            await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": site_url}}))
+            while (answer := await ws.recv()).startswith('{"type": "event"'):
+                pass
+        assert json.loads(answer)["success"], answer
+        running = daemon.dispatcher.status()["running"]
+        assert running == {phone.pubkey: "eval"}, "the phone's command is still running"
+        chaos.let_go.set()
+        assert (await spinning)["success"]
+
+
+async def test_a_page_in_a_busy_loop_is_stopped_at_the_command_timeout(
     nostr_relay_url, start_daemon, site_url
 ):
     async with SdkController([nostr_relay_url]) as phone:
@@ -126,14 +173,7 @@ async def test_a_page_in_a_busy_loop_holds_only_its_own_command(
         me = await daemon_pubkey(daemon)
         assert (await phone.command(me, {"tool": "open", "params": {"url": site_url}}))["success"]
         spin = phone.command(me, {"tool": "eval", "params": {"script": "for (;;) {}"}})
-        spinning = asyncio.create_task(spin)
-        # Another controller (the local owner) is served while the page spins.
-        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
-            await ws.send(json.dumps({"id": 1, "tool": "open", "params": {"url": site_url}}))
-            while (answer := await ws.recv()).startswith('{"type": "event"'):
-                pass
-        assert json.loads(answer)["success"], answer
-        stopped = await spinning
+        stopped = await spin
         assert stopped["error"]["code"] == "TIMEOUT" and "3 s" in stopped["error"]["message"]
         # The spinning tab is closed and forgotten: the phone goes on in a fresh one.
         fresh = await phone.command(me, {"tool": "tab_new", "params": {"url": site_url}})

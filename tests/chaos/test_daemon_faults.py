@@ -19,9 +19,9 @@ import pytest
 
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.nip19 import parse_pubkey
+from tests.e2e.test_cli import DaemonProcess, is_running
+from tests.e2e.test_resilience import chromium_main_processes
 from tests.fixtures.daemon import SdkController, daemon_pubkey, start_daemon_fixture  # noqa: F401
-from tests.test_e2e_cli import DaemonProcess, is_running
-from tests.test_e2e_resilience import chromium_main_processes
 
 
 def held(state: Path) -> dict[str, int]:

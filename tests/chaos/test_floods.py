@@ -23,6 +23,7 @@ from nostr_browserd.dm.inbox import OPENING_AT_ONCE
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
+from tests.e2e.test_policy import CODE, CountingHandler
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -38,7 +39,6 @@ from tests.fixtures.flood import (
     running_daemon,
     stranger_wraps,
 )
-from tests.test_e2e_policy import CODE, CountingHandler
 
 FLOOD = 1000
 BUDGET = 600  # strangers' decryptions per minute (and the burst): less than the flood

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Coroutine
@@ -33,6 +34,7 @@ from nostr_browserd.nostr import nip04, nip19, nip44, nip46, nip59
 from nostr_browserd.nostr.errors import NostrError
 from nostr_browserd.nostr.nip01 import RelayMessageError, finalize_event, parse_relay_message
 from nostr_browserd.nostr.signer import KeySigner
+from tests.fixtures.daemon import resigned, verifies_elsewhere
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10000"))
 # ~6 s of CPU per target at 10,000; a loaded machine stretches that past the default 120 s.
@@ -86,10 +88,12 @@ def run_now(coroutine: Coroutine[Any, Any, Any]) -> Any:
     raise AssertionError("the coroutine waited for something")
 
 
-def only(error: type[BaseException], call: Any, *args: Any) -> None:
-    """Run ``call(*args)``: returning or raising ``error`` is fine, anything else fails."""
+def only(error: type[BaseException], call: Any, *args: Any) -> Any:
+    """Run ``call(*args)``: returning or raising ``error`` is fine, anything else fails.
+    Returns what it returned (None when it raised ``error``), for the caller to check."""
     with contextlib.suppress(error):
-        call(*args)
+        return call(*args)
+    return None
 
 
 # -- commands ---------------------------------------------------------------------------
@@ -175,6 +179,7 @@ def test_nip44(payload: str) -> None:
     only(nip44.Nip44Error, nip44.decrypt, payload, NIP44_KEY)
 
 
+SIGS = st.binary(min_size=64, max_size=64).map(bytes.hex)
 EVENT_KEYS = quoted("id", "pubkey", "created_at", "kind", "tags", "content", "sig", ALICE.pubkey)
 SEAL = ['{"kind":13,"content":', '"tags":[],"created_at":1,', '"sig":', '"pubkey":']
 
@@ -188,9 +193,20 @@ def wrap_around(content: str) -> dict[str, Any]:
 
 
 @FUZZ
-@given(tokens(JSON, EVENT_KEYS, SEAL).map(wrap_around))
+@given(
+    tokens(JSON, EVENT_KEYS, SEAL).map(wrap_around)
+    | st.builds(
+        functools.partial(resigned, ALICE, BOB.pubkey),
+        tokens(JSON, EVENT_KEYS),
+        st.none() | SIGS,
+        st.none() | SIGS,
+    )
+)
 def test_nip59_unwrap(event: dict[str, Any]) -> None:
-    only(nip59.UnwrapError, run_now, nip59.unwrap(event, BOB))
+    """Whatever unwrap accepts, its wrap and seal are signed (nostr-sdk agrees)."""
+    opened = only(nip59.UnwrapError, run_now, nip59.unwrap(event, BOB))
+    if opened is not None:
+        assert verifies_elsewhere(opened.wrap) and verifies_elsewhere(opened.seal)
 
 
 NIP46_KEYS = quoted("id", "method", "params", "result", "error", "auth_url", *nip46.METHODS)

@@ -6,9 +6,10 @@ Two backends, asked in order for each provider:
    (the file made with ``systemd-creds encrypt``), systemd decrypts it into the service's
    private ``$CREDENTIALS_DIRECTORY`` at start, and the store only reads it there;
 2. ``agent-keys.json`` in the state directory (mode 0600): each key NIP-44-encrypted to the
-   daemon's own public key through its Signer.  With a bunker or an n_signer the key can be
-   read only while that signer agrees; a read-only identity cannot encrypt, so ``set`` is
-   refused and says why.  There is no plaintext fallback.
+   daemon's own public key through its Signer (``login/sealed.py``, as the vault's entries).
+   With a bunker or an n_signer the key can be read only while that signer agrees; a
+   read-only identity cannot encrypt, so ``set`` is refused and says why.  There is no
+   plaintext fallback.
 
 A key that cannot be decrypted (the file was copied to another machine, or the identity
 changed) reads as absent, and ``status`` says so.  Nothing here logs or returns a key except
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BrowserdError, ErrorCode
+from ..login.sealed import Unreadable, seal, unseal
 from ..nostr.signer import Signer
 
 PROVIDERS = ("anthropic", "openai", "openrouter")
@@ -78,17 +80,14 @@ class KeyStore:
         if self.signer is None:
             return None, "stored, but no identity is logged in to decrypt it"
         try:
-            me = await self.signer.public_key()
-            if entry.get("to") != me:
-                raise ValueError("encrypted to another identity")
-            opened = json.loads(await self.signer.nip44_decrypt(me, entry["nip44"]))
+            opened = await unseal(self.signer, entry)
             if opened.get("provider") != provider or not isinstance(opened.get("key"), str):
-                raise ValueError("the entry belongs to another provider")
+                raise Unreadable("the entry belongs to another provider")
         except BrowserdError as exc:
             if exc.code == ErrorCode.SIGNER_ERROR:
                 return None, f"stored, but the signer did not decrypt it now: {exc.message}"
             return None, f"stored, but unusable: {exc.message}"
-        except Exception:  # any failure to open it: the key is not usable here
+        except Unreadable:
             return None, (
                 "absent: a stored key cannot be decrypted by this identity "
                 "(copied from elsewhere, or the identity changed); set it again"
@@ -123,26 +122,13 @@ class KeyStore:
                 ErrorCode.INVALID_PARAMS,
                 "An API key is one word of at most 4096 characters; nothing was stored.",
             )
-        if self.signer is None:
-            raise BrowserdError(
-                ErrorCode.NOT_LOGGED_IN, "Log in first: keys are encrypted to the daemon's key."
-            )
-        try:
-            me = await self.signer.public_key()
-            sealed = await self.signer.nip44_encrypt(
-                me, json.dumps({"provider": provider, "key": key})
-            )
-        except BrowserdError as exc:
-            if exc.code == ErrorCode.READ_ONLY_IDENTITY:
-                raise BrowserdError(
-                    ErrorCode.READ_ONLY_IDENTITY,
-                    "A read-only identity cannot encrypt, and keys are never stored in "
-                    "plaintext: log in with a key, seed, bunker or n_signer, or give the key "
-                    f"as the systemd credential {credential_name(provider)}.",
-                ) from None
-            raise
+        instead = (
+            "log in with a key, seed, bunker or n_signer, or give the key as the systemd "
+            f"credential {credential_name(provider)}."
+        )
+        sealed = await seal(self.signer, {"provider": provider, "key": key}, instead=instead)
         entries = self._entries()
-        entries[provider] = {"to": me, "nip44": sealed}
+        entries[provider] = sealed
         self._write(entries)
         note = "stored, NIP-44-encrypted to the daemon's own key"
         if self._credential(provider):

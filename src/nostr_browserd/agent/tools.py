@@ -35,8 +35,12 @@ DEFAULT_TOOLS = (
     "scrape",
     "screenshot",
     "find_text",
+    "vault_list",
+    "fill_credential",
+    "login_with",
 )
-NEVER_OFFERED = frozenset({"ask"})
+# ask itself; and the vault's management: a model is never given a value, nor may it drop one.
+NEVER_OFFERED = frozenset({"ask", "vault_add", "vault_remove"})
 
 
 def unknown_tools(registry: Registry, names: Iterable[str]) -> list[str]:

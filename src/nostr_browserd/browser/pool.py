@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
@@ -26,6 +26,9 @@ from .netpolicy import NetworkPolicy
 from .screencast import Fanout
 from .session import EventCallback, Session
 from .shelf import StateShelf
+
+if TYPE_CHECKING:
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ class BrowserPool:
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
         self.shelf: StateShelf | None = None  # saved states: the daemon's store
+        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         # An owner's saved storage state for a fresh context (the daemon's store), if any.

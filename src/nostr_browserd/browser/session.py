@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import (
     BrowserContext,
@@ -32,6 +32,9 @@ from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
 from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab
+
+if TYPE_CHECKING:
+    from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,7 @@ class Pool(Protocol):
     policy: NetworkPolicy
     egress: EgressProxy | None
     shelf: StateShelf | None
+    vault: Keeper | None
     frames: Fanout
 
     @property
@@ -451,6 +455,11 @@ class Session:
     def shelf(self) -> StateShelf | None:
         """Where the owner's saved login states are kept (the daemon's store), if anywhere."""
         return self.pool.shelf
+
+    @property
+    def vault(self) -> Keeper | None:
+        """The credential vault (the daemon's store and key), if the daemon keeps one."""
+        return self.pool.vault
 
     @property
     def devices(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from playwright.async_api import Frame, Page
 
 from ..errors import BrowserdError, ErrorCode
+from .masked import masked
 from .refs import first_line, locate, parse_ref
 
 ACTIONABLE = frozenset(
@@ -608,7 +609,8 @@ async def take(
     if selector is not None or (frame is not None and ref is None):
         scopes = await selector_scope(frame or page, selector or "body")
     raw = await page.aria_snapshot(mode="ai", boxes=options.viewport or None)
-    secrets = await password_values(page) if SHOWS_VALUE.search(raw) else set()
+    shows = SHOWS_VALUE.search(raw)
+    secrets = await password_values(page) | masked(page.context) if shows else set()
     return render(raw, options, scopes=scopes, secrets=secrets, view=view)
 
 

@@ -13,7 +13,8 @@ import asyncio
 import json
 import secrets
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -25,6 +26,9 @@ from ..daemon.key_tools import run_key_tool
 from ..daemon.local_ws import load_token
 from ..errors import BrowserdError, ErrorCode
 from ..login.manager import IdentityManager
+from ..nostr.signer import Signer
+
+T = TypeVar("T")
 
 
 def read_key(stream: Any = None) -> str:
@@ -44,9 +48,12 @@ async def keys_command(config: Config, action: str, provider: str | None) -> int
     if action == "set":
         params["api_key"] = read_key()
     try:
-        data = await _through_daemon(config, tool, params)
+        data = await through_daemon(config, tool, params)
         if data is None:
-            data = await _by_ourselves(config, tool, params)
+            data = await by_ourselves(
+                config,
+                lambda signer: run_key_tool(KeyStore(config.state.dir, signer), tool, params),
+            )
     except BrowserdError as exc:
         print(f"nostr-browserd: {exc.message}", file=sys.stderr)
         return 1
@@ -58,8 +65,9 @@ async def keys_command(config: Config, action: str, provider: str | None) -> int
     return 0
 
 
-async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> Any:
-    """The running daemon's answer over the local channel, or None when none is running."""
+async def through_daemon(config: Config, tool: str, params: dict[str, Any]) -> Any:
+    """The running daemon's answer over the local channel, or None when none is running
+    (``keys`` and ``vault`` alike: the daemon's own signer is asked, once)."""
     if not config.local.enabled:
         return None
     try:
@@ -82,7 +90,7 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
         raise BrowserdError(
             ErrorCode.FORBIDDEN,
             f"the daemon on 127.0.0.1:{config.local.port} refused the local channel "
-            f"({exc.response.status_code}): run keys with the daemon's config, as a user who "
+            f"({exc.response.status_code}): run this with the daemon's config, as a user who "
             "can read its local token",
         ) from None
     except (OSError, TimeoutError):
@@ -93,7 +101,8 @@ async def _through_daemon(config: Config, tool: str, params: dict[str, Any]) -> 
     return answer["data"]
 
 
-async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> Any:
+async def by_ourselves(config: Config, work: Callable[[Signer], Awaitable[T]]) -> T:
+    """``work(signer)`` with the configured identity logged in here, when no daemon runs."""
     login = login_params(config.identity, config.state.dir)
     if login is None:
         raise BrowserdError(
@@ -104,6 +113,6 @@ async def _by_ourselves(config: Config, tool: str, params: dict[str, Any]) -> An
     identity = IdentityManager()
     await identity.login(login)
     try:
-        return await run_key_tool(KeyStore(config.state.dir, identity.signer), tool, params)
+        return await work(identity.signer)
     finally:
         await identity.logout()

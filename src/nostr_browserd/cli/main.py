@@ -5,6 +5,7 @@ nostr-browserd status [--config PATH] [--json]
 nostr-browserd send --to NPUB --key FILE [--relay URL …] [--nip04] [--json] COMMAND…
 nostr-browserd keygen FILE
 nostr-browserd keys [--config PATH] set PROVIDER | status | clear PROVIDER   (key from stdin)
+nostr-browserd vault [--config PATH] add NAME --origin URL… | list | remove NAME   (values: stdin)
 nostr-browserd bunker …            (a NIP-46 remote signer: see ``bunker --help``)
 nostr-browserd mcp …               (an MCP server for agent hosts: see ``mcp --help``)
 """
@@ -104,6 +105,12 @@ def _parser() -> argparse.ArgumentParser:
     keys.add_argument("action", choices=("set", "status", "clear"))
     keys.add_argument("provider", nargs="?", help="anthropic, openai or openrouter")
 
+    vault = sub.add_parser("vault", help="the local owner's logins (add reads the values on stdin)")
+    vault.add_argument("--config", type=Path, help="the daemon's config file")
+    vault.add_argument("action", choices=("add", "list", "remove"))
+    vault.add_argument("name", nargs="?", help="the entry's name")
+    vault.add_argument("--origin", action="append", help="an origin it fills on (repeatable)")
+
     sub.add_parser("bunker", help="run a NIP-46 remote signer (bunker) for a key", add_help=False)
     sub.add_parser("mcp", help="serve every tool to an MCP host (see mcp --help)", add_help=False)
     return parser
@@ -142,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                 takes = "no provider" if keys.action == "status" else "a provider"
                 _parser().error(f"keys {keys.action} takes {takes}")
             return asyncio.run(keys_command(_load(keys.config), keys.action, keys.provider))
+        if args.command == "vault":
+            from .vault import VaultOptions, vault_command
+
+            return asyncio.run(vault_command(parsed(VaultOptions, args)))
         return _keygen(parsed(KeygenOptions, args).file)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)

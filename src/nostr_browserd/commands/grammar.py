@@ -135,6 +135,7 @@ def flag_name(tool: Tool[Any], word: str) -> str | None:
     fields = tool.params.model_fields
     if word.startswith("--") and len(word) > 2:
         name = word[2:].split("=", 1)[0].replace("-", "_")
+        name = tool.flags.get(name, name)  # a long alias: --origin for origins
         name = name[3:] if name.startswith("no_") and name[3:] in fields else name
         return name if name in fields else None
     if len(word) == 2 and word[0] == "-":
@@ -161,7 +162,8 @@ def usage(tool: Tool[Any]) -> str:
     for name, field in fields.items():
         if name in named:
             continue
-        flag = f"-{shorts[name]}" if name in shorts else f"--{name.replace('_', '-')}"
+        short = shorts.get(name, name.replace("_", "-"))
+        flag = f"-{short}" if len(short) == 1 else f"--{short}"
         parts.append(
             f"[{flag}]" if field.annotation in (bool, bool | None) else f"[{flag} <{name}>]"
         )

@@ -26,7 +26,9 @@ The policy is in explicit fields, never in the family name (which is for display
 - ``spends``: it runs on the owner's model API keys (``ask``), so a "read" role may not run
   it: only "full" or a list that names it;
 - ``delegates(params)``: the calls it hands on (a batch's commands, a find's action), so a
-  policy judges those too; ``delegates_only``: it does nothing but run them (a batch).
+  policy judges those too; ``delegates_only``: it does nothing but run them (a batch);
+- ``approval(session, params, target)``: how an approver reads the call, for a tool whose
+  params alone would not say it (the vault's: which value of which entry goes where).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ S = TypeVar("S")
 Handler = Callable[..., Awaitable[Any]]
 Call = tuple[str, dict[str, Any]]
 Delegates = Callable[[dict[str, Any]], list[Call]]
+Approval = Callable[[Any, dict[str, Any], str], Awaitable[str]]
 
 
 class Params(BaseModel):
@@ -81,6 +84,7 @@ class Tool(Generic[P]):
     delegates: Delegates | None = None
     delegates_only: bool = False
     takes_registry: bool = False
+    approval: Approval | None = None
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema of this tool's params, with its description."""
@@ -134,6 +138,7 @@ class Registry:
         spends: bool = False,
         delegates: Delegates | None = None,
         delegates_only: bool = False,
+        approval: Approval | None = None,
     ) -> Callable[[Handler], Handler]:
         """Decorator: register ``handler(session, params)``; its docstring is the description.
 
@@ -174,6 +179,7 @@ class Registry:
                     delegates=delegates,
                     delegates_only=delegates_only,
                     takes_registry=len(inspect.signature(handler).parameters) == 3,
+                    approval=approval,
                 )
             )
             return handler

@@ -34,8 +34,10 @@ from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.nip19 import npub_encode
+from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
+from ..vault.keeper import Vault
 from .ask import AskRunner, check_ask_config
 from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
 from .dispatch import Dispatcher
@@ -98,6 +100,7 @@ class Daemon:
         make_browser_dirs(self.config.browser)
         self.store = await open_store(self.config.state)
         await shelve(self.browser, self.store)
+        self.browser.vault = Vault(self.store, self.signer)
         configured = login_params(self.config.identity, self.state_dir)
         if configured is not None:
             await self.identity.login(configured)
@@ -319,10 +322,13 @@ class Daemon:
         if self.dispatcher is not None:
             await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
+    def signer(self) -> Signer | None:
+        """The identity logged in now, which seals the API keys and the vault."""
+        return self.identity.signer if self.identity.logged_in else None
+
     def key_store(self) -> KeyStore:
         """The API keys of ``ask``, encrypted through the identity logged in now."""
-        signer = self.identity.signer if self.identity.logged_in else None
-        return KeyStore(self.state_dir, signer)
+        return KeyStore(self.state_dir, self.signer())
 
     async def _local_tool(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
         """Login and API-key tools: on the local channel only."""

@@ -7,8 +7,9 @@
   each target described the same way.
 - A commit always asks: a step whose element is named like one (``COMMIT_WORDS``, in its
   role's name, label, text or value) or that submits a form (a submit button, Enter in a
-  field of a form).  A page cannot rename its way past the rule: every name it gives the
-  element is weighed, and a form's submission is seen from the element's kind, not its name.
+  field of a form, the vault's ``login_with``).  A page cannot rename its way past the rule:
+  every name it gives the element is weighed, and a form's submission is seen from the
+  element's kind, not its name.
 - A prompt is sent whole, as one message or numbered parts a phone shows in full.
 """
 
@@ -28,7 +29,7 @@ from ..errors import BrowserdError, ErrorCode
 from ..redact import redact
 
 # What a commit is named: a step on such an element always asks.  docs/ask.md's list is this
-# one (tests/test_consent.py checks it).
+# one (tests/e2e/test_consent.py checks it).
 COMMIT_WORDS = (
     "submit",
     "pay",
@@ -48,6 +49,8 @@ COMMIT = re.compile(
 FOCUS_TOOLS = frozenset({"press", "keydown", "keyboard_type", "insert_text"})
 # A button pressed where the mouse is: what is under it is unknown here, so it always asks.
 UNJUDGED = frozenset({"mouse_down", "mouse_up"})
+# Steps that submit a form by design (the vault's login_with fills a login and submits it).
+SUBMITTING = frozenset({"login_with"})
 ENTER = frozenset({"enter", "numpadenter", "\n", "\r"})
 SPACE = frozenset({" ", "space"})
 FOCUSED = "the focused element"
@@ -67,7 +70,7 @@ def commits(tool: str, params: dict[str, Any], element: Element | None) -> bool:
     """Whether the call ``tool(params)`` on ``element`` (None: it acts on no element) is a
     commit.  An element that could not be read counts as one: what cannot be judged asks.
     """
-    if tool in UNJUDGED:
+    if tool in UNJUDGED or tool in SUBMITTING:
         return True
     if element is None:
         return False
@@ -143,6 +146,10 @@ async def describe_action(
     call's target, when the caller has read it already.
     """
     tool = registry.get(request.tool)
+    if tool.approval is not None:  # the tool says it best (the vault: which value goes where)
+        element = element or await target_of(session, request.tool, request.params)
+        target = "" if element is None else element.describe()
+        return await tool.approval(session, request.params, target)
     if tool.delegates_only and tool.delegates is not None:
         calls = tool.delegates(request.params)
         rest = {k: v for k, v in request.params.items() if k != "commands"}

@@ -11,8 +11,10 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator
 from pydantic import Field
 
+from ..browser.masked import masked
 from ..browser.refs import first_line
 from ..browser.session import Session
+from ..browser.snapshot import MASK
 from ..commands.params import SELECTOR_HELP, Target
 from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -67,6 +69,8 @@ async def get_value(session: Session, params: Target) -> dict[str, Any]:
         raise BrowserdError(ErrorCode.REFUSED, "Not a form field: use get_text or get_attr.")
     if info["kind"] == "password":
         info["note"] = "A password field's value is never returned."
+    elif info.get("value") in masked(session.page.context):
+        info["value"], info["note"] = MASK, "Filled from the vault: its value is never returned."
     return info
 
 

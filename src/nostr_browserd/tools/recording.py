@@ -21,6 +21,7 @@ from playwright.async_api import BrowserContext
 from pydantic import Field
 
 from .. import __version__
+from ..browser.masked import masked
 from ..browser.pagelog import Exchange
 from ..browser.paths import NAME, configured, owner_dir, write_private
 from ..browser.session import Session
@@ -170,6 +171,12 @@ async def trace_start(session: Session, params: TraceParams) -> dict[str, Any]:
     context = session.page.context
     if context in TRACING:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "A trace is already running: trace_stop.")
+    if masked(context):
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            "This window holds values filled from the vault, which a trace's DOM snapshots "
+            "would keep: trace in a new window (window_new).",
+        )
     await context.tracing.start(screenshots=params.screenshots, snapshots=params.snapshots)
     TRACING.add(context)
     return {"tracing": True}

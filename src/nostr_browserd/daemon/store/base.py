@@ -30,6 +30,7 @@ from typing import Any
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
 from .leases import LeaseTables
+from .vault_rows import VaultRows
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
 # Each migration is a list of statements; a database at version n runs the steps after n.
@@ -91,10 +92,10 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(LeaseTables, ABC):
+class Store(LeaseTables, VaultRows, ABC):
     """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
-    browser states (what ``browser.shelf.StateShelf`` asks of it), and the workers and their
-    controller leases (``LeaseTables``)."""
+    browser states (what ``browser.shelf.StateShelf`` asks of it), the workers and their
+    controller leases (``LeaseTables``), and the credential vault (``VaultRows``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
