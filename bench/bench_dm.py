@@ -32,7 +32,8 @@ from collections.abc import Awaitable, Callable
 
 import nostr_sdk as sdk
 
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.daemon.app import Daemon

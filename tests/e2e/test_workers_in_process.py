@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nostr_browserd.browser.session import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
 from nostr_browserd.daemon.placement import preferred

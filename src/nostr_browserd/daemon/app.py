@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agent.keys import KeyStore
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
 from ..contextvm.server import ContextVmServer
 from ..dm.link import NostrLink

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..browser.session import BrowserPool, StateHook
+from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList

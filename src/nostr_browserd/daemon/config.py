@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..browser.session import BrowserConfig
+from ..browser.config import BrowserConfig
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..login.files import credential_path

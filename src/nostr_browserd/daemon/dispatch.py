@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..browser.session import BrowserPool, Session
+from ..browser.pool import BrowserPool
+from ..browser.session import Session
 from ..browser.target import Element
 from ..catalog import describe
 from ..commands.protocol import Request, encode, is_text, parse_request, run

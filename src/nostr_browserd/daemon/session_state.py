@@ -20,7 +20,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..browser.session import BrowserPool, Session
+from ..browser.pool import BrowserPool
+from ..browser.session import Session
 from ..errors import BrowserdError
 from .store import Store
 
@@ -161,7 +162,7 @@ async def _reload(session: Session, page: Any, url: str) -> None:
     if url in ("", "about:blank"):
         return
     try:
-        await session.pool.policy.refuse(url, session.owner)
+        await session.refuse_url(url)
         async with asyncio.timeout(RELOAD_TIMEOUT):
             await page.goto(url, wait_until="load")
     except Exception as exc:  # a page that is gone or refused: the tab stays, the rest go on

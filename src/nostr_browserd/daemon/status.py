@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..dm.link import NostrLink
 from ..nostr.nip19 import npub_encode
 from .allow_list import AllowList

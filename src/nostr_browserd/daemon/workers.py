@@ -44,7 +44,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..dm.messages import Incoming
 from ..errors import BrowserdError
 from ..supervise import supervise

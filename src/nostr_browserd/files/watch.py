@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..commands.protocol import Request, run
 from ..commands.registry import Registry
 from ..tools.events import SCREEN

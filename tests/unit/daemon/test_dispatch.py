@@ -109,7 +109,7 @@ async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
 
 
 async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
@@ -144,7 +144,7 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     ],
 )
 async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.commands.protocol import Request
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.errors import ErrorCode
@@ -175,7 +175,7 @@ def test_a_controllers_help_lists_no_tool_it_would_be_refused():
 
 async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools(tmp_path):
     """Issue 15: the one check in Dispatcher.handle, for a DM as for the local channel."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.admission import LOGIN_TOOLS
     from nostr_browserd.daemon.config import ControllerConfig
     from tests.fixtures.browser import local_dispatcher
@@ -205,7 +205,7 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
 
 
 async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers_queue(tmp_path):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from tests.fixtures.browser import local_dispatcher
@@ -244,7 +244,7 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
     """The hold is written while the command waits in its queue, and the queue waits for it:
     a restart would answer the running command as interrupted.  A hold that fails (a full
     disk, a lost database) answers its command UNAVAILABLE, unrun, between its neighbours."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
@@ -285,7 +285,7 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
 
 async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided(tmp_path):
     """Every worker reads the approver's answer: the store says whose command waits for it."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.nostr.signer import KeySigner
@@ -329,7 +329,7 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
 
 async def test_logged_out_an_ask_step_runs_nothing_either(tmp_path):
     """One admission for every caller: a turn that outlives its login takes no more steps."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.commands.protocol import Request
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.errors import ErrorCode
