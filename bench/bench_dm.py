@@ -11,7 +11,9 @@ RelayPool for transport), this measures:
 - ``tool``: that responder running the real ``get_url`` tool (``protocol.run`` on a Session,
   which also reads the page title over CDP for every result);
 - ``daemon``: the real Daemon (inbox, SQLite replay guard, dispatcher, tool registry,
-  Playwright session, audit, outbox), logged in with a local key.
+  Playwright session, audit, outbox), logged in with a local key;
+- ``contextvm``: the same daemon and tool over ContextVM (MCP's ``tools/call`` in a CEP-4 gift
+  wrap, answered as MCP content), from ``mcp --to``'s own ContextVM client.
 
 Usage: ``.venv/bin/python -m bench.bench_dm [rounds]`` (default 200); ``make bench`` runs it too.
 """
@@ -30,11 +32,13 @@ from collections.abc import Awaitable, Callable
 
 import nostr_sdk as sdk
 
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from nostr_browserd.daemon.app import Daemon
 from nostr_browserd.daemon.config import Config
+from nostr_browserd.mcp.contextvm_remote import ContextVmBackend
 from nostr_browserd.nostr import nip17
 from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
@@ -111,12 +115,34 @@ class Requester:
         assert result.ok, result.refused
         async with asyncio.timeout(10):
             async for event in self.replies:
-                gift = sdk.UnwrappedGift.from_gift_wrap(
-                    self.keys, sdk.Event.from_json(json.dumps(event))
-                )
+                try:
+                    gift = sdk.UnwrappedGift.from_gift_wrap(
+                        self.keys, sdk.Event.from_json(json.dumps(event))
+                    )
+                except sdk.NostrSdkError:  # a ContextVM answer to the same key: not a DM
+                    continue
                 if json.loads(gift.rumor().content()).get("id") == request_id:
                     break
         self.times.append(time.perf_counter() - started)
+
+
+class ContextVmRequester:
+    """The controller's key over ContextVM: ``tools/call get_url``, timed to its result."""
+
+    def __init__(self, url: str, daemon: str, keys: sdk.Keys) -> None:
+        signer = KeySigner(bytes.fromhex(keys.secret_key().to_hex()))
+        self.backend = ContextVmBackend(signer, daemon, [url])
+        self.times: list[float] = []
+
+    async def round_trip(self, i: int) -> None:
+        started = time.perf_counter()
+        result = await self.backend.call("get_url", {}, _no_progress)
+        assert not isinstance(result, dict) and not result.is_error, result
+        self.times.append(time.perf_counter() - started)
+
+
+async def _no_progress(done: float, total: float | None, message: str) -> None:
+    return None
 
 
 async def start_responder(url: str, serve: Responder) -> asyncio.Task[None]:
@@ -145,7 +171,7 @@ def daemon_config(url: str, state: str, controller: str) -> Config:
 def report(name: str, seconds: list[float]) -> float:
     ms = sorted(s * 1000 for s in seconds)
     p50, p90 = statistics.median(ms), ms[int(len(ms) * 0.9)]
-    print(f"  {name:7} p50 {p50:6.2f} ms   p90 {p90:6.2f} ms   max {ms[-1]:7.2f} ms")
+    print(f"  {name:9} p50 {p50:6.2f} ms   p90 {p90:6.2f} ms   max {ms[-1]:7.2f} ms")
     return p50
 
 
@@ -178,18 +204,21 @@ async def main(rounds: int) -> dict[str, list[float]]:
             controller = sdk.Keys.generate()
             daemon = Daemon(daemon_config(url, state, controller.public_key().to_hex()))
             await daemon.start()
+            daemon_key = await daemon.identity.signer.public_key()
             async with RelayPool([url]) as pool:
                 modes = {
                     "sdk": Requester(pool, keys.public_key().to_hex()),
                     "ours": Requester(pool, ours.pubkey),
                     "tool": Requester(pool, tool.pubkey),
-                    "daemon": Requester(
-                        pool, await daemon.identity.signer.public_key(), controller
-                    ),
+                    "daemon": Requester(pool, daemon_key, controller),
                 }
+                contextvm = ContextVmRequester(url, daemon_key, controller)
+                await contextvm.backend.start()
                 await pool.wait_connected(5)
                 for requester in modes.values():
                     await requester.replies.wait_eose(5)
+                modes["contextvm"] = contextvm
+                for requester in modes.values():
                     await requester.round_trip(-1)  # warm up (the daemon's first session)
                     requester.times.clear()
                 # Interleaved, so that a noisy neighbour on the machine hits every mode alike.
@@ -198,6 +227,7 @@ async def main(rounds: int) -> dict[str, list[float]]:
                         await requester.round_trip(i)
                         await asyncio.sleep(0.002)
             counts = await daemon.store.counts() if daemon.store else {}
+            await contextvm.backend.close()
         finally:
             for task in tasks:
                 task.cancel()
@@ -213,6 +243,8 @@ async def main(rounds: int) -> dict[str, list[float]]:
     print("                          dispatcher and outbox against the same tool call)")
     print(f"daemon / ours p50: {p50['daemon'] / p50['ours']:.2f}x   (the tool's own cost included)")
     print(f"daemon / sdk  p50: {p50['daemon'] / p50['sdk']:.2f}x")
+    print(f"contextvm / daemon p50: {p50['contextvm'] / p50['daemon']:.2f}x   (MCP over Nostr")
+    print("                          against our DM envelope, same daemon, same tool)")
     return {name: r.times for name, r in modes.items()}
 
 

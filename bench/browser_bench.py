@@ -23,8 +23,10 @@ from typing import Any
 import websockets
 from playwright.async_api import async_playwright
 
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.endpoints import LAUNCH_ARGS
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool, Session
+from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.session import Session
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 

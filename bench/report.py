@@ -267,12 +267,13 @@ def round_trip_section(times: dict[str, list[float]]) -> list[str]:
         "ours": "minimal responder, our crypto",
         "tool": "… + the get_url tool",
         "daemon": "the daemon (guard, audit, dispatch, outbox)",
+        "contextvm": "the daemon over ContextVM (MCP tools/call, CEP-4 wrap)",
     }
     lines = [
         "## DM round trip, one requester (in one process)",
         "",
         "A NIP-17 `get_url` request and its reply through a loopback relay (bench_dm.py),",
-        "the four responders interleaved.",
+        "the responders interleaved; last, the same daemon and tool over ContextVM.",
         "",
         "| responder | p50 ms | p90 ms | × minimal |",
         "| --- | ---: | ---: | ---: |",

@@ -34,14 +34,16 @@ if [ ! -x .venv-legacy/bin/python ]; then
   }
 fi
 
-# An independent NIP-46 remote signer in JavaScript (pinned by its package-lock.json): the
-# tests run our bunker client against it.  Only where Node.js is installed (.ci/run installs
-# Debian's nodejs and npm); without it that one test is skipped.  With it, a failed install
-# fails the setup.
-lock=tests/nip46_js/package-lock.json
-if command -v npm >/dev/null 2>&1 && [ $lock -nt tests/nip46_js/node_modules/.package-lock.json ]; then
-  (cd tests/nip46_js && npm ci --no-audit --no-fund --loglevel=error) || {
-    echo "setup: the JS NIP-46 signer could not be installed (tests/nip46_js)" >&2
-    exit 1
-  }
-fi
+# Independent JavaScript sides (each pinned by its package-lock.json): a NIP-46 remote signer
+# the tests run our bunker client against, a phone that opens our NIP-17 file messages, and
+# the official ContextVM client and server (@contextvm/sdk) for our ContextVM server and client.
+# Only where Node.js is installed (.ci/run installs Debian's nodejs and npm); without it those
+# tests are skipped.  With it, a failed install fails the setup.
+for js in tests/nip46_js tests/phone_js tests/contextvm_js; do
+  if command -v npm >/dev/null 2>&1 && [ $js/package-lock.json -nt $js/node_modules/.package-lock.json ]; then
+    (cd $js && npm ci --no-audit --no-fund --loglevel=error) || {
+      echo "setup: the JS side in $js could not be installed" >&2
+      exit 1
+    }
+  fi
+done

@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
-from nostr_browserd.browser.session import POPUP_BUDGET, BrowserConfig, BrowserPool, Session
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.session import POPUP_BUDGET, Session
+from nostr_browserd.browser.tab import Tab
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from tests.e2e.test_resilience import chromium_main_processes
@@ -183,7 +186,7 @@ async def test_an_alert_loop_is_cut_and_nobody_is_held(call, session, browser_po
     opened = await call(f"open {base(chaos)}/alerts")
     # 20 alerts are accepted; the 21st is left open, and the command says so at once.
     assert opened["success"] and opened["data"]["dialog"]["type"] == "alert", opened
-    assert [e["event"] for e in events].count("dialog") == Session.ALERT_LIMIT + 1
+    assert [e["event"] for e in events].count("dialog") == Tab.ALERT_LIMIT + 1
     other = await browser_pool.session("bystander")
     try:
         assert (await send(other, f"open {base(chaos)}/"))["success"]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from nostr_browserd.daemon.dispatch import CODE_ALPHABET
+from nostr_browserd.daemon.approvals import CODE_ALPHABET
 from nostr_browserd.daemon.store import SqliteStore
 from nostr_browserd.dm.inbox import OPENING_AT_ONCE
 from nostr_browserd.errors import ErrorCode

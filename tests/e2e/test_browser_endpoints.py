@@ -13,10 +13,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.endpoints import Endpoint, endpoint_kind, shown_url
 from nostr_browserd.browser.netpolicy import NetworkPolicy
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from tests.fixtures.browser import (
@@ -232,7 +233,7 @@ async def test_status_says_how_the_policy_holds_on_a_server_elsewhere(
     monkeypatch.setattr(Endpoint, "open", not_yet)
     config = {"endpoints": ["ws://browsers-1.example:3000/p"], "egress_host": egress_host}
     pool = BrowserPool(BrowserConfig(block_private_networks=None, **config))
-    with caplog.at_level("WARNING", logger="nostr_browserd.browser.session"):
+    with caplog.at_level("WARNING", logger="nostr_browserd.browser.pool"):
         await pool.start()
     try:
         policy = pool.status()[0]["network_policy"]

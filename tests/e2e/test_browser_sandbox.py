@@ -23,7 +23,8 @@ import pytest
 
 import nostr_browserd
 from nostr_browserd.browser import endpoints as endpoints_module
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.errors import BrowserdError, ErrorCode
 from tests.e2e.test_systemd import UNIT, directives
 from tests.fixtures.paths import TESTS

@@ -27,7 +27,7 @@ import pytest
 import yaml
 from websockets.asyncio.client import connect
 
-from nostr_browserd.browser.session import BrowserConfig
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.daemon.config import load_config
 from nostr_browserd.dm.chunks import DEFAULT_PART_BYTES
 from nostr_browserd.login.files import read_private_file

@@ -10,7 +10,7 @@ import asyncio
 import json
 import urllib.parse
 
-from nostr_browserd.browser.session import BrowserConfig
+from nostr_browserd.browser.config import BrowserConfig
 from tests.fixtures.browser import POLLING, until_polling
 from tests.fixtures.daemon import (
     SdkController,

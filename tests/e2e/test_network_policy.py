@@ -14,9 +14,9 @@ import urllib.parse
 import pytest
 from websockets.asyncio.client import connect
 
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.egress import EgressProxy
 from nostr_browserd.browser.netpolicy import NetworkPolicy
-from nostr_browserd.browser.session import BrowserConfig
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,

@@ -433,15 +433,21 @@ async def test_racing_workers_lease_each_controller_to_exactly_one(open_store):
 
 async def test_worker_rows_heartbeat_drain_and_load(open_store):
     store = await open_store()
-    await store.worker_up("w1", "first")
-    await store.worker_up("w2", "x")
+    assert await store.worker_up("w1", "first", silent_for=30)
+    assert await store.worker_up("w2", "x", silent_for=30)
     assert await store.live_workers(30) == ["w1", "w2"]
     assert await store.heartbeat("w1", "first", running=2, queued=3, contexts=4)
     await store.take_lease("ctl", "w1", 30)
     row = {w.name: w for w in await store.workers()}["w1"]
     assert (row.running, row.queued, row.contexts, row.leases) == (2, 3, 4, 1)
     assert row.heartbeat_age < 30
-    await store.worker_up("w1", "second")  # restarted: the new process has the name now
+    assert await store.worker_instance("w1") == "first"
+    assert not await store.worker_up("w1", "second", silent_for=30), "first is live"
+    assert await store.worker_up("w1", "second", silent_for=0), "first is silent"
+    assert await store.worker_up("w1", "third", silent_for=30, dead="second"), "known dead"
+    assert not await store.heartbeat("w1", "first", running=0, queued=0, contexts=0)
+    await store.worker_gone("w1", "third")
+    assert await store.worker_up("w1", "second", silent_for=30), "third stopped"
     assert not await store.heartbeat("w1", "first", running=0, queued=0, contexts=0)
     await store.set_draining("w2")
     assert await store.live_workers(30) == ["w1"], "a draining worker gets no new controller"
@@ -470,18 +476,39 @@ async def test_a_taken_over_controllers_held_commands_move_to_one_worker(open_st
         )
     await store.take_lease("ctl", "w1", 30)
     assert await store.start_held("o0", "ctl", "w1"), "w1 holds both: it may run it"
-    assert await store.orphans("w2") == ["other"], "ctl has a live lease, other has none"
+    assert await store.orphans("w2", silent_for=30) == ["other"], "ctl has a live lease"
     await store.release_lease("ctl", "w1")
-    assert sorted(await other.orphans("w2")) == ["ctl", "other"]
+    assert await store.worker_up("w1", "first", silent_for=30)
+    assert await other.orphans("w2", silent_for=30) == [], "w1 is live: merely late"
     assert await other.take_lease("ctl", "w2", 30)
-    adopted = await other.adopt_held("ctl", "w2")
+    assert await other.adopt_held("ctl", "w2", silent_for=30) == [], "w1 answers its own"
+    assert sorted(await other.orphans("w2", silent_for=0)) == ["other"], "w1 is silent: dead"
+    adopted = await other.adopt_held("ctl", "w2", silent_for=0)
     assert [(p.outer_id, p.request_id, p.running) for p in adopted] == [
         ("o0", 0, True),
         ("o1", 1, False),
     ], "oldest first, as they were"
-    assert await other.adopt_held("ctl", "w2") == [], "moved once"
+    assert await other.adopt_held("ctl", "w2", silent_for=0) == [], "moved once"
     # the paused worker wakes: its rows are gone, so it neither runs nor answers them
     assert not await store.start_held("o1", "ctl", "w1")
     assert not await store.answering("o0", "w1")
     assert await other.answering("o0", "w2")
     assert [p.outer_id for p in await store.unanswered("w1")] == ["o2"]
+
+
+async def test_kept_blobs_come_due_in_order_and_survive_a_restart(open_store):
+    store = await open_store()
+    assert await store.next_blob_due() is None
+    await store.keep_blob("https://b.example", "bb" * 32, 200.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 100.0)
+    await store.keep_blob("https://a.example", "aa" * 32, 150.0)  # uploaded again: the later time
+    await store.close()
+    reopened = await open_store()
+    assert await reopened.next_blob_due() == 150.0
+    assert await reopened.due_blobs(149.0) == []
+    assert await reopened.due_blobs(300.0) == [
+        ("https://a.example", "aa" * 32),
+        ("https://b.example", "bb" * 32),
+    ]
+    await reopened.forget_blob("https://a.example", "aa" * 32)
+    assert await reopened.due_blobs(300.0) == [("https://b.example", "bb" * 32)]

@@ -7,30 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections import Counter
+import os
+import socket
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
-from nostr_browserd.browser.session import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
-from nostr_browserd.daemon.workers import GRACE, SESSION_STATE, STATE_TIMEOUT, Worker, preferred
+from nostr_browserd.daemon.placement import preferred
+from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
+from nostr_browserd.daemon.workers import Worker, _died_here
 from nostr_browserd.dm.messages import Incoming
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0
-
-
-def test_rendezvous_spreads_evenly_and_a_leaving_worker_moves_only_its_own_share():
-    controllers = [f"{i:064x}" for i in range(3000)]
-    three = ["w1", "w2", "w3"]
-    share = Counter(preferred(c, three) for c in controllers)
-    assert set(share) == set(three) and all(850 < n < 1150 for n in share.values()), share
-    moved = [c for c in controllers if preferred(c, three) != preferred(c, ["w1", "w2"])]
-    assert moved and all(preferred(c, three) == "w3" for c in moved)
-    assert preferred("c", []) is None
 
 
 @dataclass
@@ -83,10 +77,13 @@ async def workers_on(pool: BrowserPool, tmp_path) -> AsyncIterator[tuple[Node, N
     nodes = []
     for name in ("w1", "w2"):
         dispatcher = local_dispatcher(
-            pool, tmp_path, controllers={controller: ControllerConfig(pubkey=controller)}
+            pool,
+            tmp_path,
+            controllers={controller: ControllerConfig(pubkey=controller)},
+            worker=lambda d, name=name: Worker(d.store, name, LEASE, dispatcher=d, browser=pool),
         )
-        worker = Worker(dispatcher.store, name, LEASE, dispatcher=dispatcher, browser=pool)
-        dispatcher.worker = worker
+        worker = dispatcher.worker
+        assert isinstance(worker, Worker)
         await worker.start()
         nodes.append(Node(worker, dispatcher))
     for node in nodes:
@@ -136,7 +133,7 @@ async def take_over(paused: Node, taker: Node, controller: str) -> None:
     for task in paused.worker._tasks:
         task.cancel()
     async with asyncio.timeout(10):
-        while not await taker.worker._lease(controller, waited=GRACE):
+        while not await taker.worker._lease(controller, waited=LEASE):
             await asyncio.sleep(0.02)
 
 
@@ -221,6 +218,52 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     assert not await w1.dispatcher._start(held), "w1 wakes: it must not run it"
 
 
+async def test_a_late_workers_running_command_is_left_to_it_not_answered_as_interrupted(two):
+    """Issue 27 §1.2: only a dead worker's commands are adopted.  w1 lives (its row beats)
+    but its lease of the controller lapsed: w2 takes the controller over and leaves w1's
+    running command to w1, which answers it truly (it ran)."""
+    w1, w2, controller = two
+    running = command(controller, 1)
+    assert await w1.offer(running)
+    await hold(w1, running)
+    assert await w1.dispatcher._start(running)
+    for task in w1.worker._tasks:  # its leases lapse, while its row beats on
+        task.cancel()
+
+    async def beating() -> None:
+        while True:
+            await w1.dispatcher.store.heartbeat(
+                "w1", w1.worker.instance, running=1, queued=0, contexts=0
+            )
+            await asyncio.sleep(LEASE / 4)
+
+    answered = []
+
+    async def answer_held(rows):
+        answered.extend(rows)
+
+    w2.dispatcher.answer_held = answer_held
+    alive = asyncio.create_task(beating())
+    try:
+        assert not await w2.offer(command(controller, 2))
+        await until(lambda: w2.claimed)
+    finally:
+        alive.cancel()
+    assert answered == [], "w1 is alive: its command is not answered as interrupted"
+    assert await w1.dispatcher.store.answering(running.outer_id, "w1"), "w1 answers it"
+
+
+def test_a_worker_name_is_given_up_at_once_only_by_a_process_that_died_on_this_host():
+    finished = subprocess.Popen(["true"])
+    finished.wait()
+    host = socket.gethostname()
+    assert _died_here(f"{host}/{finished.pid}/a1")
+    assert not _died_here(f"{host}/{os.getppid()}/a1"), "alive"
+    assert not _died_here(f"{host}/{os.getpid()}/a1"), "this process: a container's pid 1"
+    assert not _died_here(f"elsewhere/{finished.pid}/a1"), "another host's: wait for silence"
+    assert not _died_here("0123abcd"), "an older release's token"
+
+
 async def test_a_paused_worker_does_not_answer_a_command_taken_over_while_it_ran(two):
     """w1 was paused in the middle of a command; w2 took the controller over and answered
     it as interrupted.  w1's command then finishes: its reply must stay unsent."""
@@ -277,7 +320,7 @@ async def test_a_drained_worker_hands_its_controllers_over_at_once(two):
 async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(two):
     w1, w2, controller = two
     late = command(controller, 1)
-    assert await w2.worker._lease(controller, waited=GRACE), "w2 took it: w1 was paused"
+    assert await w2.worker._lease(controller, waited=LEASE), "w2 took it: w1 was paused"
     await hold(w1, late)  # and w1's hold of a command it had claimed lands now
     replies = replies_of(w1)
     assert not await w1.dispatcher._start(late), "not run on w1"
@@ -316,7 +359,7 @@ async def test_a_session_is_kept_only_with_other_workers_and_a_busy_page_does_no
         await session.main_context().add_cookies([{"name": "login", "value": "1", "url": site_url}])
         await worker.keep_state(owner)
         assert await dispatcher.store.load_state(owner, SESSION_STATE) is None, "alone: skipped"
-        worker.live = ["w1", "w2"]  # as its heartbeat reads them once w2 is up
+        worker.placement.read_live(["w2"], 0.0)  # as its heartbeat reads them once w2 is up
         await worker.keep_state(owner)
         saved = await dispatcher.store.load_state(owner, SESSION_STATE)
         assert [c["value"] for c in saved["cookies"]] == ["1"]

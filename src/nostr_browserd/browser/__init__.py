@@ -1,2 +1,2 @@
-"""The browser machinery: the Playwright session, its tabs, snapshots and refs, checks,
-page logs, paths and URL rules.  It knows nothing of tools or Nostr."""
+"""The browser machinery: the pool and its endpoints, a Playwright session per owner, its tabs,
+snapshots and refs, checks, page logs, paths and URL rules.  It knows nothing of tools or Nostr."""

@@ -16,16 +16,13 @@ import ipaddress
 import json
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from playwright.async_api import Browser, Playwright
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import BrowserdError, ErrorCode
-
-if TYPE_CHECKING:
-    from .session import BrowserConfig
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +49,18 @@ DEVTOOLS_PATH = "/devtools/"
 CONNECT_TIMEOUT_MS = 15_000
 RETRY_FIRST, RETRY_CAP = 1.0, 30.0
 LOCAL: Kind = "local"
+
+
+class LaunchSettings(Protocol):
+    """What an endpoint reads of ``[browser]`` (``config.BrowserConfig``, which imports us)."""
+
+    executable: str | None
+    headless: bool
+    sandbox: bool
+
+    def find_executable(self) -> str:
+        """The Chromium to launch here."""
+        ...
 
 
 def refuse_sandbox_as_root() -> None:
@@ -114,7 +123,7 @@ def on_loopback(url: str) -> bool:
 class Endpoint:
     """One browser that contexts are placed on, its state and the task that reconnects it."""
 
-    def __init__(self, url: str | None, config: BrowserConfig) -> None:
+    def __init__(self, url: str | None, config: LaunchSettings) -> None:
         self.url = url
         self.config = config
         self.kind: Kind = endpoint_kind(url) if url else LOCAL
@@ -160,7 +169,7 @@ class Endpoint:
         browser.on("disconnected", lambda _b: self._lost(browser))
         return browser
 
-    async def _open(self, playwright: Playwright, config: BrowserConfig) -> Browser:
+    async def _open(self, playwright: Playwright, config: LaunchSettings) -> Browser:
         chromium = playwright.chromium
         if self.kind == "cdp":
             assert self.url is not None
@@ -248,7 +257,7 @@ class Endpoint:
         }
 
 
-def launch_options(config: BrowserConfig, remote: bool) -> dict[str, Any]:
+def launch_options(config: LaunchSettings, remote: bool) -> dict[str, Any]:
     """How Chromium is launched: here as keyword arguments, for a server in its own names.
 
     A ``playwright run-server`` applies ``executablePath``, ``args`` and ``chromiumSandbox``

@@ -1,12 +1,10 @@
-"""The browser, one context per owner, tabs with stable ids, dialogs and events.
+"""One owner's browsing: its windows, tabs with stable ids, frames, dialogs and events.
 
-A ``BrowserPool`` places contexts on its endpoints: the Chromium it launches, or browser
-servers (``endpoints.py``).  Every controller (a pubkey, or ``local``) gets a ``Session``: its
+Every controller (a pubkey, or ``local``) gets a ``Session`` from the pool (``pool.py``): its
 own BrowserContext, so cookies and storage are never shared, its own tabs (``t1``, ``t2``, …
-never reused) and its own pending-dialog state.  When a browser dies the pool relaunches it
-(or moves the session to another endpoint) and re-binds the session, with its saved state
-when the daemon keeps one; the command that hit the crash reports ``BROWSER_CRASHED`` and
-the next one works.
+never reused) and its own pending-dialog state.  When its browser dies the pool binds it to a
+fresh context; the command that hit the crash reports ``BROWSER_CRASHED`` and the next one
+works.
 """
 
 from __future__ import annotations
@@ -15,154 +13,33 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import (
-    Browser,
     BrowserContext,
-    Dialog,
-    Download,
     Frame,
     Locator,
     Page,
-    Playwright,
-    async_playwright,
 )
-from playwright.async_api import Error as PlaywrightError
-from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import BrowserdError, ErrorCode
+from .config import BrowserConfig
 from .egress import EgressProxy
-from .endpoints import LOCAL, Endpoint, check_endpoint
+from .endpoints import Endpoint
+from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
-from .screencast import Fanout, Screencast
+from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
-from .tab import Tab
+from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab
 
 if TYPE_CHECKING:
     from ..vault.entry import Keeper
 
 log = logging.getLogger(__name__)
 
-# The real binaries before Debian's /usr/bin wrappers (a shell script in between).
-EXECUTABLES = (
-    "/usr/lib/chromium/chromium-headless-shell",
-    "/usr/bin/chromium-headless-shell",
-    "/usr/lib/chromium/chromium",
-    "/usr/bin/chromium",
-)
 EventCallback = Callable[[dict[str, Any]], None]
-# Every top document reports its title whenever it changes, so a result's state can carry it
-# without a round trip to the page.  It observes only where the title lives (the document, its
-# root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
-TITLE_BINDING = "__browserdTitle"
-TITLE_OBSERVER = f"""(() => {{
-  if (window.top !== window) return;
-  const report = window.{TITLE_BINDING};
-  let last = document.title;
-  const observer = new MutationObserver(() => watch());
-  const watch = () => {{
-    observer.disconnect();
-    for (const node of [document, document.documentElement, document.head]) {{
-      if (node) observer.observe(node, {{childList: true}});
-    }}
-    const title = document.querySelector("title");
-    if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
-    if (document.title !== last) {{ last = document.title; report(last); }}
-  }};
-  watch();
-}})()"""
-
-
-class BrowserConfig(BaseModel):
-    """How to get a browser and the limits every tool obeys."""
-
-    executable: str | None = None
-    endpoints: list[str] = Field(
-        default_factory=list,
-        description="browser servers (ws://, wss://) and DevTools endpoints (http://, https://) "
-        "to place contexts on, instead of launching Chromium here",
-    )
-    cdp_endpoint: str | None = Field(None, description="one DevTools endpoint (endpoints)")
-    ws_endpoint: str | None = Field(None, description="one browser server (endpoints)")
-    egress_host: str | None = Field(
-        None,
-        description="this machine's name or address as browser servers reach it: the egress "
-        "proxy listens there too (a free port, a credential per start) for their contexts",
-    )
-    contexts_per_endpoint: int | None = Field(
-        None, ge=1, description="contexts (windows) one endpoint may hold; none: no limit"
-    )
-    context_mb: float = Field(
-        17.0, gt=0, description="memory one context costs, for status's estimate (MB)"
-    )
-    headless: bool = True
-    isolation: Literal["per-controller", "shared"] = Field(
-        "per-controller", description="a context per controller, or one for everyone"
-    )
-    allowed_schemes: list[str] = ["http", "https", "about"]
-    search_url: str = "https://duckduckgo.com/?q={query}"
-    result_cap: int = Field(20_000, ge=1000, description="characters per result")
-    binary_cap: int = Field(2_000_000, ge=10_000, description="bytes per binary result")
-    download_cap: int = Field(
-        100 * 1024 * 1024, ge=1, description="bytes a download may have; stopped past them"
-    )
-    timeout_ms: int = Field(15_000, ge=100)
-    viewport: tuple[int, int] = (1280, 720)
-    sandbox: bool = Field(
-        True, description="Chromium's own sandbox; false only where it cannot run (as root)"
-    )
-    block_private_networks: bool | None = Field(
-        None,
-        description="refuse loopback, LAN and link-local addresses (default: on for DM "
-        "controllers, off for the local owner)",
-    )
-    allowed_hosts: list[str] = Field(
-        default_factory=list, description="host or host:port reachable despite the block"
-    )
-    scrape_ca_file: Path | None = Field(
-        None, description="a CA bundle scrape trusts instead of the system's (an internal CA)"
-    )
-    downloads_dir: Path | None = Field(None, description="where download saves, per owner")
-    uploads_dir: Path | None = Field(None, description="the only files upload may send")
-    state_dir: Path | None = Field(
-        None,
-        description="recordings, per owner (saved login states live in the state store; files"
-        " an older release saved here are moved into it at start)",
-    )
-
-    @field_validator("endpoints", "cdp_endpoint", "ws_endpoint")
-    @classmethod
-    def _endpoints(cls, value: Any) -> Any:
-        for url in [value] if isinstance(value, str) else value or []:
-            check_endpoint(url)
-        return value
-
-    @model_validator(mode="after")
-    def _one_list(self) -> BrowserConfig:
-        """``cdp_endpoint`` and ``ws_endpoint`` are older spellings of a one-item list."""
-        for url in (self.ws_endpoint, self.cdp_endpoint):
-            if url is not None and url not in self.endpoints:
-                self.endpoints.append(url)
-        return self
-
-    def find_executable(self) -> str:
-        """The configured executable, or the first Debian Chromium that exists."""
-        if self.executable:
-            return self.executable
-        for path in EXECUTABLES:
-            if Path(path).exists():
-                return path
-        raise BrowserdError(
-            ErrorCode.UNAVAILABLE,
-            "No Chromium found: install chromium-headless-shell or set browser.executable.",
-        )
-
-
 # A document may open this many popups; further window.open calls get null, as from a popup
 # blocker.  Creating a window costs Chromium and Playwright a target each: a page opening 500
 # would hold the browser for minutes.  Session.MAX_TABS bounds what gets through another way.
@@ -174,36 +51,47 @@ POPUP_GUARD = f"""(() => {{
 }})()"""
 
 
-@dataclass
-class PendingDialog:
-    """A dialog the page opened and nobody has answered yet."""
+class Pool(Protocol):
+    """What a session asks of the pool that placed it (``pool.BrowserPool``, which imports us)."""
 
-    tab: str
-    dialog: Dialog
+    config: BrowserConfig
+    listeners: list[EventCallback]
+    policy: NetworkPolicy
+    egress: EgressProxy | None
+    shelf: StateShelf | None
+    vault: Keeper | None
+    frames: Fanout
 
-    def describe(self) -> dict[str, Any]:
-        """What a controller needs to decide: type, message and a prompt's default."""
-        info: dict[str, Any] = {"type": self.dialog.type, "message": self.dialog.message}
-        if self.dialog.type == "prompt":
-            info["default"] = self.dialog.default_value
-        info["tab"] = self.tab
-        info["hint"] = "answer with: dialog accept [value] | dialog dismiss"
-        return info
+    @property
+    def devices(self) -> dict[str, Any]:
+        """Playwright's device descriptors by name."""
+        ...
+
+    async def revive(self, session: Session) -> bool:
+        """Give ``session`` a live context; True when the one it had died."""
+        ...
+
+    async def release(self, owner: str) -> None:
+        """Close ``owner``'s context and forget the session."""
+        ...
+
+    async def new_context(self, session: Session) -> BrowserContext:
+        """Another window's context for ``session``."""
+        ...
 
 
 class Session:
     """One owner's browsing: its windows and tabs, the active tab, frames, dialogs, events.
 
-    What belongs to one tab (its page, window, title, last snapshot and screenshot) is a
-    ``Tab`` in ``tabs``; ``tab`` is the active one.
+    What belongs to one tab (its page and the listeners on it, its window, title, dialog,
+    alerts, last snapshot and screenshot) is a ``Tab`` in ``tabs``; ``tab`` is the active one.
+    The session is each tab's ``TabOwner``: it hears their events and keeps what spans them.
     """
 
     # A page that opens popups without end gets this many tabs; the rest are closed at once.
     MAX_TABS = 50
-    # Alerts accepted per tab and command before one is left open (an alert loop).
-    ALERT_LIMIT = 20
 
-    def __init__(self, pool: BrowserPool, owner: str) -> None:
+    def __init__(self, pool: Pool, owner: str) -> None:
         self.pool = pool
         self.owner = owner
         self.config = pool.config
@@ -214,10 +102,9 @@ class Session:
         self._context_gone = False
         # The controller was told its browser was lost (the running command's error): the
         # next command starts on a fresh context without saying it a second time.
-        self.crash_told = False
+        self._crash_told = False
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
-        self.dialog: PendingDialog | None = None
         self.last_alert: dict[str, Any] | None = None
         self._next_tab = 1
         self._listeners: list[EventCallback] = []
@@ -227,26 +114,25 @@ class Session:
         self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
         self.popups_closed = 0
-        self._alerts: dict[str, int] = {}
-        # Changes with every title report or page event, so a title read it raced is not kept.
-        self._title_version = 0
         self.log = PageLog()
         # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
         self.windows: dict[str, BrowserContext] = {}
         self._next_window = 1
         # The frame targets resolve in after frame_switch, the tab it belongs to, and a note
         # for the next result when it was lost (navigation, detached).
-        self.frame: Frame | None = None
-        self.frame_tab: str | None = None
-        self.frame_note: str | None = None
+        self._frame: Frame | None = None
+        self._frame_tab: str | None = None
+        self._frame_note: str | None = None
+        # For the next result after the browser moved here from another worker (once).
+        self.moved_note: str | None = None
         # Events a controller asked to be sent (watch): marked for the daemon to forward.
-        self.watching: frozenset[str] = frozenset()
+        self._watching: frozenset[str] = frozenset()
         # The live view's screencast of the active tab (stream_enable), when on.
         self.screencast: Screencast | None = None
 
     # --- lifecycle -----------------------------------------------------------------
 
-    async def _bind(self, context: BrowserContext, endpoint: Endpoint) -> None:
+    async def bind(self, context: BrowserContext, endpoint: Endpoint) -> None:
         """Attach a fresh context (first use, or after a relaunch) and open one tab."""
         self.context = context
         self.endpoint = endpoint
@@ -254,12 +140,15 @@ class Session:
         context.on("close", lambda closed: self._closed(closed))
         self.tabs.clear()
         self.tab = None
-        self.dialog = None
-        self.frame = None
+        self._frame = None
         self.windows.clear()
-        await self.add_window(context)
+        await self._add_window(context)
 
-    async def add_window(self, context: BrowserContext) -> str:
+    async def open_window(self) -> str:
+        """A new window: its own context on this session's endpoint, one tab, made active."""
+        return await self._add_window(await self.pool.new_context(self))
+
+    async def _add_window(self, context: BrowserContext) -> str:
         """Track ``context`` as a window of this session, with one tab, made active."""
         window = f"w{self._next_window}"
         self._next_window += 1
@@ -306,15 +195,23 @@ class Session:
         command after this one works; this one fails, because its tabs and page state are
         gone, unless the command that met the loss has said so already.
         """
-        self._alerts.clear()
+        for tab in self.tabs.values():
+            tab.new_command()
         lost = await self.pool.revive(self)
-        told, self.crash_told = self.crash_told, False
+        told, self._crash_told = self._crash_told, False
         if lost and not told:
             raise BrowserdError(
                 ErrorCode.BROWSER_CRASHED,
                 "The browser had stopped (crashed, killed, or its server lost); this session "
                 "starts again on a fresh one with a fresh tab: open the page again.",
             )
+
+    def crash_reported(self) -> None:
+        """The running command's error told the controller its browser was lost.
+
+        The next command then starts on the fresh context without saying so a second time.
+        """
+        self._crash_told = True
 
     async def close(self) -> None:
         """Close this owner's context; the pool forgets the session."""
@@ -330,8 +227,8 @@ class Session:
             return
         self.popups_closed += 1
         if self.popups_closed == 1:  # said once per session, not 500 times
-            self._emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
-        self._background(page.close())
+            self.emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
+        self.background(page.close())
 
     def _track(self, page: Page) -> str:
         """Give a page a tab id (idempotent) and make it active: popups come to the front."""
@@ -341,18 +238,8 @@ class Session:
         tab_id = f"t{self._next_tab}"
         self._next_tab += 1
         window = next(w for w, c in self.windows.items() if c is page.context)
-        tab = self.tabs[tab_id] = Tab(tab_id, page, window)
+        self.tabs[tab_id] = Tab(tab_id, page, window, self)
         self.tab_opened.set()
-        page.on("dialog", lambda d: self._on_dialog(tab_id, d))
-        page.on("framenavigated", lambda f: self._on_navigated(tab, f))
-        page.on("domcontentloaded", lambda _p: self._title_changed(tab))
-        page.on("load", lambda _p: self._on_load(tab))
-        page.on("close", lambda _p: self.forget(tab_id))
-        page.on("download", lambda d: self._on_download(tab_id, d))
-        page.on("console", lambda m: self._on_console(tab_id, m))
-        page.on("crash", lambda p: self._on_crash(tab_id, p))
-        page.on("pageerror", lambda e: self._emit("console_error", {"tab": tab_id, "text": str(e)}))
-        page.on("framedetached", self._frame_detached)
         self.log.attach(tab_id, page)
         self.switch(tab_id)
         return tab_id
@@ -371,9 +258,9 @@ class Session:
             )
         if self.tab is not tab:
             self.tab = tab
-            self._background(self._announce("tab_changed", tab))
+            self.background(tab.announce("tab_changed"))
             if self.screencast is not None:  # the live view follows the active tab
-                self._background(self.screencast.start(tab.id, tab.page))
+                self.background(self.screencast.start(tab.id, tab.page))
         return tab.page
 
     @property
@@ -381,77 +268,11 @@ class Session:
         """The active tab's id."""
         return self.tab.id if self.tab is not None else None
 
-    async def _announce(self, event: str, tab: Tab) -> None:
-        """Emit a tab's ``{"url", "title", "tab"}`` event."""
-        url = tab.page.url
-        self._emit(event, {"url": url, "title": await self.tab_title(tab), "tab": tab.id})
-
-    async def tab_title(self, tab: Tab, fresh: bool = False) -> str | None:
-        """A tab's title, or None while a dialog blocks its scripts (or it is gone).
-
-        Cached: the page reports its title as it changes and navigation forgets it.  Only a
-        command that acted on the page asks ``fresh``: the report of a change it caused may
-        still be on its way.
-        """
-        if self.dialog is not None and self.dialog.tab == tab.id:
-            return None
-        if not fresh and tab.title is not None:
-            return tab.title
-        version = self._title_version
-        with contextlib.suppress(Exception):
-            title = await asyncio.wait_for(tab.page.title(), 2)
-            if version == self._title_version:
-                tab.title = title
-            return title
-        return None
-
-    def _title_changed(self, tab: Tab, title: str | None = None) -> None:
-        """Keep a tab's reported title, or forget its title (None) when its document changed."""
-        self._title_version += 1
-        tab.title = title
-
-    def _on_title(self, source: dict[str, Any], title: Any) -> None:
-        """The title observer's report from a tab's top document."""
-        for tab in self.tabs.values():
-            if tab.page is source["page"] and isinstance(title, str):
-                self._title_changed(tab, title)
-
-    def _on_navigated(self, tab: Tab, frame: Frame) -> None:
-        if frame.parent_frame is None:
-            self._title_changed(tab)
-
-    def _on_load(self, tab: Tab) -> None:
-        self._title_changed(tab)
-        self._background(self._announce("load", tab))
-        cast = self.screencast
-        if cast is not None and cast.tab == tab.id and cast.quiet:
-            # Started while the tab was opening: Chrome sent nothing, so start it again.
-            self._background(cast.start(tab.id, tab.page))
-
-    async def settle(self) -> None:
-        """Let event handlers' work finish, so a command's events go out before its reply."""
-        if self._pending:
-            await asyncio.wait(set(self._pending), timeout=5)
-
-    def _on_crash(self, tab_id: str, page: Page) -> None:
-        """A tab whose renderer died is useless: drop it so the next command can go on."""
-        self._emit("crash", {"tab": tab_id, "url": page.url})
-        self.forget(tab_id)
-        self._background(page.close())
-
-    def _background(self, awaitable: Awaitable[Any]) -> None:
-        """Run a cleanup from an event handler, keeping a reference until it is done."""
-        task = asyncio.ensure_future(_quietly(awaitable))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         tab = self.tabs.pop(tab_id, None)
-        if self.frame_tab == tab_id:
-            self.frame = None
-        if self.dialog and self.dialog.tab == tab_id:
-            self.dialog = None
+        if self._frame_tab == tab_id:
+            self._frame = None
         if tab is not None and self.tab is tab:
             self.tab = None
             if self.tabs:
@@ -483,17 +304,17 @@ class Session:
         For what is the tab's as a whole (keyboard, mouse, context, navigation, screenshots);
         anything that finds elements or runs script in the page uses ``scope``.
         """
-        page = self.page_or_none
-        if page is None:
+        tab = self.tab
+        if tab is None:
             raise BrowserdError(ErrorCode.REFUSED, "No open tab: use open or tab_new.")
-        if self.dialog is not None and self.dialog.tab == self.active_tab:
-            info = self.dialog.describe()
+        if tab.dialog is not None:
+            info = tab.dialog.describe()
             raise BrowserdError(
                 ErrorCode.REFUSED,
                 f"A {info['type']} dialog is open ({info['message']!r}); "
                 "answer it first with: dialog accept [value] | dialog dismiss.",
             )
-        return page
+        return tab.page
 
     @property
     def page_or_none(self) -> Page | None:
@@ -503,7 +324,7 @@ class Session:
     @property
     def active_frame(self) -> Frame | None:
         """The frame chosen with frame_switch, when it belongs to the active tab."""
-        return self.frame if self.frame is not None and self.frame_tab == self.active_tab else None
+        return self._frame if self._frame_tab == self.active_tab else None
 
     @property
     def scope(self) -> Page | Frame:
@@ -511,49 +332,98 @@ class Session:
         page = self.page
         return self.active_frame or page
 
-    def _frame_detached(self, frame: Frame) -> None:
+    def enter_frame(self, frame: Frame) -> None:
+        """Resolve targets and run scripts in ``frame``, of the active tab (frame_switch)."""
+        self._frame, self._frame_tab = frame, self.active_tab
+
+    def leave_frame(self) -> bool:
+        """Back to the main frame (frame_main); whether a frame had been chosen."""
+        chosen, self._frame = self._frame is not None, None
+        return chosen
+
+    def frame_detached(self, frame: Frame) -> None:
         """The chosen frame went away (removed, or its page navigated): back to main."""
-        if frame is self.frame:
-            self.frame = None
-            self.frame_note = "The frame is gone (removed or the page navigated): back to main."
+        if frame is self._frame:
+            self._frame = None
+            self._frame_note = "The frame is gone (removed or the page navigated): back to main."
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
-        """Exactly one element by snapshot ref or CSS selector, or a coded error, fast."""
-        return await locate(self.scope, ref=ref, selector=selector)
+        """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
+        screenshot (a bare number), or a coded error, fast.
+
+        A reloaded page has no refs until a snapshot here: on a tab reopened after the browser
+        moved, a ref that names nothing is one from before the move, and the error says so.
+        """
+        if is_label(selector) and ref is None:
+            assert selector is not None
+            ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
+        try:
+            return await locate(self.scope, ref=ref, selector=selector)
+        except BrowserdError as exc:
+            tab = self.tab
+            if exc.code is not ErrorCode.STALE_REF or tab is None or not tab.reloaded:
+                raise
+            raise BrowserdError(
+                ErrorCode.STALE_REF,
+                f"Ref {ref} is from before this browser moved to another worker, which reopened"
+                " and reloaded its pages: take a new snapshot.",
+            ) from None
+
+    # --- what the tabs tell it (the session is their TabOwner) --------------------
+
+    def _on_title(self, source: dict[str, Any], title: Any) -> None:
+        """The title observer's report from a tab's top document (a binding per window)."""
+        for tab in self.tabs.values():
+            if tab.page is source["page"] and isinstance(title, str):
+                tab.title_reported(title)
+
+    def loaded(self, tab: Tab) -> None:
+        """A tab loaded: a screencast started while it was opening starts again."""
+        cast = self.screencast
+        if cast is not None and cast.tab == tab.id and cast.quiet:
+            # Started while the tab was opening: Chrome sent nothing, so start it again.
+            self.background(cast.start(tab.id, tab.page))
+
+    def closed(self, tab: Tab) -> None:
+        """A tab closed or crashed: forgotten."""
+        self.forget(tab.id)
+
+    async def settle(self) -> None:
+        """Let event handlers' work finish, so a command's events go out before its reply."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=5)
+
+    def background(self, awaitable: Awaitable[Any]) -> None:
+        """Run what an event handler started (a cleanup, an announcement) to its end.
+
+        A reference is kept until it is done, and ``settle`` waits for it.
+        """
+        task = asyncio.ensure_future(_quietly(awaitable))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     # --- dialogs -------------------------------------------------------------------
 
-    def _on_dialog(self, tab_id: str, dialog: Dialog) -> None:
-        """Alerts are accepted and reported once; anything that asks waits for an answer.
+    @property
+    def dialog(self) -> PendingDialog | None:
+        """The dialog that waits for an answer (each tab holds its own): the newest."""
+        waiting = [t.dialog for t in self.tabs.values() if t.dialog is not None]
+        return max(waiting, key=lambda d: d.number, default=None)
 
-        A page that alerts without end (``for (;;) alert()``) gets ``ALERT_LIMIT`` accepted
-        per command; the next one stays open like a confirm, and the page waits on it.
-        """
-        alerts = self._alerts[tab_id] = self._alerts.get(tab_id, 0) + 1
-        if dialog.type == "alert" and alerts <= self.ALERT_LIMIT:
-            self.last_alert = {"type": "alert", "message": dialog.message, "tab": tab_id}
-            self._background(dialog.accept())
+    def dialog_opened(self, alert: dict[str, Any] | None) -> None:
+        """A tab's dialog opened: an alert for the next result, or one ``until_dialog`` meets."""
+        if alert is not None:
+            self.last_alert = alert
         else:
-            self.dialog = PendingDialog(tab_id, dialog)
             self._dialog_count += 1
         self._dialog_opened.set()
-        self._emit("dialog", {"tab": tab_id, "type": dialog.type, "message": dialog.message})
 
     async def answer_dialog(self, accept: bool, value: str | None = None) -> dict[str, Any]:
-        """Accept or dismiss the pending dialog of the active tab."""
+        """Accept or dismiss the dialog that waits for an answer (``dialog``)."""
         pending = self.dialog
         if pending is None:
             raise BrowserdError(ErrorCode.NO_DIALOG, "No dialog is open.")
-        self.dialog = None
-        info = pending.describe()
-        info.pop("hint")
-        if accept:
-            await pending.dialog.accept(
-                value
-            ) if value is not None else await pending.dialog.accept()
-        else:
-            await pending.dialog.dismiss()
-        return {**info, "answer": "accepted" if accept else "dismissed"}
+        return await self.tabs[pending.tab].answer(accept, value)
 
     async def until_dialog(self, action: Awaitable[Any]) -> tuple[bool, Any]:
         """Run ``action`` until it finishes or opens a dialog that waits for an answer.
@@ -587,16 +457,83 @@ class Session:
         interrupted, _ = await self.until_dialog(action)
         return interrupted
 
+    # --- what the session reaches through its pool -----------------------------------
+
+    async def refuse_url(self, url: str) -> None:
+        """``FORBIDDEN`` with the reason when the network policy refuses ``url`` to the owner."""
+        await self.pool.policy.refuse(url, self.owner)
+
+    async def check_url(self, url: str) -> str | None:
+        """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
+        return await self.pool.policy.check(url, self.owner)
+
+    @property
+    def egress(self) -> EgressProxy | None:
+        """The proxy the owner's own fetches go through, when private networks are refused."""
+        return self.pool.egress if self.pool.policy.blocks_private(self.owner) else None
+
+    @property
+    def shelf(self) -> StateShelf | None:
+        """Where the owner's saved login states are kept (the daemon's store), if anywhere."""
+        return self.pool.shelf
+
+    @property
+    def vault(self) -> Keeper | None:
+        """The credential vault (the daemon's store and key), if the daemon keeps one."""
+        return self.pool.vault
+
+    @property
+    def devices(self) -> dict[str, Any]:
+        """Playwright's device descriptors by name ("iPhone 13", "Pixel 7", …)."""
+        return self.pool.devices
+
+    # --- the live view --------------------------------------------------------------
+
+    async def start_stream(self, settings: StreamSettings) -> dict[str, Any]:
+        """Screencast the active tab to the live view's viewers; again: new settings."""
+        if self.screencast is not None:
+            await self.screencast.stop()
+        cast = self.screencast = Screencast(self.pool.frames, settings)
+        page = self.page
+        assert self.tab is not None
+        await cast.start(self.tab.id, page)
+        return cast.status()
+
+    async def stop_stream(self) -> dict[str, Any]:
+        """Stop the screencast; the viewers keep no stale picture for the next one."""
+        if self.screencast is not None:
+            await self.screencast.stop()
+            self.screencast = None
+            self.pool.frames.last = None
+        return self.stream_status()
+
+    def stream_status(self) -> dict[str, Any]:
+        """The screencast's counters when it is on, else the viewers' alone."""
+        if self.screencast is None:
+            return {"on": False, **self.pool.frames.status()}
+        return self.screencast.status()
+
     # --- events and state ----------------------------------------------------------
+
+    @property
+    def watching(self) -> frozenset[str]:
+        """The events the controller asked to be sent (``watch``), ``screen`` among them."""
+        return self._watching
+
+    def watch(self, events: frozenset[str], off: bool = False) -> frozenset[str]:
+        """Mark ``events`` for the daemon to forward (watch), or stop; what is watched now."""
+        self._watching = self._watching - events if off else self._watching | events
+        return self._watching
 
     def on_event(self, callback: EventCallback) -> None:
         """Call ``callback({"event", "data"})`` for load, tab_changed, dialog, download, …"""
         self._listeners.append(callback)
 
-    def _emit(self, event: str, data: dict[str, Any]) -> None:
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
-        if event in self.watching:  # the daemon forwards these to the controller (watch)
+        if event in self._watching:  # the daemon forwards these to the controller (watch)
             everyone["watched"] = True
         for callback, message in [
             *((c, mine) for c in self._listeners),
@@ -607,315 +544,26 @@ class Session:
             except Exception:
                 log.exception("event listener failed")
 
-    def _on_download(self, tab_id: str, download: Download) -> None:
-        self._emit(
-            "download",
-            {"tab": tab_id, "url": download.url, "filename": download.suggested_filename},
-        )
-
-    def _on_console(self, tab_id: str, message: Any) -> None:
-        if message.type == "error":
-            self._emit("console_error", {"tab": tab_id, "text": message.text[:500]})
-
     async def state(self, fresh: bool = True) -> dict[str, Any]:
-        """url, title, tab and dialog: merged into every result (``fresh``: see tab_title)."""
+        """url, title, tab and dialog: merged into every result (``fresh``: see Tab.read_title)."""
         tab = self.tab
         state: dict[str, Any] = {"url": tab.page.url if tab else None, "title": None}
         if tab is not None and self.dialog is None:
-            state["title"] = await self.tab_title(tab, fresh)
+            state["title"] = await tab.read_title(fresh)
         state["tab"] = self.active_tab
         if self.active_frame is not None:
             state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}
-        if self.frame_note is not None:
-            state["frame_note"] = self.frame_note
-            self.frame_note = None
+        if self._frame_note is not None:
+            state["frame_note"] = self._frame_note
+            self._frame_note = None
+        if self.moved_note is not None:
+            state["moved"] = self.moved_note
+            self.moved_note = None
         state["dialog"] = self.dialog.describe() if self.dialog else None
         if self.last_alert is not None:
             state["alert"] = self.last_alert
             self.last_alert = None
         return state
-
-
-StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
-
-
-class BrowserPool:
-    """The browsers every session's context is placed on, relaunched or reconnected when lost."""
-
-    def __init__(self, config: BrowserConfig | None = None) -> None:
-        self.config = config or BrowserConfig()
-        self._playwright: Playwright | None = None
-        urls = self.config.endpoints
-        self.endpoints = [Endpoint(url, self.config) for url in urls] or [
-            Endpoint(None, self.config)
-        ]
-        self._sessions: dict[str, Session] = {}
-        self._lock = asyncio.Lock()
-        self.listeners: list[EventCallback] = []
-        self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
-        self.egress: EgressProxy | None = None
-        self.shelf: StateShelf | None = None  # saved states: the daemon's store
-        self.vault: Keeper | None = None  # the credential vault: the daemon's store and key
-        # The live view's viewers (the local WebSocket's connections) and their counters.
-        self.frames = Fanout()
-        # An owner's saved storage state for a fresh context (the daemon's store), if any.
-        self.initial_state: StateHook | None = None
-
-    def on_event(self, callback: EventCallback) -> None:
-        """Hear every session's events, each with ``"owner"``: whose session it was."""
-        self.listeners.append(callback)
-
-    async def start(self) -> None:
-        """Start Playwright, the egress proxy (when some owner needs it) and the browsers.
-
-        The local browser must start.  Browser servers that do not answer yet are tried again
-        in the background: a worker may start before its browser servers do.
-        """
-        if self._playwright is None:
-            self._playwright = await async_playwright().start()
-        if self.config.block_private_networks is not False and self.egress is None:
-            self.egress = EgressProxy(self.policy)
-            await self.egress.start()
-            if self.config.egress_host:
-                await self.egress.listen_for_remote(self.config.egress_host)
-            for endpoint in self.endpoints:
-                if self._proxy(endpoint) is None:
-                    log.warning(
-                        "browser endpoint %s is on another machine and [browser] egress_host "
-                        "is not set: the network policy holds there by routes only, which do "
-                        "not see redirect hops",
-                        endpoint.shown,
-                    )
-        if self.endpoints[0].kind == LOCAL:
-            await self.endpoints[0].open(self._playwright)
-            return
-        opened = await asyncio.gather(
-            *(e.open(self._playwright) for e in self.endpoints), return_exceptions=True
-        )
-        for endpoint, result in zip(self.endpoints, opened, strict=True):
-            if isinstance(result, BaseException):
-                log.warning("%s; trying again in the background", result)
-                endpoint.reconnect()
-
-    @property
-    def browser(self) -> Browser | None:
-        """The first browser that is up (the local one, when it is launched here)."""
-        return next((e.browser for e in self.endpoints if e.alive), None)
-
-    @property
-    def devices(self) -> dict[str, Any]:
-        """Playwright's device descriptors by name ("iPhone 13", "Pixel 7", …)."""
-        return self._playwright.devices if self._playwright is not None else {}
-
-    @property
-    def alive(self) -> bool:
-        """Whether some browser is connected."""
-        return any(e.alive for e in self.endpoints)
-
-    async def close(self) -> None:
-        """Close every context, let go of the browsers, stop Playwright."""
-        await self.release_all()
-        for endpoint in self.endpoints:
-            await endpoint.close()
-        if self._playwright is not None:
-            await self._playwright.stop()
-        self._playwright = None
-        if self.egress is not None:
-            await self.egress.close()
-            self.egress = None
-
-    async def session(self, owner: str) -> Session:
-        """The session of ``owner`` (everyone shares one under ``isolation="shared"``).
-
-        An existing session is returned as it is; ``Session.ready`` (called before each
-        command) notices a dead browser, so the command that meets it can say so.
-        """
-        key = "shared" if self.config.isolation == "shared" else owner
-        session = self._sessions.get(key)
-        if session is None:
-            session = Session(self, key)
-            self._sessions[key] = session
-            try:
-                await self.revive(session)
-            except BaseException:
-                del self._sessions[key]  # no endpoint had room: nothing half-made is kept
-                raise
-        return session
-
-    def existing(self, owner: str) -> Session | None:
-        """The session of ``owner`` if it has one already (never starts one)."""
-        return self._sessions.get("shared" if self.config.isolation == "shared" else owner)
-
-    async def revive(self, session: Session) -> bool:
-        """Give ``session`` a live context: relaunch a dead local browser, or move it.
-
-        Returns True when the session had a context that died (its tabs are gone).
-        """
-        async with self._lock:
-            local = self.endpoints[0]
-            if local.kind == LOCAL and not local.alive:
-                log.warning("browser is gone; relaunching")
-                assert self._playwright is not None
-                await local.open(self._playwright)
-            if session.context is not None and not session.browser_lost:
-                return False
-            lost = session.context is not None
-            state = await self._saved_state(session.owner)
-            await self._bind(session, state)
-            return lost
-
-    async def _bind(self, session: Session, state: dict[str, Any] | None) -> None:
-        """A context for ``session`` on the least-loaded endpoint that takes one.
-
-        An endpoint that fails to make one (lost a moment ago, before Playwright says so) is
-        passed over for the next.
-        """
-        failed: Exception | None = None
-        for endpoint in self._places():
-            try:
-                context = await self._new_context(endpoint, session.owner, state)
-            except PlaywrightError as exc:
-                log.warning(
-                    "browser endpoint %s made no context: %s", endpoint.shown, endpoint.plain(exc)
-                )
-                failed = exc
-                continue
-            await session._bind(context, endpoint)
-            return
-        assert failed is not None
-        raise failed
-
-    def load(self, endpoint: Endpoint) -> int:
-        """The contexts this daemon holds on ``endpoint`` (every window counts)."""
-        return len(endpoint.browser.contexts) if endpoint.browser is not None else 0
-
-    def _places(self) -> list[Endpoint]:
-        """The endpoints that are up with room for one more context, the least loaded first."""
-        up = [e for e in self.endpoints if e.alive]
-        if not up:
-            why = "; ".join(f"{e.shown}: {e.error or e.state}" for e in self.endpoints)
-            raise BrowserdError(
-                ErrorCode.UNAVAILABLE, f"No browser endpoint is up ({why}); try again later."
-            )
-        room = [e for e in up if not self._full(e)]
-        if not room:
-            raise BrowserdError(
-                ErrorCode.UNAVAILABLE,
-                f"Every browser endpoint that is up holds {self.config.contexts_per_endpoint} "
-                "contexts, its limit ([browser] contexts_per_endpoint): try again later.",
-            )
-        return sorted(room, key=self.load)
-
-    def _full(self, endpoint: Endpoint) -> bool:
-        limit = self.config.contexts_per_endpoint
-        return limit is not None and self.load(endpoint) >= limit
-
-    async def _saved_state(self, owner: str) -> dict[str, Any] | None:
-        """The owner's saved storage state from ``initial_state``; None when it fails."""
-        if self.initial_state is None:
-            return None
-        try:
-            return await self.initial_state(owner)
-        except Exception:
-            log.exception("could not load the saved state of %s", owner[:12])
-            return None
-
-    async def new_context(self, session: Session) -> BrowserContext:
-        """Another window's context for ``session``, on its endpoint (within its limit)."""
-        async with self._lock:
-            endpoint = session.endpoint
-            if endpoint is None or not endpoint.alive:
-                raise BrowserdError(ErrorCode.BROWSER_CRASHED, "The browser is not running.")
-            if self._full(endpoint):
-                raise BrowserdError(
-                    ErrorCode.UNAVAILABLE,
-                    f"The browser endpoint holds {self.config.contexts_per_endpoint} contexts, "
-                    "its limit ([browser] contexts_per_endpoint): close a window first.",
-                )
-            return await self._new_context(endpoint, session.owner, None)
-
-    def _proxy(self, endpoint: Endpoint) -> dict[str, str] | None:
-        """The egress proxy as ``endpoint``'s browser reaches it, or None where it cannot.
-
-        A browser server elsewhere reaches it on ``egress_host`` with its credential (so does
-        one on this machine when that is set); the launched browser and a loopback server
-        on loopback.
-        """
-        if self.egress is None:
-            return None
-        if self.egress.remote_url and endpoint.kind != LOCAL:
-            return {**self.egress.credentials(), "bypass": "<-loopback>"}
-        if endpoint.loopback:
-            return {"server": self.egress.url, "bypass": "<-loopback>"}
-        return None
-
-    async def _new_context(
-        self, endpoint: Endpoint, owner: str, state: dict[str, Any] | None
-    ) -> BrowserContext:
-        """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
-
-        An owner under ``block_private_networks`` goes through the egress proxy, which judges
-        every connection, redirects and WebSockets included, the daemon's own port too,
-        wherever the browser can reach it (``_proxy``).  Only where it cannot do routes judge
-        every first request: a route of any pattern makes Playwright intercept every request
-        (issue 24 measured a docs page's goto at 101 ms without one and 178 ms with one), so
-        a context has none where it would add nothing.  Without the policy, the daemon's own
-        port is refused by the local channel itself (it refuses a browser's ``Origin`` and
-        ``Sec-Fetch-Mode`` and wants its token) and by ``open``'s check of the address.
-        Service workers are blocked: neither the routes nor the proxy would see them.
-        """
-        assert endpoint.browser is not None
-        width, height = self.config.viewport
-        options: dict[str, Any] = {}
-        proxy = self._proxy(endpoint)
-        blocked = self.policy.blocks_private(owner)
-        if proxy is not None and blocked:
-            options["proxy"] = proxy
-        if state is not None:
-            options["storage_state"] = state
-        context = await endpoint.browser.new_context(
-            viewport={"width": width, "height": height},
-            accept_downloads=True,
-            service_workers="block",
-            **options,
-        )
-        if blocked and "proxy" not in options:
-            await self.policy.install(context, owner)
-        return context
-
-    async def release(self, owner: str) -> None:
-        """Close ``owner``'s context and forget the session."""
-        session = self._sessions.pop(owner, None)
-        if session is not None and session.context is not None:
-            for context in session.windows.values():
-                with contextlib.suppress(Exception):
-                    await context.close()
-            session.context = None
-
-    async def release_all(self) -> None:
-        """Close every owner's context (a stop, a logout); the browser stays up."""
-        for owner in list(self._sessions):
-            await self.release(owner)
-
-    def sessions(self) -> list[Session]:
-        """Every open session (for status)."""
-        return list(self._sessions.values())
-
-    def status(self) -> list[dict[str, Any]]:
-        """Each endpoint: where (no secrets), its state, contexts, limit and estimated MB."""
-        limit, mb = self.config.contexts_per_endpoint, self.config.context_mb
-        return [
-            {**e.status(self.load(e), limit, mb), "network_policy": self._enforced(e)}
-            for e in self.endpoints
-        ]
-
-    def _enforced(self, endpoint: Endpoint) -> str:
-        """How ``block_private_networks`` holds on ``endpoint``'s contexts (for status)."""
-        if self.egress is None:
-            return "off (block_private_networks = false)"
-        if self._proxy(endpoint) is not None:
-            return "egress proxy"
-        return "routes only: redirect hops unseen (set egress_host)"
 
 
 async def _quietly(awaitable: Any) -> None:

@@ -2,7 +2,7 @@
 
 ``state_save``/``state_load``/``state_list`` reach their states through this protocol, so
 the browser and tool layers never import the daemon; the daemon hands its store to the
-:class:`~nostr_browserd.browser.session.BrowserPool` (``pool.shelf``), and on PostgreSQL a
+:class:`~nostr_browserd.browser.pool.BrowserPool` (``pool.shelf``), and on PostgreSQL a
 state saved through one worker loads through any other.  Names that match ``paths.NAME`` are
 a controller's own; any other name (``".session"``) is reserved for the daemon and never
 listed to a controller.

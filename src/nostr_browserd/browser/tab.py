@@ -1,16 +1,85 @@
-"""One tab of a session: its page, its window, and what the session remembers of it.
+"""One tab of a session: its page, the listeners on it, and what the session knows of it.
 
-Everything kept per tab lives here, so closing a tab forgets all of it at once: the cached
-title (the page reports changes, navigation clears it), and the last snapshot and screenshot
-that the diffs and the annotated screenshot compare against.
+A ``Tab`` owns its page the way Playwright MCP's ``Tab`` does: it listens to the page itself,
+keeps the title the page reports, holds the dialog that waits for an answer and the alerts it
+accepted, and drops itself when its renderer crashes.  What the whole session must hear (its
+events, a dialog opening, a load, the tab's end) it tells its ``TabOwner``.  Closing a tab
+forgets all of it at once, with the last snapshot and screenshot that the diffs and the
+annotated screenshot compare against.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from playwright.async_api import BrowserContext, Page
+from playwright.async_api import (
+    BrowserContext,
+    ConsoleMessage,
+    Dialog,
+    Download,
+    Error,
+    Frame,
+    Page,
+)
+
+from ..errors import BrowserdError, ErrorCode
+from .labels import Labels
+
+# Every top document reports its title whenever it changes, so a result's state can carry it
+# without a round trip to the page.  It observes only where the title lives (the document, its
+# root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
+TITLE_BINDING = "__browserdTitle"
+TITLE_OBSERVER = f"""(() => {{
+  if (window.top !== window) return;
+  const report = window.{TITLE_BINDING};
+  let last = document.title;
+  const observer = new MutationObserver(() => watch());
+  const watch = () => {{
+    observer.disconnect();
+    for (const node of [document, document.documentElement, document.head]) {{
+      if (node) observer.observe(node, {{childList: true}});
+    }}
+    const title = document.querySelector("title");
+    if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
+    if (document.title !== last) {{ last = document.title; report(last); }}
+  }};
+  watch();
+}})()"""
+# Dialogs in the order they opened, across tabs: the session answers the newest first.
+_OPENED = itertools.count()
+
+
+class TabOwner(Protocol):
+    """What a tab tells the session it belongs to (``session.Session``, which imports us)."""
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Send one of the session's events (load, dialog, download, crash, …)."""
+        ...
+
+    def background(self, awaitable: Awaitable[Any]) -> None:
+        """Run what an event handler started, kept until it is done (``settle`` waits)."""
+        ...
+
+    def dialog_opened(self, alert: dict[str, Any] | None) -> None:
+        """A dialog opened: an alert accepted already (``alert``), or one that waits."""
+        ...
+
+    def loaded(self, tab: Tab) -> None:
+        """The tab's document fired its load event."""
+        ...
+
+    def closed(self, tab: Tab) -> None:
+        """The tab is gone: closed, or its renderer crashed."""
+        ...
+
+    def frame_detached(self, frame: Frame) -> None:
+        """A frame of the tab went away (removed, or its page navigated)."""
+        ...
 
 
 @dataclass(eq=False)
@@ -21,18 +90,163 @@ class Snapshot:
     text: str
 
 
-@dataclass(eq=False)
+@dataclass
+class PendingDialog:
+    """A dialog the page opened and nobody has answered yet."""
+
+    tab: str
+    dialog: Dialog
+    number: int = field(default_factory=lambda: next(_OPENED))
+
+    def describe(self) -> dict[str, Any]:
+        """What a controller needs to decide: type, message and a prompt's default."""
+        info: dict[str, Any] = {"type": self.dialog.type, "message": self.dialog.message}
+        if self.dialog.type == "prompt":
+            info["default"] = self.dialog.default_value
+        info["tab"] = self.tab
+        info["hint"] = "answer with: dialog accept [value] | dialog dismiss"
+        return info
+
+
 class Tab:
     """A page with a stable id (``t3``, never reused) in a window (``w1``) of a session."""
 
-    id: str
-    page: Page
-    window: str
-    title: str | None = None  # None: not known since the document last changed
-    snapshot: Snapshot | None = None
-    screenshot: bytes | None = None
+    # Alerts accepted per command before one is left open (an alert loop).
+    ALERT_LIMIT = 20
+
+    def __init__(self, tab_id: str, page: Page, window: str, owner: TabOwner) -> None:
+        self.id = tab_id
+        self.page = page
+        self.window = window
+        self._owner = owner
+        self.title: str | None = None  # None: not known since the document last changed
+        # Changes with every title report or new document, so a title read it raced is not kept.
+        self._title_version = 0
+        self.snapshot: Snapshot | None = None
+        self.screenshot: bytes | None = None
+        self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
+        # Reopened at its last address after the browser moved to this worker: a ref that names
+        # nothing on it is one from before the move (``Session.locate`` says so).
+        self.reloaded = False
+        self.dialog: PendingDialog | None = None
+        self._alerts = 0  # accepted during the running command
+        page.on("dialog", self._on_dialog)
+        page.on("framenavigated", self._on_navigated)
+        page.on("domcontentloaded", lambda _p: self._title_changed())
+        page.on("load", lambda _p: self._on_load())
+        page.on("close", lambda _p: owner.closed(self))
+        page.on("download", self._on_download)
+        page.on("console", self._on_console)
+        page.on("crash", lambda _p: self._on_crash())
+        page.on(
+            "pageerror", lambda e: owner.emit("console_error", {"tab": self.id, "text": str(e)})
+        )
+        page.on("framedetached", owner.frame_detached)
 
     @property
     def context(self) -> BrowserContext:
         """The BrowserContext of the tab's window (its cookies and storage)."""
         return self.page.context
+
+    # --- title ---------------------------------------------------------------------
+
+    async def read_title(self, fresh: bool = False) -> str | None:
+        """The title, or None while a dialog blocks the page's scripts (or it is gone).
+
+        Cached: the page reports its title as it changes and a new document forgets it.  Only
+        a command that acted on the page asks ``fresh``: the report of a change it caused may
+        still be on its way.
+        """
+        if self.dialog is not None:
+            return None
+        if not fresh and self.title is not None:
+            return self.title
+        version = self._title_version
+        with contextlib.suppress(Exception):
+            title = await asyncio.wait_for(self.page.title(), 2)
+            if version == self._title_version:
+                self.title = title
+            return title
+        return None
+
+    def title_reported(self, title: str) -> None:
+        """The title observer's report from the tab's top document."""
+        self._title_changed(title)
+
+    def _title_changed(self, title: str | None = None) -> None:
+        """Keep a reported title, or forget the title (None) when the document changed."""
+        self._title_version += 1
+        self.title = title
+
+    def _on_navigated(self, frame: Frame) -> None:
+        if frame.parent_frame is None:
+            self._title_changed()
+            if self.labels is not None:  # the picture's numbers were of the last document
+                self.labels.current = False
+
+    async def announce(self, event: str) -> None:
+        """Emit the tab's ``{"url", "title", "tab"}`` as ``event`` (load, tab_changed)."""
+        url = self.page.url
+        self._owner.emit(event, {"url": url, "title": await self.read_title(), "tab": self.id})
+
+    def _on_load(self) -> None:
+        self._title_changed()
+        self._owner.background(self.announce("load"))
+        self._owner.loaded(self)
+
+    # --- dialogs -------------------------------------------------------------------
+
+    def _on_dialog(self, dialog: Dialog) -> None:
+        """Alerts are accepted and reported once; anything that asks waits for an answer.
+
+        A page that alerts without end (``for (;;) alert()``) gets ``ALERT_LIMIT`` accepted
+        per command; the next one stays open like a confirm, and the page waits on it.
+        """
+        self._alerts += 1
+        alert: dict[str, Any] | None = None
+        if dialog.type == "alert" and self._alerts <= self.ALERT_LIMIT:
+            alert = {"type": "alert", "message": dialog.message, "tab": self.id}
+            self._owner.background(dialog.accept())
+        else:
+            self.dialog = PendingDialog(self.id, dialog)
+        self._owner.dialog_opened(alert)
+        self._owner.emit("dialog", {"tab": self.id, "type": dialog.type, "message": dialog.message})
+
+    def new_command(self) -> None:
+        """A command begins: the page may accept ``ALERT_LIMIT`` alerts again."""
+        self._alerts = 0
+
+    async def answer(self, accept: bool, value: str | None = None) -> dict[str, Any]:
+        """Accept (with ``value`` for a prompt) or dismiss the dialog waiting here."""
+        pending = self.dialog
+        if pending is None:
+            raise BrowserdError(ErrorCode.NO_DIALOG, "No dialog is open.")
+        self.dialog = None
+        info = pending.describe()
+        info.pop("hint")
+        if not accept:
+            await pending.dialog.dismiss()
+        elif value is not None:
+            await pending.dialog.accept(value)
+        else:
+            await pending.dialog.accept()
+        return {**info, "answer": "accepted" if accept else "dismissed"}
+
+    # --- what else the page says ---------------------------------------------------
+
+    def _on_download(self, download: Download) -> None:
+        data = {"tab": self.id, "url": download.url, "filename": download.suggested_filename}
+        self._owner.emit("download", data)
+
+    def _on_console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self._owner.emit("console_error", {"tab": self.id, "text": message.text[:500]})
+
+    def _on_page_error(self, error: Error) -> None:
+        self._owner.emit("console_error", {"tab": self.id, "text": str(error)})
+
+    def _on_crash(self) -> None:
+        """A tab whose renderer died is useless: drop it so the next command can go on."""
+        self._owner.emit("crash", {"tab": self.id, "url": self.page.url})
+        self._owner.closed(self)
+        self._owner.background(self.page.close())

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..catalog import REGISTRY
-from ..mcp.listing import Selection, listed
+from ..mcpshape.listing import Selection, listed
 from .options import McpOptions
 
 NAME = "nostr-browserd"
@@ -35,6 +35,8 @@ def command_line(args: McpOptions) -> list[str]:
             line += ["--relay", url]
         for url in args.discovery:
             line += ["--discovery", url]
+        if args.transport != "auto":
+            line += ["--transport", args.transport]
     else:
         line.append("--local")
         if args.config:

@@ -1,7 +1,7 @@
 """``nostr-browserd mcp``: an MCP server for agent hosts, local or in front of a remote daemon.
 
 nostr-browserd mcp --local [--config FILE]
-nostr-browserd mcp --to NPUB --key FILE [--relay URL …]
+nostr-browserd mcp --to NPUB --key FILE [--relay URL …] [--transport auto|contextvm|dm]
     … [--caps FAMILY,…] [--tools NAME,…] [--http 127.0.0.1:PORT]
 nostr-browserd mcp --print-config HOST [the options the host should start it with]
 """
@@ -18,7 +18,7 @@ from ..daemon.config import ConfigError, load_config
 from ..errors import BrowserdError
 from ..login.nsec import signer_from_file
 from ..mcp.backend import Backend
-from ..mcp.listing import Selection
+from ..mcpshape.listing import Selection
 from ..nostr.nip19 import parse_pubkey
 from .options import McpOptions, parsed
 
@@ -55,6 +55,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=60.0,
         help="--to: seconds to wait for a reply beyond any approval wait (default 60)",
+    )
+    p.add_argument(
+        "--transport",
+        choices=("auto", "contextvm", "dm"),
+        default="auto",
+        help="--to: ContextVM (MCP over Nostr) or our DM envelope; auto (default) uses"
+        " ContextVM when the daemon answers it",
     )
     p.add_argument("--caps", action="append", default=[], help="list only these tool families")
     p.add_argument("--tools", action="append", default=[], help="list only these tools")
@@ -119,6 +126,7 @@ def _backend(args: McpOptions) -> Backend:
 
 def _remote(args: McpOptions) -> Backend:
     """From ``--to``, ``--key``, ``--relay``, ``--discovery`` and ``--timeout``."""
+    from ..mcp.contextvm_remote import AutoBackend, ContextVmBackend
     from ..mcp.remote import RemoteBackend
 
     assert args.to is not None and args.key is not None  # main() checked
@@ -130,9 +138,12 @@ def _remote(args: McpOptions) -> Backend:
         signer = signer_from_file(args.key)
     except BrowserdError as exc:
         raise ValueError(f"--key: {exc.message}") from None
-    return RemoteBackend(
-        signer, daemon, args.relay or None, discovery=args.discovery, timeout=args.timeout
-    )
+    relays, discovery, timeout = args.relay or None, args.discovery, args.timeout
+    dm = RemoteBackend(signer, daemon, relays, discovery=discovery, timeout=timeout)
+    if args.transport == "dm":
+        return dm
+    cvm = ContextVmBackend(signer, daemon, relays, discovery=discovery, timeout=timeout)
+    return cvm if args.transport == "contextvm" else AutoBackend(cvm, dm)
 
 
 def _state_dir(args: McpOptions) -> Path:

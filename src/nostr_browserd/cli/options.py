@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -28,6 +28,7 @@ class McpOptions:
     relay: list[str] = field(default_factory=list)
     discovery: list[str] = field(default_factory=list)
     timeout: float = 60.0
+    transport: Literal["auto", "contextvm", "dm"] = "auto"
     caps: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
     http: str | None = None

@@ -26,6 +26,10 @@ SHORTHANDS: tuple[tuple[str, Any, str], ...] = (
     ("goto", lambda rest: True, "open"),
     ("navigate", lambda rest: True, "open"),
 )
+# agent-browser's spellings of a tool, as leading words: they pick it and are consumed.
+SPELLINGS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("screenshot", "--annotate"), "screenshot_annotated"),
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,10 @@ def pick_tool(words: list[Word], registry: Registry) -> tuple[Tool[Any], list[Wo
     wait_for_text, not wait_for with a selector ``text``.
     """
     head = words[0].text.lower()
+    for spelling, name in SPELLINGS:
+        leading = tuple(w.text.lower() for w in words[: len(spelling)] if not w.quoted)
+        if leading == spelling and name in registry:
+            return registry.get(name), words[len(spelling) :]
     for n in range(min(MAX_NAME_WORDS, len(words)), 1, -1):
         if any(w.quoted for w in words[:n]):
             continue

@@ -109,7 +109,7 @@ def coded(session: Any, exc: BrowserdError | PlaywrightError) -> BrowserdError:
     """
     error = _coded(session, exc)
     if error.code is ErrorCode.BROWSER_CRASHED and getattr(session, "browser_lost", False):
-        session.crash_told = True
+        session.crash_reported()
     return error
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..browser.session import BrowserConfig
+from ..browser.config import BrowserConfig
 
 BINARY_KEYS = frozenset({"base64"})
 STATE_KEYS = ("url", "title", "tab", "dialog", "alert")

@@ -22,32 +22,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..agent.keys import KeyStore
-from ..browser.session import BrowserPool
+from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
+from ..contextvm.server import ContextVmServer
 from ..dm.link import NostrLink
-from ..dm.messages import Scheme
+from ..dm.messages import ReplyAddress, Scheme, is_dm
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
+from ..files.incoming import FileReceiver
+from ..files.outgoing import FileSender
+from ..files.watch import ScreenWatch
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
-from ..nostr.nip19 import npub_encode
 from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
 from ..vault.keeper import Vault
+from .allow_list import AllowList
 from .ask import AskRunner, check_ask_config
-from .config import Config, ConfigError, IdentityConfig, load_config, make_browser_dirs
+from .compose import Core, open_core
+from .config import Config, ConfigError, ControllerConfig, IdentityConfig, load_config
+from .contextvm_link import contextvm_server, tool_names
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
-from .store import Store, open_store
-from .store.state_files import shelve
+from .status import Running, daemon_status
+from .store import Store
 from .workers import Worker
 
 log = logging.getLogger(__name__)
@@ -77,12 +82,12 @@ class Daemon:
         self.state_dir = config.state.dir
         self.started_at = time.time()
         self.identity = IdentityManager(nsigner_binary=config.identity.nsigner.binary)
-        self.store: Store | None = None
+        self.allowed = AllowList.of(config)  # shared: the inbox, link, dispatcher, worker
         self.embedded: EmbeddedRelay | None = None
         self.relays: list[str] = list(config.nostr.relays)
-        self.browser = BrowserPool(config.browser)
+        self.core: Core | None = None
         self.link: NostrLink | None = None
-        self.dispatcher: Dispatcher | None = None
+        self.contextvm: ContextVmServer | None = None
         self.worker: Worker | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
@@ -94,81 +99,59 @@ class Daemon:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bring everything up; raises with a clear message when something cannot start.
-
-        Chromium is launched first and awaited last before anything can send a command: the
-        store, the login, the embedded relay and the worker start meanwhile.
-        """
+        """Bring everything up; raises with a clear message when something cannot start."""
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        make_browser_dirs(self.config.browser)
-        launching = asyncio.create_task(self.browser.start())
-        await asyncio.sleep(0)  # let it spawn Playwright's driver before the store's first query
-        try:
-            await self._start_beside(launching)
-        except BaseException:
-            launching.cancel()
-            await asyncio.gather(launching, return_exceptions=True)
-            raise
-
-    async def _start_beside(self, launching: asyncio.Task[None]) -> None:
-        """Everything but the browser's launch, which must be done before the first command
-        can arrive (by Nostr, then by the local channel)."""
-        self.store = await open_store(self.config.state)
-        await shelve(self.browser, self.store)
-        self.browser.vault = Vault(self.store, self.signer)
         configured = login_params(self.config.identity, self.state_dir)
         if configured is not None:
             await self.identity.login(configured)
         if self.config.nostr.uses_embedded_relay:
             self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
             self.relays.insert(0, await self.embedded.start())
-        self.browser.on_event(self._browser_event)
-        self.dispatcher = Dispatcher(
-            registry=REGISTRY,
-            browser=self.browser,
-            store=self.store,
+        self.core = await open_core(
+            self.config,
+            self.allowed,
             reply=self._reply,
             send=self._send,
-            controllers=self.config.allowed(),
-            command_timeout=self.config.browser.command_timeout,
-            queue_size=self.config.browser.queue_size,
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
+            initial_state=self._saved_session,
+            vault=lambda store: Vault(store, self.signer),
+            worker=self._make_worker,
+            asker=self._make_asker,
         )
-        self.dispatcher.asker = AskRunner(
-            self.dispatcher,
-            self.store,
-            self.config.ask,
-            self.key_store,
-            REGISTRY,
-            self.config.browser.result_cap,
-        )
-        state = self.config.state
-        self.worker = Worker(
-            self.store, state.worker, state.lease, dispatcher=self.dispatcher, browser=self.browser
-        )
-        self.dispatcher.worker, self.dispatcher.worker_name = self.worker, state.worker
-        self.browser.initial_state = self.worker.initial_state
+        dispatcher = self.core.dispatcher
+        self.core.browser.on_event(self._browser_event)
+        assert isinstance(dispatcher.worker, Worker)
+        self.worker = dispatcher.worker
+        self._files(dispatcher)
         await self.worker.start()
-        await launching
+        try:
+            await self._serve(dispatcher)
+        except BaseException:  # the worker's name is free at once for the next start
+            await self.worker.leave()
+            self.worker = None
+            raise
+
+    async def _serve(self, dispatcher: Dispatcher) -> None:
+        """After the worker has its name: the relays, the local channel, READY."""
         await self._connect_nostr()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
-            self._tasks.append(asyncio.create_task(self.dispatcher.answer_unanswered()))
+            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
             local = self.config.local
             self.local_token_path = local.token_path(self.state_dir)
             self.local = LocalServer(
-                self.dispatcher.handle_local,
+                dispatcher.handle_local,
                 self.status,
                 port=local.port,
                 token=load_token(self.local_token_path, generate=local.generated),
-                frames=self.browser.frames,
+                frames=dispatcher.browser.frames,
                 live=self._live,
             )
             await self.local.start()
-            self.browser.policy.deny_port(self.local.port)  # no page reaches the status page
+            dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
         self._tasks.append(asyncio.create_task(self._prune_store()))
         interval = watchdog_interval()
         if interval:
@@ -197,12 +180,13 @@ class Daemon:
         """Finish running commands and their replies, then close everything, in reverse."""
         self._stop.set()
         notify("STOPPING=1")
+        core = self.core
         if self.worker is not None:
             await self.worker.drain()
         if self.link is not None:
             self.link.stop_listening()
-        if self.dispatcher is not None:
-            await self.dispatcher.close()
+        if core is not None:
+            await core.dispatcher.close()
         if self.worker is not None:
             await self.worker.leave()
             self.worker = None
@@ -215,14 +199,56 @@ class Daemon:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.browser.close()
+        if core is not None:
+            await core.browser.close()
         await self.identity.logout()
         if self.embedded is not None:
             self.embedded.stop()
-        if self.store is not None:
-            await self.store.close()
-            self.store = None
+        if core is not None:
+            await core.store.close()
+            self.core = None
         log.info("stopped")
+
+    @property
+    def dispatcher(self) -> Dispatcher | None:
+        """The dispatcher, once started."""
+        return None if self.core is None else self.core.dispatcher
+
+    @property
+    def browser(self) -> BrowserPool | None:
+        """The browser pool, once started."""
+        return None if self.core is None else self.core.browser
+
+    @property
+    def store(self) -> Store | None:
+        """The state store, once started."""
+        return None if self.core is None else self.core.store
+
+    def _make_worker(self, dispatcher: Dispatcher) -> Worker:
+        """This process's worker among those sharing the store, around ``dispatcher``."""
+        state = self.config.state
+        return Worker(
+            dispatcher.store,
+            state.worker,
+            state.lease,
+            dispatcher=dispatcher,
+            browser=dispatcher.browser,
+        )
+
+    def _make_asker(self, dispatcher: Dispatcher) -> AskRunner:
+        """``ask``'s model loop, its steps run by ``dispatcher``."""
+        return AskRunner(
+            dispatcher,
+            dispatcher.store,
+            self.config.ask,
+            self.key_store,
+            REGISTRY,
+            self.config.browser.result_cap,
+        )
+
+    async def _saved_session(self, owner: str) -> dict[str, Any] | None:
+        """A new context's state: the controller's saved session, which the worker keeps."""
+        return None if self.worker is None else await self.worker.initial_state(owner)
 
     def reload(self) -> None:
         """SIGHUP: re-read the config file and the environment; apply the new allow-list."""
@@ -231,13 +257,8 @@ class Daemon:
         except ConfigError as exc:
             log.error("reload failed, keeping the current allow-list: %s", exc)
             return
-        self.config.controllers, self.config.nostr.controllers = (
-            config.controllers,
-            config.nostr.controllers,
-        )
-        if self.dispatcher is not None:
-            self.dispatcher.controllers = config.allowed()
-            log.info("reloaded the allow-list: %d controller(s)", len(config.allowed()))
+        self.allowed.replace(config.allowed())
+        log.info("reloaded the allow-list: %d controller(s)", len(self.allowed))
         if self.link is not None:  # follow the new list's DM inbox relays
             self.link.follow_controllers()
 
@@ -281,19 +302,32 @@ class Daemon:
         if self.identity.readonly:
             log.warning("%s", READ_ONLY_MESSAGE)
         assert self.dispatcher is not None and self.store is not None
+        signer, readonly = self.identity.signer, self.identity.readonly
+        server = None
+        if not readonly:
+            server = contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self._publish)
+        self.contextvm = server
         self.link = NostrLink(
-            self.identity.signer,
-            readonly=self.identity.readonly,
+            signer,
+            readonly=readonly,
             relays=self.relays,
             config=self.config.nostr,
             store=self.store,
-            dispatcher=self.dispatcher,
-            controllers=self.config.allowed,
+            dispatcher=server or self.dispatcher,
+            allowed=self.allowed,
             gate=self.worker,
+            mcp=server is not None,
+            announcements=self._announcements,
         )
         await self.link.start()
+        if server is not None and self.config.contextvm.announce:
+            everyone = ControllerConfig(pubkey=await signer.public_key())  # a full role
+            self._tasks.append(asyncio.create_task(server.announce(tool_names(REGISTRY, everyone))))
 
     async def _disconnect_nostr(self) -> None:
+        if self.contextvm is not None:
+            self.contextvm.close()
+            self.contextvm = None
         if self.link is not None:
             link, self.link = self.link, None
             await link.close()
@@ -309,8 +343,8 @@ class Daemon:
 
         async def rewire() -> None:
             await self._disconnect_nostr()
-            if not self.identity.logged_in:
-                await self.browser.release_all()
+            if not self.identity.logged_in and self.core is not None:
+                await self.core.browser.release_all()
             await self._connect_nostr()
             self._notify_identity()
 
@@ -320,10 +354,54 @@ class Daemon:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
         notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
 
+    # --- files in private chats ---------------------------------------------------------
+
+    def _files(self, dispatcher: Dispatcher) -> None:
+        """Files out (with text replies, deleted after ``[files] keep``) and files in."""
+        assert self.config.browser.uploads_dir is not None
+        files, browser = self.config.files, dispatcher.browser
+        screen = ScreenWatch(REGISTRY, browser)
+        sender = FileSender(files, dispatcher.store, self._file_signer, self._send_file, screen)
+        dispatcher.files_out = sender
+        dispatcher.files_in = FileReceiver(
+            files.max_mb,
+            self.config.browser.uploads_dir,
+            browser.policy,
+            lambda owner: (
+                browser.egress.url
+                if browser.egress is not None and browser.policy.blocks_private(owner)
+                else None
+            ),
+        )
+        self._tasks.append(asyncio.create_task(sender.clean_up()))
+
+    def _file_signer(self) -> Signer | None:
+        """The identity that signs Blossom uploads and deletes, while one that signs is in."""
+        login = self.identity
+        return login.signer if login.logged_in and not login.readonly else None
+
+    async def _send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        return self.link is not None and await self.link.send_file(to, url, tags)
+
+    def _announcements(self) -> list[dict[str, Any]]:
+        """Published with the link's own: the Blossom server list (kind 10063)."""
+        sender = self.dispatcher.files_out if self.dispatcher is not None else None
+        servers = sender.server_list() if sender is not None else None
+        return [servers] if servers is not None else []
+
     # --- callbacks for the dispatcher --------------------------------------------------
 
-    async def _reply(self, incoming: Any, text: str, request_id: Any) -> bool:
-        return self.link is not None and await self.link.reply(incoming, text, request_id)
+    async def _reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
+        if not is_dm(to.scheme):  # a ContextVM call: answered as MCP, by its server
+            server = self.contextvm
+            return server is not None and await server.reply(to, text, request_id)
+        return self.link is not None and await self.link.reply(to, text, request_id)
+
+    async def _publish(self, event: dict[str, Any]) -> bool:
+        pool = self.link.pool if self.link is not None else None
+        if pool is None:
+            return False
+        return (await pool.publish(event, self.config.nostr.publish_timeout)).ok
 
     async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         return self.link is not None and await self.link.send(recipient, text, scheme)
@@ -366,77 +444,30 @@ class Daemon:
     # --- status ------------------------------------------------------------------------
 
     async def status(self) -> dict[str, Any]:
-        """Identity, relays and their state, controllers, queues, recent commands, and the
-        workers sharing the state store with their load and leases."""
-        login = self.identity.status()
-        relays = {}
-        if self.link is not None:
-            for url, st in self.link.relay_status().items():
-                relays[url] = {
-                    "state": st.state,
-                    "publish_state": st.publish_state,
-                    "authenticated": st.authenticated,
-                    "last_error": st.last_error,
-                }
-        controllers = [
-            {
-                "npub": npub_encode(pk),
-                "name": c.name,
-                "role": c.role,
-                "approver": npub_encode(c.approver) if c.approver else None,
-            }
-            for pk, c in (self.dispatcher.controllers if self.dispatcher else {}).items()
-        ]
-        status: dict[str, Any] = {
-            "version": __version__,
-            "uptime": round(time.time() - self.started_at, 1),
-            "identity": login,
-            "direct_messages": self.dm_state(),
-            "relays": relays,
-            "embedded_relay": self.embedded.url if self.embedded else None,
-            "controllers": controllers,
-            "browser": {"alive": self.browser.alive, "sessions": len(self.browser.sessions())},
-            "endpoints": self.browser.status(),
-            "tabs": self._tabs(),
-        }
-        if self.dispatcher is not None:
-            status.update(self.dispatcher.status())
-        if self.link is not None and self.link.inbox is not None:
-            status["inbox"] = self.link.inbox.status()
-        if self.store is not None:
-            status["store"] = {"database": self.store.where, **(await self.store.counts())}
-            status["approvals"] = [
-                {
-                    **a,
-                    "controller": npub_encode(a["controller"]),
-                    "approver": npub_encode(a["approver"]),
-                }
-                for a in await self.store.approvals()
-            ]
-            status["recent"] = [e.to_dict() for e in await self.store.recent(10)]
-        if self.worker is not None:
-            status.update(await self.worker.status())
-        return status
+        """What ``status`` shows (``daemon.status``), read from the parts as they are now."""
+        return await daemon_status(
+            Running(
+                identity=self.identity.status(),
+                direct_messages=self.dm_state(),
+                started_at=self.started_at,
+                allowed=self.allowed,
+                browser=self.browser,
+                embedded_relay=self.embedded.url if self.embedded else None,
+                link=self.link,
+                dispatcher=self.dispatcher,
+                store=self.store,
+                worker=self.worker,
+            )
+        )
 
     async def _live(self) -> dict[str, Any]:
         """What the /live page shows beside the picture: the local tab, the last commands."""
+        assert self.core is not None, "start() first"
         return await live_state(
-            self.browser.existing(OWNER),
-            self.browser.frames,
-            [e.to_dict() for e in await self.store.recent(10)] if self.store is not None else [],
+            self.core.browser.existing(OWNER),
+            self.core.browser.frames,
+            [e.to_dict() for e in await self.core.store.recent(10)],
         )
-
-    def _tabs(self) -> list[dict[str, Any]]:
-        """Every session's tabs: whose (an npub, or "local"), the id, the address."""
-        tabs = []
-        for session in self.browser.sessions():
-            owner = session.owner
-            if len(owner) == 64 and all(c in "0123456789abcdef" for c in owner):
-                owner = npub_encode(owner)
-            for tab in session.tabs.values():
-                active = tab is session.tab
-                tabs.append({"owner": owner, "tab": tab.id, "url": tab.page.url, "active": active})
-        return tabs
 
     def dm_state(self) -> str:
         """Whether direct messages are served, and why not."""

@@ -24,8 +24,9 @@ from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tool
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from .admission import permits
 from .config import AskConfig, Config, ConfigError, ControllerConfig
-from .dispatch import Dispatcher, error_response, permits
+from .dispatch import Dispatcher, error_response
 from .store import Store
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,8 @@
 Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
 schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
 ``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``,
-``[local]`` (the loopback control channel) and ``[ask]`` (the model loop).
+``[local]`` (the loopback control channel), ``[ask]`` (the model loop) and ``[files]`` (files
+in private chats).
 
 Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
 ``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
@@ -14,12 +15,14 @@ never the value: a misplaced secret must not end up in a log.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import socket
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -31,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..browser.session import BrowserConfig
+from ..browser.config import BrowserConfig
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..login.files import credential_path
@@ -223,6 +226,20 @@ class NostrConfig(Section):
         return not self.relays if self.embedded_relay is None else self.embedded_relay
 
 
+class ContextVmConfig(Section):
+    """MCP over Nostr (ContextVM): on the ``[nostr]`` relays, for the same allow-list.
+
+    ``announce`` publishes kinds 11316 and 11317 (name, about, picture, website and the tool
+    list, signed by the daemon's key): off, since an allow-listed daemon has no reason to be
+    found by strangers.
+    """
+
+    enabled: bool = True
+    announce: bool = False
+    picture: str = ""
+    website: str = ""
+
+
 class BrowserSection(BrowserConfig):
     """The tool layer's ``BrowserConfig`` (every key of it), plus the daemon's queue limits.
 
@@ -358,16 +375,47 @@ class AskConfig(Section):
     openrouter: ProviderConfig = Field(default_factory=ProviderConfig)
 
 
+class FilesConfig(Section):
+    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers)."""
+
+    blossom_servers: list[str] = Field(default_factory=list)
+    keep: float = Field(default=86400.0, gt=0)
+    max_mb: float = Field(default=20.0, gt=0)
+
+    @field_validator("blossom_servers")
+    @classmethod
+    def _server_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not (url.startswith("https://") or _loopback_http(url)):
+                raise ValueError(
+                    f"blossom server {url!r} must start with https:// (http:// only on loopback)"
+                )
+        return list(dict.fromkeys(url.rstrip("/") for url in urls))
+
+
+def _loopback_http(url: str) -> bool:
+    """An ``http://`` address on this machine: a test or a local server."""
+    host = urlsplit(url).hostname or ""
+    if not url.startswith("http://"):
+        return False
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class Config(Section):
     """The whole file."""
 
     identity: IdentityConfig = Field(default_factory=IdentityConfig)
     nostr: NostrConfig = Field(default_factory=NostrConfig)
+    contextvm: ContextVmConfig = Field(default_factory=ContextVmConfig)
     controllers: list[ControllerConfig] = Field(default_factory=list)
     browser: BrowserSection = Field(default_factory=BrowserSection)
     state: StateConfig = Field(default_factory=StateConfig)
     local: LocalConfig = Field(default_factory=LocalConfig)
     ask: AskConfig = Field(default_factory=AskConfig)
+    files: FilesConfig = Field(default_factory=FilesConfig)
 
     @model_validator(mode="after")
     def _browser_dirs_under_state(self) -> Config:
@@ -467,8 +515,8 @@ def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
         section = next((s for s in Config.model_fields if words.startswith(s + "_")), None)
         if section == "controllers" or section is None:
             raise ConfigError(
-                f"{var}: no such setting (sections: identity, nostr, browser, state, local, ask; "
-                "[[controllers]] entries can only be set in the file)"
+                f"{var}: no such setting (sections: identity, nostr, contextvm, browser, state,"
+                " local, ask, files; [[controllers]] entries can only be set in the file)"
             )
         model = _nested_model(Config, section)
         assert model is not None

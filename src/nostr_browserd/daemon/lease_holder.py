@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class LeaseHolder(Protocol):
@@ -19,6 +19,15 @@ class LeaseHolder(Protocol):
         holds it now."""
         ...
 
-    async def keep_state(self, controller: str) -> None:
-        """Save ``controller``'s browser state in the store, while its lease is ours."""
+    async def keep_state(self, controller: str, *, login: bool = True) -> None:
+        """Save ``controller``'s pages, and its login state unless ``login`` is False, in the
+        store, while its lease is ours."""
+        ...
+
+    async def follow(self, controller: str) -> None:
+        """Before ``controller``'s first command here after it moved: reopen its pages."""
+        ...
+
+    async def initial_state(self, owner: str) -> dict[str, Any] | None:
+        """What a new browser context of ``owner`` starts with: its last saved session."""
         ...

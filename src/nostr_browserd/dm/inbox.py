@@ -24,6 +24,10 @@ The order of the checks is the point of this module:
    command runs at most once, across relays, restarts and workers;
 7. a command older than the freshness window, dated in the future, or expired (NIP-40) is
    refused with an answer, since its sender is authenticated and may simply be offline.
+
+With ContextVM on, a gift wrap may also carry a signed kind 25910 (an MCP message, CEP-4),
+and an ephemeral kind 21059 wrap is read too (CEP-19): the same budget, allow-list, gate,
+replay guard and freshness apply, and the sender is the inner event's own signature.
 """
 
 from __future__ import annotations
@@ -38,12 +42,12 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import BrowserdError, ErrorCode
-from ..nostr import nip17, nip40
+from ..nostr import contextvm, nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
 from ..nostr.signer import Signer
 from ..ratelog import RateLimitedLog
-from .messages import DM_KIND, Incoming, Scheme
+from .messages import DM_KIND, ContextVm, Incoming, Scheme
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +74,9 @@ class Ledger(Protocol):
         """Those of ``ids`` processed or rejected before."""
         ...
 
-    async def claim(self, ids: Iterable[str]) -> bool:
-        """Mark ``ids`` processed; False when one of them already was."""
+    async def claim(self, ids: Iterable[str], *, owe: bool = True) -> bool:
+        """Mark ``ids`` processed; False when one of them already was.  A failed write
+        raises; with ``owe`` the ids are remembered and written with the next claim."""
         ...
 
     async def reject(self, event_id: str) -> None:
@@ -85,6 +90,17 @@ class Gate(Protocol):
     async def admit(self, incoming: Incoming, proceed: Proceed) -> bool:
         """True: claim it now.  False: not this worker's now; when it becomes so, the gate
         calls ``proceed(incoming)`` (which claims and submits it)."""
+        ...
+
+    def shared(self) -> bool:
+        """Whether another worker could claim a command this one could not: then a claim
+        that cannot be written is neither answered ("not run" could be false: the other may
+        run it) nor remembered, but kept (:meth:`keep`)."""
+        ...
+
+    def keep(self, incoming: Incoming, proceed: Proceed) -> None:
+        """Keep ``incoming``, whose claim could not be written, to claim it later (or drop it
+        once another worker has)."""
         ...
 
 
@@ -128,15 +144,18 @@ class StrangerBudget:
 
 
 def subscription_filters(
-    pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float
+    pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float, mcp: bool = False
 ) -> list[dict]:
-    """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge.
+    """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge,
+    and with ContextVM (``mcp``) its ephemeral wraps from now on.
 
     Anything older could only be refused, so it is not worth fetching after a restart.
     """
     filters: list[dict] = []
-    if "nip17" in schemes:
+    if "nip17" in schemes or mcp:
         filters.append({"kinds": [GIFT_WRAP_KIND], "#p": [pubkey], "since": now - WRAP_LOOKBACK})
+    if mcp:
+        filters.append({"kinds": [contextvm.EPHEMERAL_WRAP_KIND], "#p": [pubkey], "since": now})
     if "nip04" in schemes:
         filters.append({"kinds": [DM_KIND], "#p": [pubkey], "since": now - int(freshness)})
     return filters
@@ -157,11 +176,15 @@ class Inbox:
         stranger_budget: int = STRANGER_BUDGET,
         backlog_size: int = BACKLOG_SIZE,
         gate: Gate | None = None,
+        mcp: bool = False,
     ) -> None:
+        """``mcp``: ContextVM messages are read too (kind 25910 in either gift wrap)."""
         self.signer, self.pubkey, self.store = signer, pubkey, store
         self.gate = gate
         self.is_known = is_known
-        self.kinds = {KIND_OF[s] for s in schemes}
+        self.schemes = set(schemes)
+        self.mcp = mcp
+        self.kinds = {KIND_OF[s] for s in schemes} | (set(contextvm.WRAP_KINDS) if mcp else set())
         self.freshness = freshness
         self.dropped = RateLimitedLog(log)
         self.budget = StrangerBudget(stranger_budget)
@@ -268,7 +291,7 @@ class Inbox:
                     await self.sort()
                 event, wait = self._next() if len(opening) < OPENING_AT_ONCE else (None, None)
                 if event is not None:
-                    wrap = event["kind"] == GIFT_WRAP_KIND
+                    wrap = event["kind"] != DM_KIND
                     if wrap:  # now, before the next one is taken
                         self.budget.hold(1)
                     opening.append(asyncio.create_task(self._open_safely(event, wrap)))
@@ -293,7 +316,14 @@ class Inbox:
         them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
 
         async def proceed(incoming: Incoming) -> None:
-            claimed = await self.claimed(incoming)
+            if self.gate is not None and self.gate.shared():
+                try:
+                    claimed = await self.claimed(incoming, owe=False)
+                except BrowserdError:
+                    self.gate.keep(incoming, proceed)
+                    return
+            else:
+                claimed = await self.claimed(incoming)
             if claimed is not None:
                 submit(claimed)
 
@@ -342,14 +372,22 @@ class Inbox:
             return None
         if event["kind"] == DM_KIND:
             return await self._open_nip04(event)
+        if event["kind"] == contextvm.EPHEMERAL_WRAP_KIND:
+            return await self._open_contextvm(event)
         return await self._open_nip17(event)
 
-    async def claimed(self, incoming: Incoming) -> Incoming | None:
+    async def claimed(self, incoming: Incoming, *, owe: bool = True) -> Incoming | None:
         """``incoming`` once claimed (the replay guard), and checked for freshness; None when
-        it was claimed before: by this worker, or by another one that ran it."""
+        it was claimed before: by this worker, or by another one that ran it.
+
+        A claim that cannot be written (a full disk) is answered as not run, and its ids are
+        remembered, so it never runs later; with ``owe`` False it raises instead, and nothing
+        is remembered (another worker may claim it)."""
         try:
-            fresh = await self.store.claim({incoming.outer_id, incoming.event_id})
-        except BrowserdError as exc:  # a full disk: answered as not run, never run later
+            fresh = await self.store.claim({incoming.outer_id, incoming.event_id}, owe=owe)
+        except BrowserdError as exc:
+            if not owe:
+                raise
             return replace(incoming, refusal=exc)
         if not fresh:
             log.info("replay of %s from %s ignored", incoming.event_id[:12], incoming.sender[:12])
@@ -385,6 +423,10 @@ class Inbox:
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
             seal = await unwrap_seal(event, self.signer, verified=True)
+            if self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND:
+                return await self._open_contextvm(event, seal)
+            if "nip17" not in self.schemes:
+                raise UnwrapError("a NIP-17 message, and [nostr] dm does not take NIP-17")
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
                 await self._reject(event)
                 return None
@@ -406,8 +448,11 @@ class Inbox:
             rumor["created_at"],
             min(expirations, default=None),
         )
-        if rumor["kind"] != nip17.CHAT_KIND:
-            # Reactions, files (kind 15) and the like are not commands: ignored on purpose.
+        if rumor["kind"] == nip17.FILE_KIND:  # a file for upload (files/incoming.py)
+            tags = tuple(tuple(str(v) for v in t) for t in rumor["tags"] if isinstance(t, list))
+            incoming = replace(incoming, file_tags=tags)
+        elif rumor["kind"] != nip17.CHAT_KIND:
+            # Reactions and the like are not commands: ignored on purpose.
             log.info("ignored a kind %s rumor from %s", rumor["kind"], sender[:12])
             with contextlib.suppress(BrowserdError):  # at worst opened again later
                 await self.store.claim([event["id"], rumor["id"]])
@@ -422,6 +467,35 @@ class Inbox:
                 f"{len(others)} other member(s). Send it to the daemon alone.",
             )
         return incoming
+
+    async def _open_contextvm(self, event: Event, inner: object = None) -> Incoming | None:
+        """A ContextVM message: ``inner`` is what a kind 1059 held (decrypted already, to
+        tell it from a seal); a kind 21059 is decrypted here."""
+        ephemeral = event["kind"] == contextvm.EPHEMERAL_WRAP_KIND
+        carrier: ContextVm = "contextvm-ephemeral" if ephemeral else "contextvm"
+        try:
+            if inner is None:
+                inner = await contextvm.unwrap(event, self.signer)
+            message = contextvm.inner_message(inner, self.pubkey)
+        except (UnwrapError, BrowserdError) as exc:
+            self.dropped.warning("unwrap", "dropped a ContextVM message: %s", _reason(exc))
+            answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
+            await self._reject(event, remember=answered)
+            return None
+        sender = message["pubkey"]
+        if sender == self.pubkey or not self._allowed(sender, "ContextVM"):
+            await self._reject(event)
+            return None
+        expirations = [t for t in map(nip40.expiration, (event, message)) if t is not None]
+        return Incoming(
+            sender,
+            carrier,
+            message["content"],
+            message["id"],
+            event["id"],
+            message["created_at"],
+            min(expirations, default=None),
+        )
 
     async def _reject(self, event: Event, remember: bool = True) -> None:
         """A wrap that cost a decryption and carried no command: never decrypt it again."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 from ..nostr import nip17
@@ -56,12 +56,21 @@ class LinkSettings(Protocol):
     def about(self) -> str: ...
 
 
-class Receiver(Protocol):
-    """Who runs what the inbox lets through (the daemon's dispatcher)."""
+class AllowedKeys(Protocol):
+    """The allow-list as the DM side reads it (the daemon's ``AllowList``): at each use, so
+    a reload needs no word to the link or the inbox."""
+
+    def __iter__(self) -> Iterator[str]:
+        """The controllers' keys (hex): whose DM inbox relays are followed."""
+        ...
 
     def is_known(self, pubkey: str) -> bool:
         """Whether ``pubkey`` is on the allow-list (a controller or an approver)."""
         ...
+
+
+class Receiver(Protocol):
+    """Who runs what the inbox lets through (the daemon's dispatcher)."""
 
     def submit(self, incoming: Incoming) -> None:
         """Queue an authenticated command (or its refusal) for its controller."""
@@ -80,14 +89,18 @@ class NostrLink:
         config: LinkSettings,
         store: Ledger,
         dispatcher: Receiver,
-        controllers: Callable[[], Collection[str]],
+        allowed: AllowedKeys,
         gate: Gate | None = None,
+        announcements: Callable[[], list[dict[str, Any]]] = list,
+        mcp: bool = False,
     ) -> None:
-        """``gate`` decides, before each claim, whether this worker claims the command."""
+        """``gate`` decides, before each claim, whether this worker claims the command;
+        ``announcements()`` are further events published with ours (a kind 10063); ``mcp``:
+        ContextVM messages are read too, and handed to ``dispatcher`` like DMs."""
         self.signer, self.readonly, self.relays = signer, readonly, relays
-        self.gate = gate
+        self.gate, self.announcements, self.mcp = gate, announcements, mcp
         self.config, self.store, self.dispatcher = config, store, dispatcher
-        self.controllers = controllers
+        self.allowed = allowed
         self.pubkey: str | None = None
         self.pool: RelayPool | None = None
         self.discovery: RelayPool | None = None
@@ -117,13 +130,15 @@ class NostrLink:
             signer,
             pubkey,
             self.store,
-            is_known=self.dispatcher.is_known,
+            is_known=self.allowed.is_known,
             schemes=self.config.dm,
             freshness=self.config.freshness,
             stranger_budget=self.config.stranger_budget,
             gate=self.gate,
+            mcp=self.mcp,
         )
-        filters = subscription_filters(pubkey, self.config.dm, now(), self.config.freshness)
+        config = self.config
+        filters = subscription_filters(pubkey, config.dm, now(), config.freshness, self.mcp)
         self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
@@ -134,7 +149,7 @@ class NostrLink:
         self.follow_controllers()
         log.info(
             "listening for %s on %s as %s",
-            "/".join(self.config.dm),
+            "/".join([*self.config.dm, *(["ContextVM"] if self.mcp else [])]),
             self.relays,
             npub_encode(pubkey),
         )
@@ -170,6 +185,10 @@ class NostrLink:
             return False
         return await self.outbox.reply(to, text, request_id)
 
+    async def send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        """Send a NIP-17 file message answering ``to``; False when we cannot send."""
+        return self.outbox is not None and await self.outbox.send_file(to, url, tags)
+
     async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
         """Send a DM of our own (an approval request, a watched event)."""
         if self.outbox is None:
@@ -196,7 +215,8 @@ class NostrLink:
             await asyncio.gather(opening, return_exceptions=True)
 
     async def _announce(self) -> None:
-        """Publish kind 10050 and 10002 (where to reach us) and kind 0 (who we are).
+        """Publish kind 10050 and 10002 (where to reach us), kind 0 (who we are) and the
+        daemon's further announcements (its Blossom servers).
 
         Clients that speak only NIP-17 refuse to send to a key without a kind 10050, so
         these go to our relays and to the discovery relays (indexers) too.
@@ -217,6 +237,7 @@ class NostrLink:
                 "tags": [],
                 "created_at": now(),
             },
+            *self.announcements(),
         ]
         for template in templates:
             try:
@@ -241,7 +262,7 @@ class NostrLink:
 
     async def _follow_controller_inboxes(self) -> None:
         """Learn controllers' kind 10050 DM inbox relays so replies also reach them there."""
-        authors = list(self.controllers())
+        authors = list(self.allowed)
         if not authors or self.pool is None:
             return
         filters = [{"kinds": [nip17.DM_RELAYS_KIND], "authors": authors}]

@@ -21,7 +21,7 @@ from ..nostr.nip01 import Event, now
 from ..nostr.relay import PublishResult, RelayPool
 from ..nostr.signer import Signer
 from .chunks import DEFAULT_PART_BYTES, split
-from .messages import DM_KIND, ReplyAddress, Scheme
+from .messages import DM_KIND, ReplyAddress, Scheme, is_dm
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class Outbox:
     async def reply(self, to: ReplyAddress, text: str, request_id: object = None) -> bool:
         """Answer the message ``to`` names, in its own scheme; True when every part reached a
         relay."""
+        if not is_dm(to.scheme):
+            raise ValueError(f"{to.scheme} is answered by its own server, not by direct message")
         return await self.send(
             to.sender,
             text,
@@ -68,6 +70,20 @@ class Outbox:
         events = await asyncio.gather(*(self._event(recipient, p, scheme, reply_to) for p in parts))
         results = await asyncio.gather(*(self._publish(recipient, e) for e in events))
         return all(results)
+
+    async def send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
+        """A NIP-17 file message (kind 15) of ``url`` answering ``to``; True when it reached a
+        relay.  Only NIP-17 has file messages: a kind 4 chat gets none."""
+        wraps = await nip17.make_dm(
+            self.signer,
+            [to.sender],
+            url,
+            kind=nip17.FILE_KIND,
+            tags=tags,
+            reply_to=to.event_id,
+            copy_to_self=False,
+        )
+        return await self._publish(to.sender, wraps[0][1])
 
     async def _event(
         self, recipient: str, text: str, scheme: Scheme, reply_to: str | None

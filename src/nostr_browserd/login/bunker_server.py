@@ -45,10 +45,12 @@ log = logging.getLogger(__name__)
 
 ALL_PERMS = nip46.parse_perms("sign_event,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt")
 DAEMON_PERMS = nip46.parse_perms(
-    "sign_event:0,4,13,10002,10050,22242,nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt"
+    "sign_event:0,4,13,10002,10050,10063,22242,24242,"
+    "nip04_encrypt,nip04_decrypt,nip44_encrypt,nip44_decrypt"
 )
-"""What a nostr-browserd needs: its profile, kind 4 replies, NIP-17 seals, its relay lists,
-NIP-42 AUTH, and the DM ciphers.  The command line's default: any other kind is refused."""
+"""What a nostr-browserd needs: its profile, kind 4 replies, NIP-17 seals, its relay and
+Blossom server lists, NIP-42 AUTH, Blossom's upload and delete authorizations (BUD-11), and
+the DM ciphers.  The command line's default: any other kind is refused."""
 _ALWAYS_ALLOWED = {"ping", "get_public_key", "get_relays", "switch_relays", "logout"}
 # Requests handled at once (each may wait for the operator); beyond it, new ones are dropped
 # so that a flood from anyone on the relay cannot grow memory without bound.

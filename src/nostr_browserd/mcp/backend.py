@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol
 
+import mcp.types as types
+
 Response = dict[str, Any]
 # (seconds waited, seconds in all or None, what is happening): becomes an MCP progress notice.
 Progress = Callable[[float, float | None, str], Awaitable[None]]
@@ -24,8 +26,11 @@ class Backend(Protocol):
     async def allowed(self) -> Collection[str] | None:
         """The tool names this caller may run, or None for every tool."""
 
-    async def call(self, tool: str, params: dict[str, Any], progress: Progress) -> Response:
-        """Run ``tool`` and return ``{"id", "success", "data" | "error"}``; never raises."""
+    async def call(
+        self, tool: str, params: dict[str, Any], progress: Progress
+    ) -> Response | types.CallToolResult:
+        """Run ``tool`` and return ``{"id", "success", "data" | "error"}``, or the MCP result
+        a ContextVM server already made of it; never raises."""
 
     def on_event(self, sink: EventSink) -> None:
         """Deliver pushed events to ``sink`` from now on."""

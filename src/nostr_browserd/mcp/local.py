@@ -11,13 +11,10 @@ import secrets
 from collections.abc import Collection
 from typing import Any
 
-from ..browser.session import BrowserPool
-from ..catalog import REGISTRY
-from ..daemon.config import Config, make_browser_dirs
-from ..daemon.dispatch import Dispatcher
+from ..daemon.allow_list import AllowList
+from ..daemon.compose import Core, open_core
+from ..daemon.config import Config
 from ..daemon.local_ws import OWNER
-from ..daemon.store import Store, open_store
-from ..daemon.store.state_files import shelve
 from .backend import EventSink, Progress, Response
 
 SESSIONS_WITH_US = frozenset({OWNER, "shared"})  # whose browser events are ours to report
@@ -28,37 +25,22 @@ class LocalBackend:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.browser = BrowserPool(config.browser)
-        self.store: Store | None = None
-        self.dispatcher: Dispatcher | None = None
+        self.core: Core | None = None
         self._sinks: list[EventSink] = []
 
     async def start(self) -> None:
-        """Create the browser's directories, open the audit log, launch Chromium."""
-        make_browser_dirs(self.config.browser)
-        self.store = await open_store(self.config.state)
-        await shelve(self.browser, self.store)
-        await self.browser.start()
-        self.browser.on_event(self._event)
-        self.dispatcher = Dispatcher(
-            registry=REGISTRY,
-            browser=self.browser,
-            store=self.store,
-            reply=_nowhere,
-            send=_nowhere,
-            controllers={},
-            command_timeout=self.config.browser.command_timeout,
-            queue_size=self.config.browser.queue_size,
-        )
+        """Open the store and launch Chromium, as the daemon does (``compose.open_core``),
+        with nobody on the allow-list: only this machine's owner drives it."""
+        self.core = await open_core(self.config, AllowList(), reply=_nowhere, send=_nowhere)
+        self.core.browser.on_event(self._event)
 
     async def close(self) -> None:
         """Close the browser and the audit log."""
-        if self.dispatcher is not None:
-            await self.dispatcher.close()
-        await self.browser.close()
-        if self.store is not None:
-            await self.store.close()
-            self.store = None
+        if self.core is not None:
+            core, self.core = self.core, None
+            await core.dispatcher.close()
+            await core.browser.close()
+            await core.store.close()
 
     async def allowed(self) -> Collection[str] | None:
         """Everything: the person who started this process owns the browser."""
@@ -66,9 +48,9 @@ class LocalBackend:
 
     async def call(self, tool: str, params: dict[str, Any], progress: Progress) -> Response:
         """Run one tool as the local owner (nothing here ever waits for an approver)."""
-        assert self.dispatcher is not None, "start() first"
+        assert self.core is not None, "start() first"
         request = {"id": secrets.token_hex(4), "tool": tool, "params": params}
-        answer = await self.dispatcher.handle(OWNER, request, transport="mcp", local=True)
+        answer = await self.core.dispatcher.handle(OWNER, request, transport="mcp", local=True)
         return answer.response
 
     def on_event(self, sink: EventSink) -> None:

@@ -41,8 +41,9 @@ PROGRESS_EVERY = 5.0  # seconds between "waiting for approval" notices
 MAX_RELAYS = 8
 
 
-class RemoteBackend:
-    """Talks to one daemon over relays, as one agent key."""
+class DaemonLine:
+    """The relays to one daemon and the subscription its answers come on, as one agent key:
+    what both ways of ``mcp --to`` (our DM envelope, ContextVM) open and close alike."""
 
     def __init__(
         self,
@@ -53,28 +54,28 @@ class RemoteBackend:
         discovery: list[str] | None = None,
         timeout: float = 60.0,
     ) -> None:
-        self.signer, self.daemon = signer, daemon
-        self.relays = relays
+        """``relays`` None: the daemon's own lists, looked up on ``discovery``; ``timeout``:
+        seconds an answer may take beyond any approval wait."""
+        self.signer, self.daemon, self.relays = signer, daemon, relays
         self.discovery = discovery or list(DEFAULT_DISCOVERY)
         self.timeout = timeout
         self.pool: RelayPool | None = None
-        self._listener = Conversation(signer, daemon, nip04=False)
-        self._pending: dict[str, tuple[Conversation, asyncio.Queue[str | Exception]]] = {}
-        self._sinks: list[EventSink] = []
-        self._reader: asyncio.Task[None] | None = None
         self._sub: Subscription | None = None
-        self._allowed: list[str] | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._begin()
 
-    # --- lifecycle ---------------------------------------------------------------------
+    def _begin(self) -> None:
+        """Set up what one way of talking keeps (calls waiting for answers, the tools)."""
+        raise NotImplementedError
 
-    async def start(self) -> None:
-        """Find the daemon's relays if none were given, connect, listen for its replies."""
+    async def listen(self, filters: list[dict[str, Any]]) -> None:
+        """Find the daemon's relays if none were given, connect, read ``filters``."""
         relays = self.relays or await daemon_relays(self.daemon, self.discovery)
         self.pool = RelayPool(relays, auth_signer=self.signer)
         await self.pool.start()
         if not await self.pool.wait_connected(CONNECT_TIMEOUT):
             log.warning("not every relay of %s answered yet; going on", relays)
-        self._sub = self.pool.subscribe([self._listener.reply_filter()], advance_since=False)
+        self._sub = self.pool.subscribe(filters, advance_since=False)
         await self._sub.wait_eose(CONNECT_TIMEOUT)
         self._reader = asyncio.create_task(self._read(self._sub))
 
@@ -88,6 +89,25 @@ class RemoteBackend:
                 await self._reader
         if self.pool is not None:
             await self.pool.close()
+
+    async def _read(self, sub: Subscription) -> None:
+        raise NotImplementedError
+
+
+class RemoteBackend(DaemonLine):
+    """Talks to one daemon over relays, as one agent key."""
+
+    def _begin(self) -> None:
+        self._listener = Conversation(self.signer, self.daemon, nip04=False)
+        self._pending: dict[str, tuple[Conversation, asyncio.Queue[str | Exception]]] = {}
+        self._sinks: list[EventSink] = []
+        self._allowed: list[str] | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Find the daemon's relays if none were given, connect, listen for its replies."""
+        await self.listen([self._listener.reply_filter()])
 
     # --- what the agent may do -----------------------------------------------------------
 
@@ -117,7 +137,7 @@ class RemoteBackend:
         try:
             published = await self.pool.publish(event, CONNECT_TIMEOUT)
             if not published.ok:
-                return _failure(
+                return failure(
                     request_id,
                     ErrorCode.UNAVAILABLE,
                     f"No relay took the command ({published.refused}); check the relays.",
@@ -129,9 +149,9 @@ class RemoteBackend:
                     async with asyncio.timeout_at(deadline):
                         got = await inbox.get()
                 except TimeoutError:
-                    return _failure(request_id, ErrorCode.UNAVAILABLE, self._silence())
+                    return failure(request_id, ErrorCode.UNAVAILABLE, self._silence())
                 if isinstance(got, Exception):
-                    return _failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
+                    return failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
                 held = as_pending(got)
                 if held is None:
                     return _response(request_id, got)
@@ -242,12 +262,13 @@ async def _no_progress(done: float, total: float | None, message: str) -> None:
     return None
 
 
-def _failure(request_id: str, code: ErrorCode, message: str) -> Response:
+def failure(request_id: Any, code: ErrorCode, message: str) -> Response:
+    """The protocol's failure shape, for a call that got no usable answer."""
     return {"id": request_id, "success": False, "error": {"code": code.value, "message": message}}
 
 
 def _response(request_id: str, text: str) -> Response:
     response = json_object(text)
     if response is None or "success" not in response:
-        return _failure(request_id, ErrorCode.INTERNAL, f"Not a response: {text[:200]}")
+        return failure(request_id, ErrorCode.INTERNAL, f"Not a response: {text[:200]}")
     return response

@@ -3,7 +3,8 @@
 The legend maps each number to its ref, role and name, so a model that reads the picture
 acts with the same refs the snapshot printed.  Boxes come from one ai snapshot with
 ``boxes=True`` (refs stay on their elements across snapshots); the labels are an overlay
-that is removed right after the picture is taken.
+that is removed right after the picture is taken.  The tab keeps the numbers, so a person
+looking at the picture can type ``click 3`` (browser/labels.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..browser.labels import Labels
 from ..browser.session import Session
 from ..browser.snapshot import Node, inner_offset, parse
 from ..commands.registry import NoParams, Registry
@@ -56,17 +58,16 @@ def boxes(nodes: list[Node], offset: tuple[float, float] = (0, 0)) -> dict[str, 
 async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, Any]:
     """A viewport PNG with numbered labels on the latest snapshot's refs, and the legend.
 
-    Without an earlier snapshot in this tab, an interactive one is taken first.
+    Without an earlier snapshot of this page, an interactive one is taken first.
     """
     page = session.page
     latest = session.tab.snapshot if session.tab is not None else None
-    text = (
-        latest.text
-        if latest
-        else (await remembered_snapshot(session, SnapshotParams(interactive=True))).text
-    )
-    refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(text)))
     placed = boxes(parse(await page.aria_snapshot(mode="ai", boxes=True)))
+    refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(latest.text))) if latest else []
+    if not set(refs) & set(placed):  # none yet, or of a document the tab has left
+        fresh = await remembered_snapshot(session, SnapshotParams(interactive=True))
+        refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(fresh.text)))
+        placed = boxes(parse(await page.aria_snapshot(mode="ai", boxes=True)))
     width, height = await page.evaluate("[innerWidth, innerHeight]")
     labels: list[dict[str, float]] = []
     legend: list[dict[str, object]] = []
@@ -85,4 +86,6 @@ async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, 
     finally:
         await page.evaluate(ERASE_JS, OVERLAY_ID)
     shot = binary(session, data, "image/png", "make the viewport smaller (set_viewport)")
+    if session.tab is not None:  # its numbers stand for these refs: click 3
+        session.tab.labels = Labels({int(str(e["n"])): str(e["ref"])[1:] for e in legend})
     return {**shot, "legend": legend, "unlabelled": len(refs) - len(legend)}

@@ -5,7 +5,9 @@ the daemon forwards marked events to the controller who owns the session, rate-l
 and coalesced.  The local WebSocket receives every event anyway.
 
 Typed: ``watch load dialog`` starts, ``watch off`` stops all, ``watch off load`` stops
-one.  JSON: ``{"events": ["load"]}`` and ``{"off": true}`` (with ``events``: only those).
+one.  ``watch screen`` asks for an annotated screenshot after each command of yours that
+changes the page, as a file in the chat.  JSON: ``{"events": ["load"]}`` and
+``{"off": true}`` (with ``events``: only those).
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from ..browser.session import Session
 from ..commands.registry import Params, Registry
 
 TOOLS = Registry()
-Event = Literal["load", "tab_changed", "dialog", "download", "console_error", "crash"]
-EVENTS: tuple[str, ...] = get_args(Event)
+Event = Literal["load", "tab_changed", "dialog", "download", "console_error", "crash", "screen"]
+SCREEN = "screen"
+"""Not an event but a picture: after each of your commands that changes the page, an
+annotated screenshot (sent by the daemon as a file message; files/watch.py)."""
+EVENTS: tuple[str, ...] = tuple(e for e in get_args(Event) if e != SCREEN)
+"""What ``watch`` alone watches: every event, not the pictures (each costs an upload)."""
 
 
 class WatchParams(Params):
@@ -43,10 +49,11 @@ class WatchParams(Params):
 
 @TOOLS.tool("watch", family="events", gated=False, params=WatchParams, args=("*events",))
 async def watch(session: Session, params: WatchParams) -> dict[str, Any]:
-    """Have this session's events (load, tab_changed, dialog…) sent to you; watch off stops.
+    """Have this session's events (load, dialog…), or with screen its pictures, sent to you.
 
-    They come as messages, at most one every few seconds, several events coalesced.
+    Events come as messages, at most one every few seconds, several events coalesced;
+    ``watch screen`` sends an annotated screenshot after each of your commands that changes
+    the page, as a file in the chat.  ``watch off`` stops them all.
     """
-    chosen = frozenset(params.events or EVENTS)
-    session.watching = session.watching - chosen if params.off else session.watching | chosen
-    return {"watching": sorted(session.watching)}
+    chosen = frozenset(params.events or (get_args(Event) if params.off else EVENTS))
+    return {"watching": sorted(session.watch(chosen, off=params.off))}

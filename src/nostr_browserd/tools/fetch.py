@@ -55,7 +55,6 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         raise BrowserdError(ErrorCode.REFUSED, "scrape fetches https addresses only.")
     reap = curl_reap()
     loop = asyncio.get_running_loop()
-    policy, owner = session.pool.policy, session.owner
     refusal: list[BrowserdError] = []
 
     def allowed(hop: str) -> bool:
@@ -63,13 +62,13 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         if urlsplit(hop).scheme != "https":
             refusal.append(BrowserdError(ErrorCode.REFUSED, f"Redirected to {hop}: https only."))
             return False
-        judged = asyncio.run_coroutine_threadsafe(policy.check(hop, owner), loop)
+        judged = asyncio.run_coroutine_threadsafe(session.check_url(hop), loop)
         reason = judged.result(timeout=30)
         if reason is not None:
             refusal.append(BrowserdError(ErrorCode.FORBIDDEN, reason))
         return reason is None
 
-    egress = session.pool.egress if policy.blocks_private(owner) else None
+    egress = session.egress
     client = reap.Session(
         timeout=config.timeout_ms / 1000,
         retries=0,

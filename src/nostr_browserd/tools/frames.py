@@ -70,13 +70,11 @@ async def frame_switch(session: Session, params: FrameParams) -> dict[str, Any]:
     """
     page = session.page
     frame = await pick(session, page, params)
-    session.frame, session.frame_tab = frame, session.active_tab
+    session.enter_frame(frame)
     return {"switched": True}
 
 
 @TOOLS.tool("frame_main", family="frames", gated=False)
 async def frame_main(session: Session, params: NoParams) -> dict[str, Any]:
     """Go back to the page's main frame."""
-    was = session.frame is not None
-    session.frame = None
-    return {"switched": was}
+    return {"switched": session.leave_frame()}

@@ -31,11 +31,11 @@ class StateName(Params):
 
 def shelf(session: Session) -> StateShelf:
     """Where this session's pool keeps saved states."""
-    if session.pool.shelf is None:
+    if session.shelf is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE, "Saved login states need the daemon's state store."
         )
-    return session.pool.shelf
+    return session.shelf
 
 
 def counts(state: dict[str, Any]) -> dict[str, int]:

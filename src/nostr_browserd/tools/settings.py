@@ -166,7 +166,7 @@ class DeviceParams(Params):
 )
 async def set_device(session: Session, params: DeviceParams) -> dict[str, Any]:
     """Emulate a phone or tablet: viewport, pixel ratio, touch, mobile mode and user agent."""
-    devices = session.pool.devices
+    devices = session.devices
     spec = devices.get(params.name)
     if spec is None:
         words = params.name.casefold().split()

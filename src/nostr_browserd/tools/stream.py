@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..browser.screencast import Fanout, Screencast, StreamSettings
+from ..browser.screencast import Fanout, StreamSettings
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 
@@ -42,32 +42,19 @@ async def stream_enable(session: Session, params: StreamParams) -> dict[str, Any
     Local channel only: over messages, use watch and screenshot.  Enabling again applies
     new settings.
     """
-    if session.screencast is not None:
-        await session.screencast.stop()
-    cast = Screencast(session.pool.frames, StreamSettings(**params.model_dump()))
-    session.screencast = cast
-    page = session.page
-    assert session.tab is not None
-    await cast.start(session.tab.id, page)
-    return cast.status()
+    return await session.start_stream(StreamSettings(**params.model_dump()))
 
 
 @TOOLS.tool("stream_status", family="live view", gated=False, local_only=True)
 async def stream_status(session: Session, params: NoParams) -> dict[str, Any]:
     """The live view: on or off, fps, frames sent and dropped, viewers."""
-    if session.screencast is None:
-        return {"on": False, **session.pool.frames.status()}
-    return session.screencast.status()
+    return session.stream_status()
 
 
 @TOOLS.tool("stream_disable", family="live view", gated=False, read_only=False, local_only=True)
 async def stream_disable(session: Session, params: NoParams) -> dict[str, Any]:
     """Stop the live view's stream."""
-    if session.screencast is not None:
-        await session.screencast.stop()
-        session.screencast = None
-        session.pool.frames.last = None  # no stale picture for the next viewer
-    return {"on": False, **session.pool.frames.status()}
+    return await session.stop_stream()
 
 
 async def live_state(
@@ -79,5 +66,5 @@ async def live_state(
         return {"url": None, "title": None, "stream": {"on": False}, "recent": recent}
     cast = session.screencast
     stream = cast.status() if cast is not None else {"on": False, **frames.status()}
-    title = await session.tab_title(tab)
+    title = await tab.read_title()
     return {"url": tab.page.url, "title": title, "stream": stream, "recent": recent}

@@ -18,7 +18,7 @@ async def describe_tabs(session: Session) -> list[dict[str, Any]]:
     """Every tab's id, address, title and whether it is active."""
     tabs = []
     for tab in list(session.tabs.values()):  # tabs come and go while titles are read
-        title = await session.tab_title(tab)
+        title = await tab.read_title()
         tabs.append(
             {"tab": tab.id, "url": tab.page.url, "title": title, "active": tab is session.tab}
         )

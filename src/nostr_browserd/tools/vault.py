@@ -53,14 +53,14 @@ SENDS_IN_URL_JS = "el => el.form?.getAttribute('method')?.toLowerCase() === 'get
 
 def vault_of(session: Session) -> Keeper:
     """The daemon's vault, for a session of one controller."""
-    vault = session.pool.vault
+    vault = session.vault
     if vault is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,
             "The vault needs the daemon's state store and identity: its entries are sealed "
             "to the daemon's key.",
         )
-    if session.pool.config.isolation == "shared":
+    if session.config.isolation == "shared":
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,
             'The vault is per controller, and [browser] isolation = "shared" gives every '

@@ -121,7 +121,7 @@ class WaitUrlParams(Timed):
 
 # Matched in the page, never in the daemon: a pattern that backtracks without end on a long
 # address would freeze the event loop, and with it every controller and the inbox.  In the
-# page it costs that tab at most (V8 falls back to its linear engine: browser.session).
+# page it costs that tab at most (V8 falls back to its linear engine: browser.endpoints).
 MATCH_URL = "source => new RegExp(source).test(location.href)"
 
 

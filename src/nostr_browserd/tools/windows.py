@@ -32,7 +32,7 @@ class WindowNewParams(Params):
 async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any]:
     """Open a new window: its own cookies and storage, one tab (active), optionally a URL."""
     url = address(session, params.url) if params.url else None
-    window = await session.add_window(await session.pool.new_context(session))
+    window = await session.open_window()
     result: dict[str, Any] = {"window": window, "opened": session.active_tab}
     if url:
         result.update(await goto(session, session.page, url))

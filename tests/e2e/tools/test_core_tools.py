@@ -94,6 +94,17 @@ async def test_eval_that_opens_a_dialog_returns(call, site_url):
     await ok(call, "dialog accept")
 
 
+async def test_a_dialog_in_each_of_two_tabs_is_answered_newest_first(call, site_url):
+    """Each tab holds its own dialog: answering one leaves the other's waiting, and says so."""
+    await ok(call, f"open {site_url}/index.html")
+    assert (await ok(call, "eval confirm('first?')"))["dialog"]["tab"] == "t1"
+    await ok(call, "tab_new")  # t1's dialog goes on waiting
+    assert (await ok(call, "eval confirm('second?')"))["dialog"]["tab"] == "t2"
+    answered = await ok(call, "dialog accept")
+    assert answered["message"] == "second?" and answered["dialog"]["message"] == "first?"
+    assert (await ok(call, "dialog dismiss"))["dialog"] is None
+
+
 @pytest.mark.parametrize(
     ("command", "mime", "magic"),
     [

@@ -7,7 +7,8 @@ import signal
 import pytest
 from playwright.async_api import Error as PlaywrightError
 
-from nostr_browserd.browser.session import BrowserConfig, BrowserPool
+from nostr_browserd.browser.config import BrowserConfig
+from nostr_browserd.browser.pool import BrowserPool
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 

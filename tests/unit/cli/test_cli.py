@@ -63,10 +63,10 @@ def test_status_without_a_daemon_lists_the_workers_their_load_and_leases(
 
     async def two_workers() -> None:
         store = SqliteStore(tmp_path / "state.sqlite3")
-        await store.worker_up("w1", "i1")
+        await store.worker_up("w1", "i1", silent_for=60)
         await store.heartbeat("w1", "i1", running=1, queued=2, contexts=3)
         await store.take_lease(controller, "w1", 60)
-        await store.worker_up("w2", "i2")
+        await store.worker_up("w2", "i2", silent_for=60)
         await store.set_draining("w2")
         await store.close()
 

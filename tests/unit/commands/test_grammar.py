@@ -21,6 +21,10 @@ def test_every_tool_is_named_by_its_words(name: str) -> None:
         ("storage local set k v", "storage_local_set", {"key": "k", "value": "v"}),
         ("storage local get key k", "storage_local_get_key", {"key": "k"}),
         ('get text "wait for"', "get_text", {"selector": "wait for"}),
+        # agent-browser's spelling, and a picture's numbers (browser/labels.py resolves them)
+        ("screenshot --annotate", "screenshot_annotated", {}),
+        ("screenshot #main", "screenshot", {"selector": "#main"}),
+        ('fill 2 "Ada"', "fill", {"selector": "2", "value": "Ada"}),
     ],
 )
 def test_the_longest_name_wins_and_quotes_stop_it(line: str, tool: str, params: dict) -> None:

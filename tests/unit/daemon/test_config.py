@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from nostr_browserd.browser.session import BrowserConfig
+from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.daemon.config import ConfigError, load_config
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip19 import npub_encode, nsec_encode

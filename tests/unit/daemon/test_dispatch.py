@@ -8,7 +8,8 @@ import pytest
 
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
-from nostr_browserd.daemon.dispatch import APPROVAL, permits
+from nostr_browserd.daemon.admission import permits
+from nostr_browserd.daemon.approvals import APPROVAL
 from nostr_browserd.errors import BrowserdError
 
 APPROVAL_CODE = re.compile(r'"approve ([A-Z0-9]+)"')
@@ -108,7 +109,7 @@ async def test_the_approver_is_shown_the_whole_command_and_what_will_be_typed():
 
 
 async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
@@ -143,7 +144,7 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     ],
 )
 async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.commands.protocol import Request
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.errors import ErrorCode
@@ -162,8 +163,8 @@ async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
 
 
 def test_a_controllers_help_lists_no_tool_it_would_be_refused():
+    from nostr_browserd.daemon.admission import role_catalog
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.dispatch import role_catalog
 
     listed = {
         t["name"] for t in role_catalog(REGISTRY, ControllerConfig(pubkey="ab" * 32))["tools"]
@@ -174,9 +175,9 @@ def test_a_controllers_help_lists_no_tool_it_would_be_refused():
 
 async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools(tmp_path):
     """Issue 15: the one check in Dispatcher.handle, for a DM as for the local channel."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
+    from nostr_browserd.daemon.admission import LOGIN_TOOLS
     from nostr_browserd.daemon.config import ControllerConfig
-    from nostr_browserd.daemon.dispatch import LOGIN_TOOLS
     from tests.fixtures.browser import local_dispatcher
 
     pk = "ab" * 32
@@ -204,7 +205,7 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
 
 
 async def test_a_command_that_fails_past_its_reply_does_not_stop_its_controllers_queue(tmp_path):
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from tests.fixtures.browser import local_dispatcher
@@ -243,7 +244,7 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
     """The hold is written while the command waits in its queue, and the queue waits for it:
     a restart would answer the running command as interrupted.  A hold that fails (a full
     disk, a lost database) answers its command UNAVAILABLE, unrun, between its neighbours."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.errors import ErrorCode
@@ -284,7 +285,7 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
 
 async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided(tmp_path):
     """Every worker reads the approver's answer: the store says whose command waits for it."""
-    from nostr_browserd.browser.session import BrowserPool
+    from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.dm.messages import Incoming
     from nostr_browserd.nostr.signer import KeySigner
@@ -292,8 +293,9 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
 
     pk, approver = "ab" * 32, KeySigner.generate().pubkey
     controller = ControllerConfig(pubkey=pk, approver=approver)
-    dispatcher = local_dispatcher(BrowserPool(), tmp_path, controllers={pk: controller})
-    dispatcher.worker_name = "w1"
+    dispatcher = local_dispatcher(
+        BrowserPool(), tmp_path, controllers={pk: controller}, worker_name="w1"
+    )
     asked: list[str] = []
     holders: list[str | None] = []
 
@@ -321,5 +323,25 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
     assert holders == ["w1"], "recorded while it waited"
     assert await dispatcher.store.approval_holder(code) is None, "gone once decided"
     assert await dispatcher.store.approvals() == []
+    await dispatcher.close()
+    await dispatcher.store.close()
+
+
+async def test_logged_out_an_ask_step_runs_nothing_either(tmp_path):
+    """One admission for every caller: a turn that outlives its login takes no more steps."""
+    from nostr_browserd.browser.pool import BrowserPool
+    from nostr_browserd.commands.protocol import Request
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.errors import ErrorCode
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    pool = BrowserPool()  # never started: nothing may reach it
+    controller = ControllerConfig(pubkey=pk)
+    dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: controller})
+    dispatcher.logged_in = lambda: False
+    with pytest.raises(BrowserdError) as refused:
+        await dispatcher.agent_step(pk, controller, Request(tool="get_url"), "look")
+    assert refused.value.code == ErrorCode.NOT_LOGGED_IN and pool.sessions() == []
     await dispatcher.close()
     await dispatcher.store.close()

@@ -113,10 +113,20 @@ async def test_other_rumor_kinds_are_ignored(parties):
     inbox, daemon, controller, _ = parties
     reaction = await dm(controller, daemon.pubkey, "+", kind=7)
     assert await inbox.open(reaction) is None
-    file_message = await dm(controller, daemon.pubkey, "https://files.example/a.png", kind=15)
-    assert await inbox.open(file_message) is None
     # and nothing in them was mistaken for a command once the kind is 14
-    assert (await inbox.open(await dm(controller, daemon.pubkey, "get url"))).content == "get url"
+    command = await inbox.open(await dm(controller, daemon.pubkey, "get url"))
+    assert command.content == "get url" and command.file_tags is None
+
+
+async def test_a_file_message_comes_through_with_its_tags(parties):
+    inbox, daemon, controller, stranger = parties
+    url, tags = "https://files.example/a.png", [["file-type", "image/png"], ["x", "ab"]]
+    file_message = await dm(controller, daemon.pubkey, url, kind=15, tags=tags)
+    incoming = await inbox.open(file_message)
+    assert incoming.content == url and incoming.refusal is None
+    assert ("file-type", "image/png") in incoming.file_tags and ("x", "ab") in incoming.file_tags
+    # A stranger's is dropped before its seal is opened, like any message of theirs.
+    assert await inbox.open(await dm(stranger, daemon.pubkey, url, kind=15, tags=tags)) is None
 
 
 async def test_schemes_not_accepted_and_not_for_us(tmp_path):

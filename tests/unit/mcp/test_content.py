@@ -7,8 +7,8 @@ import base64
 import pytest
 
 from nostr_browserd.cli.mcp import main
-from nostr_browserd.mcp.content import EMBED_LIMIT, Shelf, to_result
 from nostr_browserd.mcp.http import load_token, parse_address
+from nostr_browserd.mcpshape.content import EMBED_LIMIT, Shelf, to_result
 
 
 def download(size: int) -> dict:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
+from ...errors import BrowserdError
 from .base import AuditEntry, Pending, Store
 from .sqlite import SqliteStore
 
 if TYPE_CHECKING:
     from ..config import StateConfig
+
+log = logging.getLogger(__name__)
 
 
 async def open_store(state: StateConfig) -> Store:
@@ -20,4 +25,13 @@ async def open_store(state: StateConfig) -> Store:
     return SqliteStore(state.dir / "state.sqlite3")
 
 
-__all__ = ["AuditEntry", "Pending", "SqliteStore", "Store", "open_store"]
+async def quietly(write: Awaitable[Any]) -> None:
+    """A store write nothing depends on (an audit row, a release): a full disk or a lost
+    database is logged, not raised into the command it follows."""
+    try:
+        await write
+    except BrowserdError as exc:
+        log.error("%s", exc.message)
+
+
+__all__ = ["AuditEntry", "Pending", "SqliteStore", "Store", "open_store", "quietly"]

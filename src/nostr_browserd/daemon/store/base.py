@@ -27,9 +27,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ...dm.messages import Scheme
 from ...errors import BrowserdError, ErrorCode
 from ...redact import redact
-from .leases import LeaseTables
+from .blobs import BlobTables
+from .leases import DEAD_HOLDER, LeaseTables
 from .vault_rows import VaultRows
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
@@ -57,12 +59,16 @@ class AuditEntry:
 
 @dataclass(frozen=True)
 class Pending:
-    """A command that was queued or running when the daemon stopped without answering it."""
+    """A command that was queued or running when the daemon stopped without answering it.
+
+    It is a reply address (``dm.messages.ReplyAddress``): its sender is answered in the
+    scheme the command came in, citing its event, without the message that brought it.
+    """
 
     outer_id: str
     event_id: str
     sender: str
-    scheme: str
+    scheme: Scheme
     request_id: Any
     text: bool
     tool: str | None
@@ -73,8 +79,9 @@ PENDING_COLUMNS = "outer_id, event_id, sender, scheme, request_id, text, tool, r
 
 
 def _pending(row: Sequence[Any]) -> Pending:
+    scheme: Scheme = "nip04" if row[3] == "nip04" else "nip17"  # as hold() wrote it
     return Pending(
-        row[0], row[1], row[2], row[3], json.loads(row[4]), bool(row[5]), row[6], bool(row[7])
+        row[0], row[1], row[2], scheme, json.loads(row[4]), bool(row[5]), row[6], bool(row[7])
     )
 
 
@@ -92,10 +99,11 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(LeaseTables, VaultRows, ABC):
+class Store(LeaseTables, VaultRows, BlobTables, ABC):
     """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
     browser states (what ``browser.shelf.StateShelf`` asks of it), the workers and their
-    controller leases (``LeaseTables``), and the credential vault (``VaultRows``)."""
+    controller leases (``LeaseTables``), the credential vault (``VaultRows``), and the blobs
+    kept on Blossom servers (``BlobTables``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
@@ -127,14 +135,16 @@ class Store(LeaseTables, VaultRows, ABC):
     async def _change(self, sql: str, params: Sequence[Any] = ()) -> int:
         return (await self._execute(sql, params))[1]
 
-    async def claim(self, ids: Iterable[str], now: float | None = None) -> bool:
+    async def claim(
+        self, ids: Iterable[str], now: float | None = None, *, owe: bool = True
+    ) -> bool:
         """Record ``ids`` as processed; True only if none of them had been seen before.
 
         One statement, ``INSERT … ON CONFLICT DO NOTHING RETURNING id``: of several workers
         claiming the same id at once exactly one gets it back.  Every id is recorded either
         way, so a wrap seen for the first time around an old rumor is remembered as well.
-        When the write fails the ids are still remembered (in memory, written with the next
-        claim that succeeds) and ``UNAVAILABLE`` is raised.
+        When the write fails ``UNAVAILABLE`` is raised, and the ids are still remembered (in
+        memory, written with the next claim that succeeds) unless ``owe`` is False.
         """
         at = time.time() if now is None else now
         ids = list(dict.fromkeys(ids))
@@ -151,7 +161,8 @@ class Store(LeaseTables, VaultRows, ABC):
                 [v for event_id in todo for v in (event_id, at)],
             )
         except BrowserdError:
-            self._owed.update(ids)
+            if owe:
+                self._owed.update(ids)
             raise
         self._owed.clear()
         inserted = {row[0] for row in rows}
@@ -228,18 +239,22 @@ class Store(LeaseTables, VaultRows, ABC):
         )
         return [_pending(r) for r in rows]
 
-    async def adopt_held(self, controller: str, worker: str) -> list[Pending]:
-        """Make ``worker`` the holder of what other workers left unanswered for ``controller``,
+    async def adopt_held(self, controller: str, worker: str, *, silent_for: float) -> list[Pending]:
+        """Make ``worker`` the holder of what dead workers left unanswered for ``controller``,
         oldest first.
 
         Called by the worker that has just taken the controller's lease: one statement moves
         the rows, so of two workers that did, only one answers each row, and a worker that
-        was paused finds its rows gone (``start_held``, ``answering``).
+        was paused finds its rows gone (``start_held``, ``answering``).  Only the rows of a
+        worker that is dead (gone, or silent for ``silent_for`` seconds): a live one that was
+        merely late answers its own, truly (it ran them, or it did not).
         """
         rows = await self._rows(
-            f"UPDATE pending SET worker = ? WHERE sender = ? AND worker <> ?"
-            f" RETURNING {PENDING_COLUMNS}, at",
-            (worker, controller, worker),
+            self._now(
+                f"UPDATE pending SET worker = ? WHERE sender = ? AND worker <> ? AND {DEAD_HOLDER}"
+                f" RETURNING {PENDING_COLUMNS}, at"
+            ),
+            (worker, controller, worker, silent_for),
         )
         return [_pending(r) for r in sorted(rows, key=lambda r: r[-1])]
 

@@ -7,8 +7,10 @@ when a lease has expired.
 
 - ``worker``: one row per worker name, with a heartbeat, a draining flag, ``gone`` after a
   graceful stop, and its load (running and queued commands, browser contexts).  ``instance`` is
-  a token of the process now using the name: a restarted worker takes its name (and its leases)
-  back at once, and a second process started under the same name is noticed.
+  a token of the process now using the name: a second process started under a live worker's name
+  waits until that one is gone or silent for a lease (two processes under one name would serve
+  the same controllers), and a restarted worker whose old process is known dead takes its name
+  (and its leases) back at once.
 - ``lease``: one row per controller, with its worker and expiry.  Taking or renewing one is a
   single conditional upsert (:meth:`LeaseTables.take_lease`), so of two workers racing for a
   free controller exactly one gets it, without a lock held across statements.
@@ -22,6 +24,13 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# A held command's worker is dead: no row of it that is live (its heartbeat newer than ``?``
+# seconds ago, and not gone).
+DEAD_HOLDER = (
+    "NOT EXISTS (SELECT 1 FROM worker WHERE worker.name = pending.worker AND worker.gone = 0"
+    " AND worker.heartbeat > NOW - ?)"
+)
 
 
 @dataclass(frozen=True)
@@ -72,17 +81,34 @@ class LeaseTables:
 
     # --- workers -----------------------------------------------------------------------
 
-    async def worker_up(self, name: str, instance: str) -> None:
-        """``name`` starts (or restarts, taking its name back from a killed process)."""
-        await self._change(
+    async def worker_up(
+        self, name: str, instance: str, *, silent_for: float, dead: str = ""
+    ) -> bool:
+        """``name`` starts, as the process ``instance``: True once the name is its own.
+
+        The name is taken from a process that stopped (``gone``), that has been silent for
+        ``silent_for`` seconds, or that the caller knows is dead (its instance is ``dead``: a
+        killed process restarted on the same host takes its name, and its leases, back at
+        once); never from a live one, which would serve the same controllers beside it.
+        """
+        rows = await self._rows(
             self._now(
                 "INSERT INTO worker (name, instance, started, heartbeat) VALUES (?, ?, NOW, NOW)"
                 " ON CONFLICT (name) DO UPDATE SET instance = excluded.instance,"
                 " started = excluded.started, heartbeat = excluded.heartbeat, draining = 0,"
                 " gone = 0, running = 0, queued = 0, contexts = 0"
+                " WHERE worker.gone = 1 OR worker.instance = excluded.instance"
+                " OR worker.instance = ? OR worker.heartbeat <= NOW - ?"
+                " RETURNING name"
             ),
-            (name, instance),
+            (name, instance, dead, silent_for),
         )
+        return bool(rows)
+
+    async def worker_instance(self, name: str) -> str | None:
+        """The instance of the process that has the name ``name`` (None: nobody has had it)."""
+        rows = await self._rows("SELECT instance FROM worker WHERE name = ?", (name,))
+        return rows[0][0] if rows else None
 
     async def heartbeat(
         self, name: str, instance: str, *, running: int, queued: int, contexts: int
@@ -194,16 +220,16 @@ class LeaseTables:
 
     # --- held commands across workers --------------------------------------------------
 
-    async def orphans(self, worker: str) -> list[str]:
-        """Controllers with commands held by another worker and no live lease: a worker died
-        (or an older release held them) and nobody has taken the controller since."""
+    async def orphans(self, worker: str, *, silent_for: float) -> list[str]:
+        """Controllers with commands held by a dead worker (gone, or silent for ``silent_for``
+        seconds) and no live lease: nobody has taken the controller since."""
         rows = await self._rows(
             self._now(
                 "SELECT DISTINCT sender FROM pending WHERE worker <> ? AND NOT EXISTS"
                 " (SELECT 1 FROM lease WHERE lease.controller = pending.sender"
-                " AND lease.expires > NOW)"
+                f" AND lease.expires > NOW) AND {DEAD_HOLDER}"
             ),
-            (worker,),
+            (worker, silent_for),
         )
         return [r[0] for r in rows]
 

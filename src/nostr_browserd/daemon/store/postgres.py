@@ -10,6 +10,7 @@ under an advisory lock so that workers starting together migrate once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import BrowserdError, ErrorCode
 from .base import Migrations, Store, steps_after
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS: Migrations = (
     (
@@ -66,6 +69,11 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE vault (owner TEXT NOT NULL, name TEXT NOT NULL, origins TEXT NOT NULL,"
         " totp INTEGER NOT NULL, sealed TEXT NOT NULL, at DOUBLE PRECISION NOT NULL,"
         " PRIMARY KEY (owner, name))",
+    ),
+    # 6: blobs on Blossom servers, until they are deleted ([files] keep)
+    (
+        "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
+        " expires DOUBLE PRECISION NOT NULL, PRIMARY KEY (server, sha256))",
     ),
 )
 
@@ -152,10 +160,17 @@ class PostgresStore(Store):
                 rows = await cur.fetchall() if cur.description else []
                 return rows, cur.rowcount
         except (psycopg.OperationalError, PoolTimeout) as exc:
+            # Where, and why, is the operator's to read: a reply carries no store detail
+            # (the database's user, host, port and name, or the server's own words).
+            log.error(
+                "the state store %s cannot be written: %s: %s",
+                self.where,
+                type(exc).__name__,
+                str(exc).strip(),
+            )
             raise BrowserdError(
                 ErrorCode.UNAVAILABLE,
-                f"The daemon's state store {self.where} cannot be written"
-                f" ({type(exc).__name__}: {str(exc).strip()}). Nothing was lost.",
+                "The daemon's state store cannot be reached just now. Nothing was lost.",
             ) from None
 
     async def close(self) -> None:

@@ -9,6 +9,7 @@ file whole.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,8 @@ from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
 from .base import Migrations, Store, steps_after
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS: Migrations = (
     # 1: the schema before versions were kept (hence IF NOT EXISTS: such files are at 1 now)
@@ -63,6 +66,11 @@ MIGRATIONS: Migrations = (
         " totp INTEGER NOT NULL, sealed TEXT NOT NULL, at REAL NOT NULL,"
         " PRIMARY KEY (owner, name)) WITHOUT ROWID",
     ),
+    # 6: blobs on Blossom servers, until they are deleted ([files] keep)
+    (
+        "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
+        " expires REAL NOT NULL, PRIMARY KEY (server, sha256)) WITHOUT ROWID",
+    ),
 )
 
 
@@ -109,10 +117,12 @@ class SqliteStore(Store):
             cur = self._db.execute(sql, params)
             rows = cur.fetchall()
         except sqlite3.OperationalError as exc:
+            # Where, and why, is the operator's to read: a reply carries no store detail.
+            log.error("the state store %s cannot be written: %s", self.path, exc)
             raise BrowserdError(
                 ErrorCode.UNAVAILABLE,
-                f"The daemon's state store {self.path} cannot be written ({exc}):"
-                f" free some space in {self.path.parent}. Nothing was lost.",
+                "The daemon's state store cannot be written (is its disk full?): free some"
+                " space on the daemon's machine. Nothing was lost.",
             ) from None
         return rows, cur.rowcount
 

@@ -14,16 +14,9 @@ import logging
 from pathlib import Path
 
 from ...browser.paths import NAME
-from ...browser.session import BrowserPool
 from .base import Store
 
 log = logging.getLogger(__name__)
-
-
-async def shelve(pool: BrowserPool, store: Store) -> None:
-    """Keep ``pool``'s saved states in ``store``, with those its ``state_dir`` still holds."""
-    pool.shelf = store
-    await import_state_files(pool.config.state_dir, store)
 
 
 async def import_state_files(base: Path | None, store: Store) -> int:

@@ -1,0 +1,105 @@
+"""Files in: a kind 15 file message from a controller, fetched, checked and kept for upload.
+
+The URL is outside input, so the daemon fetches it as it fetches for a page: each hop judged
+by the network policy (``[browser] block_private_networks``, ``allowed_hosts``), through the
+egress proxy when the policy applies to the controller.  The blob must hash to ``x``,
+decrypt with the message's key and nonce, and the file hash to ``ox``; both are bounded by
+``[files] max_mb``.  Only then is it written, in the controller's own uploads folder, under
+a safe name with the extension its ``file-type`` gives, so ``upload @e5 <name>`` can send
+it to a page.  Anything else is refused with the reason, and nothing is kept.
+
+Only allow-listed keys get this far: the inbox never opens a stranger's seal, so a
+stranger's file message is never fetched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import mimetypes
+import time
+from collections.abc import Callable
+from pathlib import Path, PurePath
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from ..browser.netpolicy import NetworkPolicy
+from ..browser.paths import free_name, owner_dir, write_private
+from ..errors import BrowserdError, ErrorCode
+from . import blossom
+from .sealed import FileMessage, read_file_message, refused, unseal
+
+MAX_REDIRECTS = 3
+FETCH_SECONDS = 60.0
+MB = 1024 * 1024
+GCM_TAG = 16
+
+
+class FileReceiver:
+    """Fetches, checks and keeps the files controllers send."""
+
+    def __init__(
+        self,
+        max_mb: float,
+        uploads_dir: Path,
+        policy: NetworkPolicy,
+        proxy: Callable[[str], str | None],
+    ) -> None:
+        """``proxy(owner)`` is the egress proxy's URL when the policy applies to ``owner``."""
+        self.max_mb, self.max_bytes = max_mb, int(max_mb * MB)
+        self.uploads_dir, self.policy, self.proxy = uploads_dir, policy, proxy
+
+    async def receive(self, owner: str, content: str, tags: list[list[str]]) -> dict[str, Any]:
+        """Keep the file the message describes; what the reply says of it."""
+        message = read_file_message(content, tags)
+        blob = await self._download(owner, message.url)
+        data = unseal(message, blob)  # the blob's bound bounds the file: GCM adds 16 bytes
+        path = free_name(owner_dir(self.uploads_dir, owner), safe_name(message))
+        write_private(path, data)
+        return {
+            "received": path.name,
+            "size": len(data),
+            "type": message.mime,
+            "use": f"upload <target> {path.name}",
+        }
+
+    async def _download(self, owner: str, url: str) -> bytes:
+        """The blob at ``url``, each redirect judged like the first hop."""
+        deadline = time.monotonic() + FETCH_SECONDS
+        for _hop in range(MAX_REDIRECTS + 1):
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise refused("Only http(s) addresses are fetched.")
+            reason = await self.policy.check(url, owner)
+            if reason is not None:
+                raise BrowserdError(ErrorCode.FORBIDDEN, f"{reason} Nothing was kept.")
+            try:
+                status, location, body = await asyncio.to_thread(
+                    blossom.fetch, url, self.max_bytes + GCM_TAG, self.proxy(owner), deadline
+                )
+            except ValueError:
+                raise _too_large(self.max_mb) from None
+            except OSError as exc:
+                raise refused(f"The download from {url} failed ({exc}).") from None
+            if 300 <= status < 400 and location:
+                url = urljoin(url, location)
+                continue
+            if not 200 <= status < 300:
+                raise refused(f"The download from {url} failed: HTTP {status}.")
+            return body
+        raise refused(f"Over {MAX_REDIRECTS} redirects.")
+
+
+def _too_large(max_mb: float) -> BrowserdError:
+    return BrowserdError(
+        ErrorCode.TOO_LARGE, f"The file is over {max_mb:g} MB ([files] max_mb): nothing was kept."
+    )
+
+
+def safe_name(message: FileMessage) -> str:
+    """The message's ``name`` (its last part only), else one made from the file's hash, with
+    the extension its ``file-type`` gives (``free_name`` then cleans what is left)."""
+    given = PurePath(message.name.replace("\\", "/")).name if message.name else ""
+    stem = PurePath(given).stem if given else f"file-{message.ox[:16]}"
+    extension = mimetypes.guess_extension(message.mime.split(";")[0].strip()) or (
+        PurePath(given).suffix if given else ".bin"
+    )
+    return f"{stem or 'file'}{extension}"

@@ -1,0 +1,251 @@
+"""Files out: a text command's file also reaches a NIP-17 chat, as a kind 15 file message.
+
+A result that carries bytes (``base64``: a screenshot, a PDF, a download, a recording) is
+encrypted (:mod:`.sealed`), put on the first configured Blossom server that takes it, and
+sent as a kind 15 citing the request, before the text reply; the text reply then names the
+file instead of saying to ask in JSON.  Faults lose the file, never the reply: a server that
+refuses or is down is skipped for the next, and when none takes it the text reply names each
+server and its answer and says how to get the bytes in JSON.  A NIP-04 chat cannot carry a
+file message, so it gets today's line and a sentence saying so.  A JSON request keeps its
+base64: MCP hosts and scripts read it.
+
+Each blob is deleted after ``[files] keep`` (BUD-12); the list is in the state store, so a
+restart deletes what the last run uploaded.  A controller that watches ``screen`` also gets
+the page's annotated screenshot after each command that changes it (:mod:`.watch`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import mimetypes
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from ..commands.protocol import Request
+from ..commands.render import human_size
+from ..dm.messages import ReplyAddress
+from ..errors import BrowserdError
+from ..nostr.nip01 import now
+from ..nostr.signer import Signer
+from . import blossom
+from .sealed import Sealed, file_tags, seal
+from .watch import ScreenWatch
+
+log = logging.getLogger(__name__)
+
+SERVER_LIST_KIND = 10063  # BUD-03
+NIP04_NOTE = (
+    "Files come as file messages over NIP-17 only: write to this daemon in a NIP-17 chat to"
+    " see them."
+)
+CLEANUP_AT_MOST = 3600.0  # the longest the cleanup sleeps before it looks again
+SCREEN_REQUEST = Request(tool="screenshot_annotated")  # how watch screen's pictures are asked
+Response = dict[str, Any]
+SendFile = Callable[[ReplyAddress, str, list[list[str]]], Awaitable[bool]]
+
+
+class FileSettings(Protocol):
+    """What this side reads of ``[files]``."""
+
+    @property
+    def blossom_servers(self) -> list[str]: ...
+
+    @property
+    def keep(self) -> float: ...
+
+
+class KeptBlobs(Protocol):
+    """The blobs uploaded and not yet deleted (the daemon's state store)."""
+
+    async def keep_blob(self, server: str, sha256: str, expires: float) -> None: ...
+
+    async def due_blobs(self, at: float) -> list[tuple[str, str]]: ...
+
+    async def next_blob_due(self) -> float | None: ...
+
+    async def forget_blob(self, server: str, sha256: str) -> None: ...
+
+
+class FileSender:
+    """Uploads results' files, sends their file messages, and deletes them when due."""
+
+    def __init__(
+        self,
+        settings: FileSettings,
+        kept: KeptBlobs,
+        signer: Callable[[], Signer | None],
+        send: SendFile,
+        screen: ScreenWatch | None = None,
+    ) -> None:
+        """``screen`` takes the pictures of ``watch screen`` (None: no such pictures)."""
+        self.settings, self.kept = settings, kept
+        self.signer, self.send, self.screen = signer, send, screen
+        self._uploaded = asyncio.Event()  # wakes the cleanup: a new blob may be due first
+
+    def server_list(self) -> dict[str, Any] | None:
+        """Kind 10063 (BUD-03), published with the daemon's announcements; None without."""
+        servers = self.settings.blossom_servers
+        if not servers:
+            return None
+        tags = [["server", url] for url in servers]
+        return {"kind": SERVER_LIST_KIND, "content": "", "tags": tags, "created_at": now()}
+
+    async def attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
+        """``response`` as the text reply to ``request`` should show it, after sending its file
+        (if it has one).  Never raises: whatever goes wrong, the reply still goes."""
+        try:
+            return await self._attach(to, request, response)
+        except Exception:
+            log.exception("could not send the file of %s", request.tool)
+            return response
+
+    async def _attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
+        data = response.get("data")
+        if not response.get("success") or not isinstance(data, dict):
+            return response
+        if to.scheme == "nip04":
+            if not isinstance(data.get("base64"), str):
+                return response
+            note = " ".join(filter(None, [data.get("note"), NIP04_NOTE]))
+            return {**response, "data": {**data, "note": note}}
+        if not self.settings.blossom_servers:
+            return response
+        shown = await self._file_of(to, request, data)
+        if self.screen is not None:
+            shot = await self.screen.after(to.sender, request, response)
+            if shot is not None:
+                picture = await self._file_of(to, SCREEN_REQUEST, shot["data"])
+                shown = {**shown, "screen": picture.get("file"), "legend": picture.get("legend")}
+        return {**response, "data": shown}
+
+    async def _file_of(
+        self, to: ReplyAddress, request: Request, data: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``data`` with its bytes sent as a file message and named by a ``file`` line."""
+        raw = data.get("base64")
+        try:
+            content = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+        except (binascii.Error, ValueError):
+            content = None
+        if content is None:
+            return data
+        shown = {k: v for k, v in data.items() if k not in ("base64", "mime", "bytes")}
+        shown["file"] = await self._deliver(to, request, content, data)
+        return shown
+
+    async def _deliver(
+        self, to: ReplyAddress, request: Request, content: bytes, data: dict[str, Any]
+    ) -> str:
+        """Upload and send one file; the line the text reply shows for it."""
+        mime = data.get("mime") or _guess(data.get("name")) or "application/octet-stream"
+        what = f"{mime.split('/')[-1]}, {human_size(len(content))}"
+        signer = self.signer()
+        if signer is None:
+            return f"{what}: not sent (no identity to sign the upload)"
+        sealed = seal(content)
+        answers: list[str] = []
+        for server in self.settings.blossom_servers:
+            try:
+                url = await self._upload(signer, server, sealed)
+            except blossom.BlossomError as exc:
+                answers.append(f"{exc.server} answered {exc.answer}")
+                log.warning("blossom %s refused a file: %s", exc.server, exc.answer)
+                continue
+            tags = file_tags(sealed, mime, dimensions(content, mime))
+            if isinstance(data.get("name"), str):
+                tags.append(["name", data["name"]])
+            if await self.send(to, url, tags):
+                return f"{what}: sent as a file message"
+            return f"{what}: uploaded to {server}, but no relay took the file message"
+        return (
+            f"{what}: not sent: no Blossom server took it ({'; '.join(answers)}). For the data, "
+            f"send the command in JSON: {request_json(request)}"
+        )
+
+    async def _upload(self, signer: Signer, server: str, sealed: Sealed) -> str:
+        try:
+            auth = await blossom.authorization(signer, "upload", sealed.x, "Upload a file")
+        except BrowserdError as exc:  # a bunker that did not sign
+            raise blossom.BlossomError(server, f"no signature ({exc.message})") from None
+        url = await asyncio.to_thread(blossom.upload, server, sealed.blob, sealed.x, auth)
+        try:
+            await self.kept.keep_blob(server, sealed.x, time.time() + self.settings.keep)
+        except BrowserdError as exc:
+            log.error("blob %s on %s will not be deleted: %s", sealed.x[:12], server, exc.message)
+        self._uploaded.set()
+        return url
+
+    async def clean_up(self) -> None:
+        """Delete blobs when their time is up; runs forever (one server down is retried)."""
+        while True:
+            await self.delete_due()
+            try:
+                due = await self.kept.next_blob_due()
+            except BrowserdError as exc:
+                log.error("%s", exc.message)
+                due = None
+            wait = CLEANUP_AT_MOST if due is None else min(CLEANUP_AT_MOST, due - time.time())
+            self._uploaded.clear()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._uploaded.wait(), wait)
+
+    async def delete_due(self) -> int:
+        """Delete what is due now (BUD-12); how many went.  A failure stays for next time."""
+        signer = self.signer()
+        if signer is None:
+            return 0
+        try:
+            due = await self.kept.due_blobs(time.time())
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+            return 0
+        gone = 0
+        for server, sha256 in due:
+            try:
+                auth = await blossom.authorization(signer, "delete", sha256, "Delete a file")
+                await asyncio.to_thread(blossom.delete, server, sha256, auth)
+                await self.kept.forget_blob(server, sha256)
+                gone += 1
+            except (blossom.BlossomError, BrowserdError) as exc:
+                log.warning("could not delete blob %s from %s: %s", sha256[:12], server, exc)
+        return gone
+
+
+def _guess(name: Any) -> str | None:
+    return mimetypes.guess_type(name)[0] if isinstance(name, str) else None
+
+
+def dimensions(data: bytes, mime: str) -> str | None:
+    """``WxH`` of a PNG or JPEG (read from its header), else None."""
+    if mime == "image/png" and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return f"{width}x{height}"
+    if mime == "image/jpeg":
+        return _jpeg_dimensions(data)
+    return None
+
+
+def _jpeg_dimensions(data: bytes) -> str | None:
+    """The size in a JPEG's start-of-frame segment."""
+    at = 2
+    while at + 9 < len(data) and data[at] == 0xFF:
+        marker, length = data[at + 1], struct.unpack(">H", data[at + 2 : at + 4])[0]
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height, width = struct.unpack(">HH", data[at + 5 : at + 9])
+            return f"{width}x{height}"
+        at += 2 + length
+    return None
+
+
+def request_json(request: Request) -> str:
+    """The request as JSON, for a reply that says how to get its bytes that way."""
+    asked = {"tool": request.tool, "params": request.params}
+    return json.dumps(asked, ensure_ascii=False)

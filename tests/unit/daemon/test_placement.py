@@ -1,0 +1,74 @@
+"""The lease decisions (daemon/placement.py), alone: times are given, no store, no clock."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from nostr_browserd.daemon.placement import LIVE_FRESH, Placement, preferred
+
+LEASE = 15.0
+
+
+def test_rendezvous_spreads_evenly_and_a_leaving_worker_moves_only_its_own_share():
+    controllers = [f"{i:064x}" for i in range(3000)]
+    three = ["w1", "w2", "w3"]
+    share = Counter(preferred(c, three) for c in controllers)
+    assert set(share) == set(three) and all(850 < n < 1150 for n in share.values()), share
+    moved = [c for c in controllers if preferred(c, three) != preferred(c, ["w1", "w2"])]
+    assert moved and all(preferred(c, three) == "w3" for c in moved)
+    assert preferred("c", []) is None
+
+
+def controller_preferring(worker: str, workers: list[str]) -> str:
+    return next(f"{i:064x}" for i in range(100) if preferred(f"{i:064x}", workers) == worker)
+
+
+def test_a_worker_counts_itself_live_unless_draining():
+    placement = Placement("w2", LEASE)
+    placement.read_live(["w1"], now=0.0)
+    assert placement.live == ["w1", "w2"] and placement.others_live()
+    placement.draining = True
+    placement.read_live(["w1"], now=1.0)
+    assert placement.live == ["w1"]
+    placement.read_live([], now=2.0)
+    assert not placement.others_live()
+
+
+def test_a_free_controller_is_taken_by_its_preferred_worker_or_after_a_lease_period():
+    placement = Placement("w1", LEASE)
+    placement.read_live(["w1", "w2"], now=0.0)
+    mine, theirs = (controller_preferring(w, ["w1", "w2"]) for w in ("w1", "w2"))
+    assert placement.may_take(mine, waited=0.0)
+    assert not placement.may_take(theirs, waited=LEASE - 0.1), "it may be merely slow"
+    assert placement.may_take(theirs, waited=LEASE), "its preferred worker does not see it"
+    placement.granted(theirs, asked=1.0)
+    assert placement.may_take(theirs, waited=0.0), "held here: renewed here"
+
+
+def test_the_live_workers_are_read_again_only_to_place_a_free_controller():
+    placement = Placement("w1", LEASE)
+    placement.read_live(["w1"], now=0.0)
+    assert not placement.needs_live("c", waited=0.0, now=LIVE_FRESH)
+    assert placement.needs_live("c", waited=0.0, now=LIVE_FRESH + 0.1)
+    assert not placement.needs_live("c", waited=LEASE, now=LIVE_FRESH + 0.1), "taken anyway"
+    placement.granted("c", asked=0.0)
+    assert not placement.needs_live("c", waited=0.0, now=LIVE_FRESH + 0.1), "held"
+
+
+def test_a_lease_is_fresh_for_a_third_of_it_from_when_it_was_asked_for():
+    placement = Placement("w1", LEASE)
+    assert not placement.fresh("c", now=0.0), "not held"
+    assert placement.granted("c", asked=10.0), "newly held"
+    assert placement.fresh("c", now=10.0 + LEASE / 3 - 0.01)
+    assert not placement.fresh("c", now=10.0 + LEASE / 3)
+    assert not placement.granted("c", asked=20.0), "renewed, not new"
+    assert placement.fresh("c", now=20.0 + LEASE / 3 - 0.01)
+
+
+def test_a_lease_missing_from_the_renewal_was_taken_by_another_worker():
+    placement = Placement("w1", LEASE)
+    for controller in ("a", "b", "c"):
+        placement.granted(controller, asked=0.0)
+    assert placement.renewed({"b", "x"}, asked=5.0) == ["a", "c"]
+    assert set(placement.held) == {"b"}
+    assert placement.fresh("b", now=5.0 + LEASE / 3 - 0.01), "renewed at 5"
