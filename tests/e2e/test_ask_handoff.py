@@ -88,3 +88,30 @@ async def test_without_resume_the_turn_ends_after_the_handoff_timeout(
         assert "resume" in data["reason"] and "0.5 s" in data["reason"]
         assert [s["tool"] for s in data["steps"]] == ["open", "handoff"]
         assert any(handed_over(r) for r in phone.received if r.sender == me)
+
+
+async def test_ask_stop_ends_a_handed_over_turn_and_another_ask_waits_for_it(
+    nostr_relay_url, click_counter, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+            controller={"ask": {"auto_approve": ["open"]}},
+        )
+        fake_provider.script = [
+            call("open", "open the page", url=click_counter.page("stop")),
+            call("handoff", "choose a seat"),
+            say("never reached"),
+        ]
+        request_id = await send_ask(phone, me, "book a seat")
+        await message(phone, lambda r: r.sender == me and handed_over(r), 60)
+        second = await phone.command(me, {"tool": "ask", "params": {"task": "something else"}})
+        assert not second["success"] and "send resume" in second["error"]["message"]
+        await phone.send(me, "ask --stop")
+        data = (await final_reply(phone, me, request_id)).json["data"]
+        assert data["status"] == "denied" and data["reason"] == "stopped by ask --stop"
+        await phone.send(me, "resume")  # nothing waits any more
+        await message(phone, lambda r: r.sender == me and "No ask turn waits" in r.content)

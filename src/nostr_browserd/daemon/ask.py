@@ -110,6 +110,11 @@ class AskRunner:
         assert isinstance(model, AskParams)
         if model.stop:  # ask --stop reaches the queue only when no turn was running
             return {"id": request.id, "success": True, "data": {"stopped": False}}
+        if owner in self._handoffs:  # its commands run beside the paused turn: not another
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                "An ask turn waits for you: send resume, or ask --stop, first.",
+            )
         if model.new:
             await self.store.forget_conversation(owner)
         if not model.task:
