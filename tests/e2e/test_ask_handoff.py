@@ -19,16 +19,22 @@ def handed_over(reply) -> bool:
     return "hands you the browser" in reply.content
 
 
+async def serving(start_daemon, relay, phone, fake, **kw) -> str:
+    """A daemon whose model may open unasked; its pubkey."""
+    controller = {"ask": {"auto_approve": ["open"]}}
+    _daemon, me = await start(start_daemon, relay, phone, fake, controller=controller, **kw)
+    return me
+
+
 async def test_the_person_clicks_while_the_turn_waits_and_resume_finishes_it(
     nostr_relay_url, click_counter, fake_provider, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        _daemon, me = await start(
+        me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
             fake_provider,
-            controller={"ask": {"auto_approve": ["open"]}},
             files={"blossom_servers": [blossom_server.url]},
         )
         page = click_counter.page("handoff")
@@ -69,12 +75,11 @@ async def test_without_resume_the_turn_ends_after_the_handoff_timeout(
     nostr_relay_url, click_counter, fake_provider, start_daemon
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        _daemon, me = await start(
+        me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
             fake_provider,
-            controller={"ask": {"auto_approve": ["open"]}},
             more_ask={"handoff_timeout": 0.5},
         )
         fake_provider.script = [
@@ -94,12 +99,11 @@ async def test_ask_stop_ends_a_handed_over_turn_and_another_ask_waits_for_it(
     nostr_relay_url, click_counter, fake_provider, start_daemon
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        _daemon, me = await start(
+        me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
             fake_provider,
-            controller={"ask": {"auto_approve": ["open"]}},
         )
         fake_provider.script = [
             call("open", "open the page", url=click_counter.page("stop")),
