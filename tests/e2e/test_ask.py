@@ -29,11 +29,21 @@ CODE = re.compile(r'"approve ([A-Z0-9]+)"')
 
 
 async def start(
-    start_daemon, relay, phone, fake, provider="openai", controller=None, tools=None, **kw
+    start_daemon,
+    relay,
+    phone,
+    fake,
+    provider="openai",
+    controller=None,
+    tools=None,
+    more_ask=None,
+    **kw,
 ):
     """A daemon whose ask talks to ``fake``, with an API key stored for ``provider``;
-    ``tools``: the ``[ask] tools`` offered instead of the default set."""
+    ``tools``: the ``[ask] tools`` offered instead of the default set; ``more_ask``: other
+    ``[ask]`` settings."""
     ask = {
+        **(more_ask or {}),
         "provider": provider,
         provider: {"base_url": fake.base_url(provider)},
         "max_retries": 0,

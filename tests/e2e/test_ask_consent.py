@@ -146,7 +146,7 @@ async def test_a_listed_roles_model_cannot_click_fill_or_open_beyond_it(
         first = await asked_or_answered(phone, me, request_id)
         assert not CODE.search(first.content), "nothing outside the role is even asked"
         data = first.json["data"]
-        assert offered(fake_provider) == {"open", "get_text", "snapshot", "find_text"}
+        assert offered(fake_provider) == {"open", "get_text", "snapshot", "find_text", "handoff"}
         outcomes = [s["outcome"] for s in data["steps"]]
         assert outcomes[0].startswith("UNKNOWN_TOOL") and outcomes[1].startswith("UNKNOWN_TOOL")
         assert outcomes[2].startswith("FORBIDDEN"), outcomes

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 from ..redact import redact
 from .providers import Entry, Provider, ProviderError, ToolCall, ToolSpec
 
-Status = Literal["done", "denied", "capped", "error"]
+Status = Literal["done", "denied", "capped", "error", "timeout"]
 T = TypeVar("T")
 
 SYSTEM_PROMPT = """\
@@ -60,6 +60,10 @@ class Denied(Exception):
 
 class Stopped(Exception):
     """``ask --stop`` ended the turn."""
+
+
+class TimedOut(Exception):
+    """Nobody answered in time (a handoff without ``resume``); the message says so."""
 
 
 @dataclass(frozen=True)
@@ -267,6 +271,10 @@ class Turn:
         except Stopped:
             self._not_run([call], "stopped by ask --stop")
             return TurnResult("denied", "", reason="stopped by ask --stop")
+        except TimedOut as exc:
+            steps.append(Step(call.name, _target(args), f"TIMEOUT: {exc}"))
+            self._not_run([call], str(exc))
+            return TurnResult("timeout", "", reason=str(exc))
         steps.append(
             Step(call.name, outcome.target or _target(args), outcome_line(outcome.response))
         )

@@ -17,9 +17,9 @@ from typing import Any
 
 from ..agent.command import AskParams
 from ..agent.keys import KeyStore
-from ..agent.loop import Denied, Outcome, Turn, TurnResult, trim, without_images
+from ..agent.loop import Denied, Outcome, TimedOut, Turn, TurnResult, trim, without_images
 from ..agent.progress import Progress
-from ..agent.providers import ProviderSettings, ToolCall, make_provider
+from ..agent.providers import ProviderSettings, ToolCall, ToolSpec, make_provider
 from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tools
 from ..commands.protocol import Request
 from ..commands.registry import Registry
@@ -32,6 +32,18 @@ from .store import Store
 log = logging.getLogger(__name__)
 
 MAX_TRANSCRIPT_CHARS = 400_000
+
+HANDOFF = ToolSpec(
+    "handoff",
+    "Hand the browser to the person for what only they can do (a CAPTCHA, a 2FA code, a "
+    "login, a choice you must not make). The turn waits until they send resume; the result "
+    "is the page as they left it.",
+    {
+        "type": "object",
+        "properties": {"reason": {"type": "string", "description": "what they need to do"}},
+        "required": ["reason"],
+    },
+)
 
 
 def check_ask_config(config: Config, registry: Registry) -> None:
@@ -63,6 +75,19 @@ class AskRunner:
         self.dispatcher, self.store, self.config = dispatcher, store, config
         self.keys, self.registry, self.result_cap = keys, registry, result_cap
         self._stops: dict[str, asyncio.Event] = {}
+        self._handoffs: dict[str, asyncio.Event] = {}
+
+    def resume(self, owner: str) -> bool:
+        """Give ``owner``'s handed-over turn back to the model; False when none waits."""
+        event = self._handoffs.get(owner)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+    def handing_over(self, owner: str) -> bool:
+        """Whether ``owner``'s turn waits for them to send ``resume``."""
+        return owner in self._handoffs
 
     def stop(self, owner: str) -> bool:
         """End ``owner``'s running turn; False when none runs."""
@@ -85,6 +110,11 @@ class AskRunner:
         assert isinstance(model, AskParams)
         if model.stop:  # ask --stop reaches the queue only when no turn was running
             return {"id": request.id, "success": True, "data": {"stopped": False}}
+        if owner in self._handoffs:  # its commands run beside the paused turn: not another
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE,
+                "An ask turn waits for you: send resume, or ask --stop, first.",
+            )
         if model.new:
             await self.store.forget_conversation(owner)
         if not model.task:
@@ -101,6 +131,30 @@ class AskRunner:
             f" ({result.reason})" if result.reason else "",
         )
         return {"id": request.id, "success": True, "data": result.to_dict()}
+
+    async def _hand_over(self, owner: str, reason: str) -> Outcome:
+        """Pause the turn until the person sends ``resume`` (their commands run meanwhile);
+        then the page as they left it.  ``ask --stop`` ends the wait (the loop's stop)."""
+        event = self._handoffs[owner] = asyncio.Event()
+        try:
+            screen = await self.dispatcher.show_screen(owner)
+            wait = self.config.handoff_timeout
+            await self.dispatcher.notify(
+                owner,
+                f"The model hands you the browser: {reason or 'no reason given'}."
+                + (f" Screenshot: {screen}." if screen else "")
+                + f" Your commands run now. When you are done, send: resume"
+                f" (or ask --stop to end the turn). It waits {wait:g} s.",
+            )
+            try:
+                await asyncio.wait_for(event.wait(), wait)
+            except TimeoutError:
+                raise TimedOut(f"nobody sent resume within {wait:g} s of the handoff") from None
+        finally:
+            del self._handoffs[owner]
+        page = await self.dispatcher.page_now(owner)
+        note = "The person is done and gave the browser back; the page as it is now follows."
+        return Outcome({**page, "data": {"note": note, **(page.get("data") or {})}})
 
     async def _turn(self, owner: str, controller: ControllerConfig, ask: AskParams) -> TurnResult:
         name = ask.provider or self.config.provider
@@ -128,6 +182,7 @@ class AskRunner:
         specs = tool_specs(
             self.registry, [n for n in names if permits(self.registry, controller.role, n, {})]
         )
+        specs.append(HANDOFF)
         offered = {spec.name for spec in specs}
         cap = ask.max_tool_calls or self.config.max_tool_calls
         progress = Progress(
@@ -143,6 +198,8 @@ class AskRunner:
                 )
                 return Outcome(error_response(None, error))
             calls += 1
+            if call.name == HANDOFF.name:
+                return await self._hand_over(owner, reason or str(call.args.get("reason", "")))
             step = progress_line(call.name, "", call.args)
             progress.note(f"{step} ({calls} of {cap} steps)")
             request = Request(tool=call.name, params=call.args)

@@ -370,6 +370,8 @@ class AskConfig(Section):
     timeout: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=2, ge=0, le=10)
     max_tokens: int = Field(default=4096, ge=64)
+    # How long a turn the model handed to the person waits for ``resume`` (then it ends).
+    handoff_timeout: float = Field(default=600.0, gt=0)
     anthropic: ProviderConfig = Field(default_factory=ProviderConfig)
     openai: ProviderConfig = Field(default_factory=ProviderConfig)
     openrouter: ProviderConfig = Field(default_factory=ProviderConfig)

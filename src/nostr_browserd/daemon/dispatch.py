@@ -97,6 +97,14 @@ class Asker(Protocol):
         """End every running turn (the daemon is stopping)."""
         ...
 
+    def resume(self, owner: str) -> bool:
+        """Give ``owner``'s handed-over turn back to the model; False when none waits."""
+        ...
+
+    def handing_over(self, owner: str) -> bool:
+        """Whether ``owner``'s turn waits for them (their commands then run at once)."""
+        ...
+
 
 def error_response(request_id: Any, error: BrowserdError) -> Response:
     """The protocol's failure shape."""
@@ -119,6 +127,8 @@ class Lane:
     queue: asyncio.Queue[Queued | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     running: str | None = None
+    # The message whose command runs now (an ask's: where its handoff screenshot goes).
+    current: Incoming | None = None
 
     def idle(self) -> bool:
         """Nothing runs or waits here."""
@@ -211,6 +221,13 @@ class Dispatcher:
         if stop is not None:
             self._spawn(self._stop_ask(incoming, stop))
             return
+        if asking and self.asker and incoming.content.strip().lower() == "resume":
+            self._spawn(self._resume_ask(incoming))
+            return
+        if asking and self.asker and self.asker.handing_over(incoming.sender):
+            # The paused turn holds the queue: the person's own commands run beside it.
+            self._spawn(self._handle(incoming))
+            return
         if incoming.refusal is not None or incoming.sender not in self.controllers:
             error = incoming.refusal or BrowserdError(
                 ErrorCode.FORBIDDEN, "This key may only approve or deny held commands."
@@ -274,6 +291,7 @@ class Dispatcher:
                     continue  # another worker took the controller over, and answers it
                 if self.worker is not None:  # it moved here: its pages first
                     await self.worker.follow(incoming.sender)
+                self._lane(incoming.sender).current = incoming
                 answer = await self._handle(incoming, fenced=self.worker is not None)
                 if self.worker is not None:  # its pages always, its login if it may change
                     login = self._changes_state(answer.request)
@@ -678,6 +696,27 @@ class Dispatcher:
         finally:
             if response is not None:
                 await self._audit(owner, "ask", request, response, started)
+
+    async def show_screen(self, owner: str) -> str:
+        """An annotated screenshot of ``owner``'s page, sent as a file message answering the
+        command running now (their ask); the line naming it, empty when none was sent."""
+        incoming = self._lane(owner).current
+        if self.files_out is None or incoming is None:
+            return ""
+        request = Request(tool="screenshot_annotated")
+        shot = await self._run(await self.browser.session(owner), request)
+        shown = await self.files_out.attach(incoming, request, shot)
+        return str(shown.get("data", {}).get("file") or "")
+
+    async def page_now(self, owner: str) -> Response:
+        """``owner``'s page as it is (a snapshot), for a turn the person hands back."""
+        return await self._run(await self.browser.session(owner), Request(tool="snapshot"))
+
+    async def _resume_ask(self, incoming: Incoming) -> None:
+        assert self.asker is not None
+        resumed = self.asker.resume(incoming.sender)
+        note = "The model has the browser again." if resumed else "No ask turn waits for you."
+        await self._deliver(incoming, note, None)
 
     async def _stop_ask(self, incoming: Incoming, request: Request) -> None:
         assert self.asker is not None

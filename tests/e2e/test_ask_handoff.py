@@ -1,0 +1,121 @@
+"""End to end: the model hands the browser to the person during ``ask`` (a phone on
+nostr-sdk, a real relay, a real Chromium, the test Blossom server, a scripted model).
+
+The turn waits; the person's own commands run meanwhile (a click the server counts); their
+``resume`` gives the turn back, and a gated step after it still asks.  With no ``resume``
+the turn ends after ``[ask] handoff_timeout``, saying so.
+"""
+
+from __future__ import annotations
+
+from tests.e2e.test_ask import CODE, final_reply, message, start
+from tests.e2e.test_ask_consent import send_ask
+from tests.fixtures.blossom import blossom_server_fixture  # noqa: F401
+from tests.fixtures.daemon import SdkController, start_daemon_fixture  # noqa: F401
+from tests.fixtures.fake_provider import call, fake_provider_fixture, say  # noqa: F401
+
+
+def handed_over(reply) -> bool:
+    return "hands you the browser" in reply.content
+
+
+async def serving(start_daemon, relay, phone, fake, **kw) -> str:
+    """A daemon whose model may open unasked; its pubkey."""
+    controller = {"ask": {"auto_approve": ["open"]}}
+    _daemon, me = await start(start_daemon, relay, phone, fake, controller=controller, **kw)
+    return me
+
+
+async def test_the_person_clicks_while_the_turn_waits_and_resume_finishes_it(
+    nostr_relay_url, click_counter, fake_provider, start_daemon, blossom_server
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        me = await serving(
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+            files={"blossom_servers": [blossom_server.url]},
+        )
+        page = click_counter.page("handoff")
+        fake_provider.script = [
+            call("open", "open the page", url=page),
+            call("handoff", "solve the CAPTCHA"),
+            call("click", "press it once more", selector="#click"),
+            say("Pressed after you."),
+        ]
+        request_id = await send_ask(phone, me, "press the button after the person")
+        told = await message(phone, lambda r: r.sender == me and handed_over(r), 60)
+        assert "solve the CAPTCHA" in told.content and "resume" in told.content
+        assert "sent as a file message" in told.content
+        shots = [r for r in phone.received if r.sender == me and r.kind == 15]
+        assert len(shots) == 1 and shots[0].content.startswith(blossom_server.url)
+
+        # The paused turn does not hold the person's queue: their click runs now.
+        clicked = await phone.command(me, {"tool": "click", "params": {"selector": "#click"}})
+        assert clicked["success"], clicked
+        assert click_counter.clicks["handoff"] == 1
+
+        await phone.send(me, "resume")
+        await message(phone, lambda r: r.sender == me and "browser again" in r.content)
+        # Consent does not change: the model's click after the handoff still asks.
+        asked = await message(phone, lambda r: r.sender == me and CODE.search(r.content))
+        assert click_counter.clicks["handoff"] == 1, "not clicked before the approve"
+        await phone.send(me, f"approve {CODE.search(asked.content)[1]}")
+        data = (await final_reply(phone, me, request_id)).json["data"]
+        assert data["status"] == "done" and data["answer"] == "Pressed after you."
+        assert [s["tool"] for s in data["steps"]] == ["open", "handoff", "click"]
+        assert click_counter.clicks["handoff"] == 2
+        # The handoff step told the model the person is done, with the page as it is now.
+        back = fake_provider.tool_results(2)[-1]
+        assert "The person is done" in back and "Click" in back
+
+
+async def test_without_resume_the_turn_ends_after_the_handoff_timeout(
+    nostr_relay_url, click_counter, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        me = await serving(
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+            more_ask={"handoff_timeout": 0.5},
+        )
+        fake_provider.script = [
+            call("open", "open the page", url=click_counter.page("late")),
+            call("handoff", "type the 2FA code"),
+            say("never reached"),
+        ]
+        request_id = await send_ask(phone, me, "log in")
+        data = (await final_reply(phone, me, request_id)).json["data"]
+        assert data["status"] == "timeout", data
+        assert "resume" in data["reason"] and "0.5 s" in data["reason"]
+        assert [s["tool"] for s in data["steps"]] == ["open", "handoff"]
+        assert any(handed_over(r) for r in phone.received if r.sender == me)
+
+
+async def test_ask_stop_ends_a_handed_over_turn_and_another_ask_waits_for_it(
+    nostr_relay_url, click_counter, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        me = await serving(
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+        )
+        fake_provider.script = [
+            call("open", "open the page", url=click_counter.page("stop")),
+            call("handoff", "choose a seat"),
+            say("never reached"),
+        ]
+        request_id = await send_ask(phone, me, "book a seat")
+        await message(phone, lambda r: r.sender == me and handed_over(r), 60)
+        second = await phone.command(me, {"tool": "ask", "params": {"task": "something else"}})
+        assert not second["success"] and "send resume" in second["error"]["message"]
+        await phone.send(me, "ask --stop")
+        data = (await final_reply(phone, me, request_id)).json["data"]
+        assert data["status"] == "denied" and data["reason"] == "stopped by ask --stop"
+        await phone.send(me, "resume")  # nothing waits any more
+        await message(phone, lambda r: r.sender == me and "No ask turn waits" in r.content)
