@@ -252,7 +252,8 @@ def summary(results: dict[str, Any]) -> None:
     """What the run measured, on stdout."""
     for way, rows in results["phone"].items():
         ms = [r["ms"] for r in rows]
-        print(f"  phone {way:5} median {statistics.median(ms):7.1f} ms ({min(ms):.0f}–{max(ms):.0f})")
+        low, high = min(ms), max(ms)
+        print(f"  phone {way:5} median {statistics.median(ms):7.1f} ms, {low:.0f}–{high:.0f}")
     for name, ways in results["mcp"].items():
         for way, rows in ways.items():
             ms = [r["ms"] for r in rows]
