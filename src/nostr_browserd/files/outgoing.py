@@ -159,7 +159,11 @@ class FileSender:
         if signer is None:
             return f"{what}: not sent (no identity to sign the upload)"
         sending = asyncio.create_task(self._send_file(to, request, signer, content, data, mime))
-        await asyncio.wait({sending}, timeout=REPLY_WAITS)
+        try:
+            await asyncio.wait({sending}, timeout=REPLY_WAITS)
+        except asyncio.CancelledError:  # the command itself was stopped: so is its file
+            sending.cancel()
+            raise
         if sending.done():
             return f"{what}: {sending.result()[1]}"
         late = asyncio.create_task(self._follow(to, request, what, sending))
