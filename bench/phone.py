@@ -51,7 +51,7 @@ from tests.fixtures.relays import LocalRelayHandle, free_port
 from . import sites
 
 HERE = Path(__file__).resolve().parent
-PAGE = "controlflow"  # the phone's page: a tutorial page, a picture of ~100 KB
+PAGE = "controlflow"  # the phone's page: a tutorial page, a PNG of ~130 KB
 # mcp --to's large files: (page, text command, tool params, whether ContextVM carries it).
 # ContextVM answers a file over 1 MB of base64 with a resource link to the daemon's shelf
 # (mcpshape.content.EMBED_LIMIT), not its bytes, so only the picture is timed that way.
