@@ -34,7 +34,8 @@ function byFile(started) {
         row.wire += file.blob;
       } else if (rumor.kind === 14) {
         row.text_ms = performance.now() - started;
-        if (!rumor.content.includes("sent as a file message")) throw new Error(rumor.content);
+        // "sent as a file message", or (a slow upload) "it follows as a file message"
+        if (!rumor.content.includes("as a file message")) throw new Error(rumor.content);
       }
       if (row.ms !== undefined && row.text_ms !== undefined) done(row);
     },
