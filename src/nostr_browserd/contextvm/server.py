@@ -15,7 +15,8 @@ plaintext kind 25910 is not even read.  Then:
   are the dispatcher's, as for every transport;
 - the dispatcher's answer comes back through :meth:`ContextVmServer.reply`: the notice that a
   gated call waits for its approver becomes a ``notifications/progress`` (when the call gave
-  a ``progressToken``), the response an MCP result (``mcpshape.content``), sent as a signed
+  a ``progressToken``), the response an MCP result (``mcpshape.content``, every file in
+  it: a resource link would point at a shelf the caller cannot read), sent as a signed
   kind 25910 citing the request, in the kind of wrap the request came in;
 - notifications are taken and ignored; anything that is not JSON-RPC is dropped and logged.
 """
@@ -36,7 +37,7 @@ from .. import __version__
 from ..commands.registry import Registry
 from ..dm.messages import Incoming, ReplyAddress, is_dm
 from ..dm.pending import as_pending
-from ..mcpshape.content import Shelf, to_result
+from ..mcpshape.content import to_result
 from ..mcpshape.listing import mcp_tool
 from ..nostr import contextvm
 from ..nostr.nip01 import Event, now
@@ -106,7 +107,6 @@ class ContextVmServer:
         ``publish`` sends a signed event to the daemon's relays, True when one took it."""
         self.signer, self.dispatcher, self.registry = signer, dispatcher, registry
         self.listing, self.publish, self.info = listing, publish, info
-        self.shelf = Shelf()
         self.dropped = RateLimitedLog(log)
         self._progress: OrderedDict[str, str | int] = OrderedDict()
         self._tasks: set[asyncio.Task[bool]] = set()
@@ -219,7 +219,8 @@ class ContextVmServer:
             ticker.cancel()
         token = self._progress.pop(to.event_id, None)
         response = json_object(wire) or {"success": False, "error": {"message": wire}}
-        result = _dump(to_result(response, self.shelf))
+        # No shelf: nothing here serves resources/read, so every file goes in the result.
+        result = _dump(to_result(response, None))
         return await self._send(to, _result(request_id, result), token)
 
     async def _tick(self, to: ReplyAddress, token: str | int, expires: float) -> None:

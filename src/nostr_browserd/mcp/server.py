@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from .. import __version__
 from ..catalog import REGISTRY
 from ..commands.registry import Registry
-from ..mcpshape.content import Shelf, to_result
+from ..mcpshape.content import Shelf, shelved, to_result
 from ..mcpshape.listing import Selection, listed, mcp_tool
 from .backend import Backend
 
@@ -100,8 +100,8 @@ class BrowserMcp:
             await ctx.session.report_progress(done, total, message)
 
         response = await self.backend.call(name, dict(params.arguments or {}), progress)
-        if isinstance(response, types.CallToolResult):  # a ContextVM server's, as it came
-            return response
+        if isinstance(response, types.CallToolResult):  # a ContextVM server's: its large
+            return shelved(response, self.shelf)  # files go on our shelf, as ours would
         return to_result(response, self.shelf)
 
     async def _list_resources(

@@ -3,7 +3,10 @@
 - a failure is ``isError`` with ``CODE: message`` (the message says what to do next);
 - a screenshot (``{mime: image/…, base64}``) is ``image`` content, its page state as text;
 - a PDF or a download is an embedded resource, or, over ``EMBED_LIMIT``, a resource link
-  whose bytes ``resources/read`` serves from a small in-memory shelf;
+  whose bytes ``resources/read`` serves from a small in-memory shelf.  Only an MCP server
+  that serves ``resources/read`` has a shelf: the daemon's ContextVM side embeds every file
+  (CEP-22 carries it in parts), and ``mcp --to`` shelves the large ones it receives
+  (:func:`shelved`), so a host never gets a link it cannot read;
 - everything else is the same readable text a person gets on a phone (``render_text``).
 """
 
@@ -55,9 +58,9 @@ class Shelf:
 
 
 def to_result(
-    response: dict[str, Any], shelf: Shelf, limit: int | None = None
+    response: dict[str, Any], shelf: Shelf | None, limit: int | None = None
 ) -> types.CallToolResult:
-    """The MCP result of one protocol response."""
+    """The MCP result of one protocol response (``shelf`` None: every file embedded)."""
     if not response.get("success"):
         error = response.get("error") or {}
         text = f"{error.get('code', 'INTERNAL')}: {error.get('message', 'The command failed.')}"
@@ -75,15 +78,33 @@ def to_result(
     return types.CallToolResult(content=[binary, text_of({**response, "data": rest}, limit)])
 
 
-def file_content(name: str, mime: str, blob: str, shelf: Shelf) -> types.ContentBlock:
-    """A file embedded in the result, or a link to it when it is large."""
-    if len(blob) <= EMBED_LIMIT:
+def file_content(name: str, mime: str, blob: str, shelf: Shelf | None) -> types.ContentBlock:
+    """A file embedded in the result, or a link to it on ``shelf`` when it is large."""
+    if shelf is None or len(blob) <= EMBED_LIMIT:
         uri = f"{URI_PREFIX}inline/{name}"
         return types.EmbeddedResource(
             resource=types.BlobResourceContents(uri=uri, mime_type=mime, blob=blob)
         )
     size = len(base64.b64decode(blob, validate=False))
     return types.ResourceLink(uri=shelf.put(name, mime, blob), name=name, mime_type=mime, size=size)
+
+
+def shelved(result: types.CallToolResult, shelf: Shelf) -> types.CallToolResult:
+    """``result`` with each embedded file over ``EMBED_LIMIT`` put on ``shelf`` and linked:
+    what a remote server embedded reaches the host as ``mcp --local`` would give it."""
+    content = [_shelve(block, shelf) for block in result.content]
+    return result.model_copy(update={"content": content})
+
+
+def _shelve(block: types.ContentBlock, shelf: Shelf) -> types.ContentBlock:
+    if not isinstance(block, types.EmbeddedResource):
+        return block
+    resource = block.resource
+    if not isinstance(resource, types.BlobResourceContents) or len(resource.blob) <= EMBED_LIMIT:
+        return block
+    name = str(resource.uri).rsplit("/", 1)[-1]
+    mime = resource.mime_type or guess_mime(name)
+    return file_content(name, mime, resource.blob, shelf)
 
 
 def text_of(response: dict[str, Any], limit: int | None) -> types.TextContent:

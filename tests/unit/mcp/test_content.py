@@ -8,7 +8,7 @@ import pytest
 
 from nostr_browserd.cli.mcp import main
 from nostr_browserd.mcp.http import load_token, parse_address
-from nostr_browserd.mcpshape.content import EMBED_LIMIT, Shelf, to_result
+from nostr_browserd.mcpshape.content import EMBED_LIMIT, Shelf, shelved, to_result
 
 
 def download(size: int) -> dict:
@@ -35,6 +35,18 @@ def test_a_large_download_is_a_link_that_resources_read_serves() -> None:
         to_result(download(size), shelf)
     assert shelf.read(str(link.uri)) is None
     assert len(shelf.listing()) == 2
+
+
+def test_without_a_shelf_a_large_file_is_embedded_and_shelved_on_the_other_side() -> None:
+    """The daemon's ContextVM side has no resources/read: it embeds; mcp --to then shelves."""
+    embedded = to_result(download(EMBED_LIMIT), None)
+    assert embedded.content[0].type == "resource"
+    shelf = Shelf()
+    link = shelved(embedded, shelf).content[0]
+    assert link.type == "resource_link" and str(link.uri).endswith("/report.csv")
+    assert base64.b64decode(shelf.read(str(link.uri)).blob) == b"x" * EMBED_LIMIT
+    small = to_result(download(10), None)
+    assert shelved(small, shelf).content == small.content
 
 
 def test_an_error_is_an_error_result_with_its_code() -> None:
