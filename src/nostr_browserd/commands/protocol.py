@@ -1,7 +1,9 @@
 """One protocol for every transport: JSON requests, a text grammar, coded results.
 
 ``{"id", "tool", "params"}`` → ``{"id", "success": true, "data"}`` or
-``{"id", "success": false, "error": {"code", "message"}}``.  People may type the
+``{"id", "success": false, "error": {"code", "message"}}``; ``"files": "link"`` in a request
+asks for a large file as a sealed Blossom link instead of its base64 (``files.link``: what
+``mcp --to`` asks).  People may type the
 agent-browser style grammar instead (``click @e2``, ``fill @e3 "hello"``, ``snapshot -i``);
 it is parsed with each tool's own ``args`` and ``flags`` from the registry, and such a
 request gets a text reply that reads well on a phone (``render.render_text``).  ``encode``
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
@@ -36,6 +38,9 @@ class Request(BaseModel):
     tool: str = Field(min_length=1)
     params: dict[str, Any] = Field(default_factory=dict)
     text: bool = Field(False, exclude=True, description="came as text: reply in text")
+    files: Literal["inline", "link"] = Field(
+        "inline", exclude=True, description="a large file as base64, or as a Blossom link"
+    )
 
 
 def is_text(raw: str | dict[str, Any]) -> bool:
@@ -63,7 +68,15 @@ def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "params must be an object.")
         if not isinstance(raw.get("id"), int | str | None):
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "id must be a number or a string.")
-        return Request(id=raw.get("id"), tool=raw["tool"], params=raw.get("params") or {})
+        files = raw.get("files", "inline")
+        if files not in ("inline", "link"):
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS,
+                'files is "inline" (base64, the default) or "link" (a large file on Blossom).',
+            )
+        return Request(
+            id=raw.get("id"), tool=raw["tool"], params=raw.get("params") or {}, files=files
+        )
     return Request(**parse_text(raw, registry), text=True)
 
 

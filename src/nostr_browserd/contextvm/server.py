@@ -10,9 +10,10 @@ plaintext kind 25910 is not even read.  Then:
   the caller's role (``role_catalog``), each tool as MCP lists it (``mcpshape.listing``).
   Nothing is kept per client, so a client that skips ``initialize`` (CEP-35) is served too;
 - ``tools/call`` becomes the protocol's ``{"id", "tool", "params"}`` (the JSON-RPC id as its
-  id) and goes to the dispatcher like a DM: the controller's queue, the held row that makes
-  it exactly-once across restarts, the role check, the approver, the timeout and the audit
-  are the dispatcher's, as for every transport;
+  id; ``"files": "link"`` when its ``_meta`` asks for large files by Blossom link, as
+  ``mcp --to`` does: ``files.link``) and goes to the dispatcher like a DM: the controller's
+  queue, the held row that makes it exactly-once across restarts, the role check, the
+  approver, the timeout and the audit are the dispatcher's, as for every transport;
 - the dispatcher's answer comes back through :meth:`ContextVmServer.reply`: the notice that a
   gated call waits for its approver becomes a ``notifications/progress`` (when the call gave
   a ``progressToken``), the response an MCP result (``mcpshape.content``, every file in
@@ -37,6 +38,7 @@ from .. import __version__
 from ..commands.registry import Registry
 from ..dm.messages import Incoming, ReplyAddress, is_dm
 from ..dm.pending import as_pending
+from ..files.link import META_ASK
 from ..mcpshape.content import to_result
 from ..mcpshape.listing import mcp_tool
 from ..nostr import contextvm
@@ -146,13 +148,16 @@ class ContextVmServer:
             return None
         if not isinstance(params.get("name"), str):
             return None
-        token = (params.get("_meta") or {}).get("progressToken")
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        token = meta.get("progressToken")
         if isinstance(token, str | int):
             self._progress[incoming.event_id] = token
             while len(self._progress) > PROGRESS_KEPT:
                 self._progress.popitem(last=False)
         request = {"id": message["id"], "tool": params["name"]}
         request["params"] = params.get("arguments") or {}
+        if meta.get(META_ASK) == "link":  # mcp --to: a large file by Blossom link
+            request["files"] = "link"
         return replace(incoming, content=json.dumps(request, ensure_ascii=False))
 
     def _answer(self, incoming: Incoming, message: dict[str, Any]) -> dict[str, Any]:

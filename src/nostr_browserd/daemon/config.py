@@ -15,14 +15,12 @@ never the value: a misplaced secret must not end up in a log.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import socket
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -37,6 +35,7 @@ from pydantic import (
 from ..browser.config import BrowserConfig
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
+from ..files.blossom import server_address
 from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
@@ -388,22 +387,11 @@ class FilesConfig(Section):
     @classmethod
     def _server_urls(cls, urls: list[str]) -> list[str]:
         for url in urls:
-            if not (url.startswith("https://") or _loopback_http(url)):
+            if not server_address(url):
                 raise ValueError(
                     f"blossom server {url!r} must start with https:// (http:// only on loopback)"
                 )
         return list(dict.fromkeys(url.rstrip("/") for url in urls))
-
-
-def _loopback_http(url: str) -> bool:
-    """An ``http://`` address on this machine: a test or a local server."""
-    host = urlsplit(url).hostname or ""
-    if not url.startswith("http://"):
-        return False
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class Config(Section):

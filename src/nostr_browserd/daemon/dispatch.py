@@ -413,8 +413,9 @@ class Dispatcher:
         command waits for its approver; without it the caller sends ``Answer.wire`` itself.
         ``fence()`` is asked before the reply goes out: False means another worker took the
         command over and answered it, so this reply stays unsent.  ``attach(request,
-        response)`` sends a text reply's file first (a chat's file message) and gives the
-        response the reply then shows.
+        response)`` sends a text reply's file first (a chat's file message), or puts a JSON
+        request's file on Blossom when it asked for a link, and gives the response the reply
+        then shows.
         """
         started = time.perf_counter()
         request: Request | None = None
@@ -433,7 +434,7 @@ class Dispatcher:
         if fence is not None and not await fence():
             log.warning("the reply to %s stays unsent: another worker answered it", owner[:12])
             return Answer(response, self.encode(response, as_text), request)
-        if attach is not None and as_text and request is not None:
+        if attach is not None and request is not None and (as_text or request.files == "link"):
             response = await attach(request, response)
         wire = self.encode(response, as_text)
         delivered = True if deliver is None else await deliver(wire, response.get("id"))

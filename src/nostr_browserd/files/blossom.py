@@ -9,11 +9,13 @@ n_signer works), base64 in ``Authorization: Nostr …``, with the verb in ``t``,
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import time
 import urllib.error
 import urllib.request
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..nostr.nip01 import now
 from ..nostr.signer import Signer
@@ -30,6 +32,20 @@ class BlossomError(Exception):
     def __init__(self, server: str, answer: str) -> None:
         super().__init__(f"{server}: {answer}")
         self.server, self.answer = server, answer
+
+
+def server_address(url: str) -> bool:
+    """Whether ``url`` may be a Blossom server's (or blob's) address: ``https://``, or
+    ``http://`` on a loopback address only (a test, or a server on this machine)."""
+    if url.startswith("https://"):
+        return True
+    if not url.startswith("http://"):
+        return False
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 async def authorization(signer: Signer, verb: str, sha256: str, purpose: str) -> str:

@@ -26,7 +26,7 @@ from ..browser.netpolicy import NetworkPolicy
 from ..browser.paths import free_name, owner_dir, write_private
 from ..errors import BrowserdError, ErrorCode
 from . import blossom
-from .sealed import FileMessage, read_file_message, refused, unseal
+from .sealed import FileMessage, Unsealable, read_file_message, refused, unseal
 
 MAX_REDIRECTS = 3
 FETCH_SECONDS = 60.0
@@ -50,9 +50,12 @@ class FileReceiver:
 
     async def receive(self, owner: str, content: str, tags: list[list[str]]) -> dict[str, Any]:
         """Keep the file the message describes; what the reply says of it."""
-        message = read_file_message(content, tags)
-        blob = await self._download(owner, message.url)
-        data = unseal(message, blob)  # the blob's bound bounds the file: GCM adds 16 bytes
+        try:
+            message = read_file_message(content, tags)
+            blob = await self._download(owner, message.url)
+            data = unseal(message, blob)  # the blob's bound bounds the file: GCM adds 16 bytes
+        except Unsealable as exc:
+            raise refused(str(exc)) from None
         path = free_name(owner_dir(self.uploads_dir, owner), safe_name(message))
         write_private(path, data)
         return {

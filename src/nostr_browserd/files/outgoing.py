@@ -9,7 +9,8 @@ server and its answer and says how to get the bytes in JSON.  The reply does not
 slow server: after :data:`REPLY_WAITS` seconds it goes, saying the file follows, and the
 file message (or a message saying why none came) follows it.  A NIP-04 chat cannot carry a
 file message, so it gets today's line and a sentence saying so.  A JSON request keeps its
-base64: MCP hosts and scripts read it.
+base64: MCP hosts and scripts read it; only one that asks (``mcp --to``) gets a large file as
+a sealed Blossom link instead (:mod:`.link`).
 
 Each blob is deleted after ``[files] keep`` (BUD-12); the list is in the state store, so a
 restart deletes what the last run uploaded.  A controller that watches ``screen`` also gets
@@ -37,6 +38,7 @@ from ..errors import BrowserdError
 from ..nostr.nip01 import now
 from ..nostr.signer import Signer
 from . import blossom
+from .link import LINK_AT_LEAST, link_of
 from .sealed import Sealed, file_tags, seal
 from .watch import ScreenWatch
 
@@ -106,7 +108,8 @@ class FileSender:
 
     async def attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
         """``response`` as the text reply to ``request`` should show it, after sending its file
-        (if it has one).  Never raises: whatever goes wrong, the reply still goes."""
+        (if it has one); a JSON request's, with its file by link if it asked (:meth:`link`).
+        Never raises: whatever goes wrong, the reply still goes."""
         try:
             return await self._attach(to, request, response)
         except Exception:
@@ -114,6 +117,8 @@ class FileSender:
             return response
 
     async def _attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
+        if not request.text:
+            return await self.link(request, response)
         data = response.get("data")
         if not response.get("success") or not isinstance(data, dict):
             return response
@@ -136,11 +141,7 @@ class FileSender:
         self, to: ReplyAddress, request: Request, data: dict[str, Any]
     ) -> dict[str, Any]:
         """``data`` with its bytes sent as a file message and named by a ``file`` line."""
-        raw = data.get("base64")
-        try:
-            content = base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
-        except (binascii.Error, ValueError):
-            content = None
+        content = _bytes_of(data)
         if content is None:
             return data
         shown = {k: v for k, v in data.items() if k not in ("base64", "mime", "bytes")}
@@ -153,7 +154,7 @@ class FileSender:
         """Upload and send one file; the line the text reply shows for it.  An upload still
         going after :data:`REPLY_WAITS` goes on alone: the file follows the reply, or a
         message saying why it did not."""
-        mime = data.get("mime") or _guess(data.get("name")) or "application/octet-stream"
+        mime = _mime_of(data)
         what = f"{mime.split('/')[-1]}, {human_size(len(content))}"
         signer = self.signer()
         if signer is None:
@@ -202,24 +203,59 @@ class FileSender:
         """Upload ``content`` to the first server that takes it and send its file message:
         whether it went, and what to tell the person."""
         sealed = seal(content)
+        put = await self._put(signer, sealed)
+        if isinstance(put, list):
+            return False, (
+                f"not sent: no Blossom server took it ({'; '.join(put)}). For the data, "
+                f"send the command in JSON: {request_json(request)}"
+            )
+        server, url = put
+        tags = file_tags(sealed, mime, dimensions(content, mime))
+        if isinstance(data.get("name"), str):
+            tags.append(["name", data["name"]])
+        if await self.send(to, url, tags):
+            return True, "sent as a file message"
+        return False, f"uploaded to {server}, but no relay took the file message"
+
+    async def _put(self, signer: Signer, sealed: Sealed) -> tuple[str, str] | list[str]:
+        """The server that took ``sealed`` and its URL; or, when none did, each one's answer."""
         answers: list[str] = []
         for server in self.settings.blossom_servers:
             try:
-                url = await self._upload(signer, server, sealed)
+                return server, await self._upload(signer, server, sealed)
             except blossom.BlossomError as exc:
                 answers.append(f"{exc.server} answered {exc.answer}")
                 log.warning("blossom %s refused a file: %s", exc.server, exc.answer)
-                continue
-            tags = file_tags(sealed, mime, dimensions(content, mime))
-            if isinstance(data.get("name"), str):
-                tags.append(["name", data["name"]])
-            if await self.send(to, url, tags):
-                return True, "sent as a file message"
-            return False, f"uploaded to {server}, but no relay took the file message"
-        return False, (
-            f"not sent: no Blossom server took it ({'; '.join(answers)}). For the data, "
-            f"send the command in JSON: {request_json(request)}"
-        )
+        return answers
+
+    async def link(self, request: Request, response: Response) -> Response:
+        """``response`` to a JSON request that asked for files by link (``mcp --to``): a file
+        of at least ``LINK_AT_LEAST`` bytes sealed on Blossom, its link in place of its
+        base64 (:mod:`.link`).  When it cannot be, the response as it is (the file goes in
+        parts), and the log says why."""
+        data = response.get("data")
+        if request.files != "link" or not response.get("success") or not isinstance(data, dict):
+            return response
+        content = _bytes_of(data)
+        if content is None or len(content) < LINK_AT_LEAST or not self.settings.blossom_servers:
+            return response
+        signer = self.signer()
+        if signer is None:
+            log.warning("the file of %s goes in parts: no identity signs uploads", request.tool)
+            return response
+        sealed = seal(content)
+        put = await self._put(signer, sealed)
+        if isinstance(put, list):
+            log.warning(
+                "the file of %s goes in parts: no Blossom server took it (%s)",
+                request.tool,
+                "; ".join(put),
+            )
+            return response
+        mime = _mime_of(data)
+        rest = {k: v for k, v in data.items() if k != "base64"}
+        linked = link_of(put[1], sealed, mime, dimensions(content, mime))
+        return {**response, "data": {**rest, "link": linked}}
 
     async def close(self) -> None:
         """Drop the files still uploading after their replies (the daemon stops)."""
@@ -277,8 +313,20 @@ class FileSender:
         return gone
 
 
-def _guess(name: Any) -> str | None:
-    return mimetypes.guess_type(name)[0] if isinstance(name, str) else None
+def _bytes_of(data: dict[str, Any]) -> bytes | None:
+    """The file a result carries (its ``base64``), or None."""
+    raw = data.get("base64")
+    try:
+        return base64.b64decode(raw, validate=True) if isinstance(raw, str) else None
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _mime_of(data: dict[str, Any]) -> str:
+    """A result's file type: as given, else from its name."""
+    name = data.get("name")
+    guessed = mimetypes.guess_type(name)[0] if isinstance(name, str) else None
+    return str(data.get("mime") or guessed or "application/octet-stream")
 
 
 def dimensions(data: bytes, mime: str) -> str | None:

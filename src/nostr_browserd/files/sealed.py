@@ -74,28 +74,33 @@ class FileMessage:
     name: str | None
 
 
+class Unsealable(ValueError):
+    """A file message (or link) that is malformed, or a blob that does not check out."""
+
+
 def refused(message: str) -> BrowserdError:
     """The one error a bad file message gets: nothing was kept."""
     return BrowserdError(ErrorCode.REFUSED, f"{message} Nothing was kept; send the file again.")
 
 
 def read_file_message(content: str, tags: list[list[str]]) -> FileMessage:
-    """The file message's fields; ``REFUSED`` naming the first missing or malformed one."""
+    """The file message's fields; :class:`Unsealable` naming the first missing or malformed
+    one."""
     first = {t[0]: t[1] for t in reversed(tags) if len(t) >= 2 and isinstance(t[1], str)}
     algorithm = first.get("encryption-algorithm", "")
     if algorithm != ALGORITHM:
-        raise refused(f"The file is encrypted with {algorithm or 'nothing'!r}, not aes-gcm.")
+        raise Unsealable(f"The file is encrypted with {algorithm or 'nothing'!r}, not aes-gcm.")
     key, nonce = first.get("decryption-key", ""), first.get("decryption-nonce", "")
     if len(key) != 2 * KEY_BYTES or not HEX.match(key):
-        raise refused("Its decryption-key is not 32 bytes in hex.")
+        raise Unsealable("Its decryption-key is not 32 bytes in hex.")
     if not 16 <= len(nonce) <= 64 or len(nonce) % 2 or not HEX.match(nonce):
-        raise refused("Its decryption-nonce is not 8 to 32 bytes in hex.")
+        raise Unsealable("Its decryption-nonce is not 8 to 32 bytes in hex.")
     for name in ("x", "ox"):
         if not SHA256.match(first.get(name, "")):
-            raise refused(f"Its {name} tag is not a sha256.")
+            raise Unsealable(f"Its {name} tag is not a sha256.")
     url = content.strip()
     if not url.startswith(("https://", "http://")):
-        raise refused("Its content is not an http(s) address.")
+        raise Unsealable("Its content is not an http(s) address.")
     return FileMessage(
         url,
         first.get("file-type", "application/octet-stream"),
@@ -108,13 +113,14 @@ def read_file_message(content: str, tags: list[list[str]]) -> FileMessage:
 
 
 def unseal(message: FileMessage, blob: bytes) -> bytes:
-    """The file in ``blob``, after checking ``x``, the decryption and ``ox``."""
+    """The file in ``blob``, after checking ``x``, the decryption and ``ox``
+    (:class:`Unsealable` saying which failed)."""
     if sha256(blob) != message.x:
-        raise refused("The downloaded blob does not match the message's x hash.")
+        raise Unsealable("The downloaded blob does not match the message's x hash.")
     try:
         data = AESGCM(message.key).decrypt(message.nonce, blob, None)
     except (InvalidTag, ValueError):
-        raise refused("The file does not decrypt with the message's key and nonce.") from None
+        raise Unsealable("The file does not decrypt with the message's key and nonce.") from None
     if sha256(data) != message.ox:
-        raise refused("The decrypted file does not match the message's ox hash.")
+        raise Unsealable("The decrypted file does not match the message's ox hash.")
     return data

@@ -5,7 +5,8 @@ The same calls as ``remote.py``'s DM envelope, in the form every ContextVM serve
 ``tools/call`` per call, each a signed kind 25910 in a kind 1059 gift wrap (CEP-4).  An
 answer counts only when its inner event is signed by the daemon and cites the request's
 event id; ``notifications/progress`` citing it are the host's progress notices.  The result
-is MCP content already, so it goes to the host as it came.
+is MCP content already, so it goes to the host as it came, but for a large file: each call
+asks for those by Blossom link, fetched and checked here (``files.link``).
 
 ``--transport auto`` (the default) asks ``initialize`` this way first and uses the DM
 envelope when no answer comes within :data:`PROBE_TIMEOUT` (a daemon with ContextVM off, or
@@ -23,7 +24,8 @@ from typing import Any
 import mcp.types as types
 
 from .. import __version__
-from ..errors import ErrorCode
+from ..errors import BrowserdError, ErrorCode
+from ..files.link import META_ASK, inline_result
 from ..nostr import contextvm
 from ..nostr.nip01 import Event, now, tag_values
 from ..nostr.nip19 import npub_encode
@@ -103,7 +105,8 @@ class ContextVmBackend(DaemonLine):
     ) -> Response | types.CallToolResult:
         """``tools/call``: the server's MCP result, or a failure the host can read."""
         request_id = self._new_id()
-        arguments = {"name": tool, "arguments": params, "_meta": {"progressToken": request_id}}
+        meta = {"progressToken": request_id, META_ASK: "link"}  # large files by link
+        arguments = {"name": tool, "arguments": params, "_meta": meta}
         try:
             answer = await self._request("tools/call", arguments, self.timeout, progress)
         except Silent as exc:
@@ -114,9 +117,13 @@ class ContextVmBackend(DaemonLine):
             error = answer["error"] if isinstance(answer["error"], dict) else {}
             return failure(request_id, ErrorCode.INTERNAL, str(error.get("message")))
         try:
-            return types.CallToolResult.model_validate(answer.get("result"))
+            result = types.CallToolResult.model_validate(answer.get("result"))
         except ValueError as exc:
             return failure(request_id, ErrorCode.INTERNAL, f"Not an MCP result: {exc}")
+        try:
+            return await inline_result(result)
+        except BrowserdError as exc:
+            return failure(request_id, exc.code, exc.message)
 
     def on_event(self, sink: EventSink) -> None:
         """ContextVM carries no pushed browser events: nothing ever reaches ``sink``."""

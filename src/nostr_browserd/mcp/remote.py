@@ -3,7 +3,8 @@
 Each call is a JSON request in a gift wrap signed by the agent's own key; the daemon's
 allow-list, roles and approver apply to it as to any phone.  A reply counts only when it is
 authenticated as the daemon's and cites the request (``dm.conversation.Conversation``, shared
-with ``nostr-browserd send``); parts are joined and checked against their hash.  While a
+with ``nostr-browserd send``); parts are joined and checked against their hash.  Each request
+asks for large files by Blossom link (``files.link``), fetched and checked here.  While a
 gated call waits for its approver the daemon says so, and the host gets progress notices.
 
 A daemon never answers a key it does not know, so silence is all a stranger gets: after
@@ -23,7 +24,8 @@ from typing import Any
 from ..dm.chunks import ReassemblyError
 from ..dm.conversation import Conversation
 from ..dm.pending import as_pending
-from ..errors import ErrorCode
+from ..errors import BrowserdError, ErrorCode
+from ..files.link import inline
 from ..nostr import nip17
 from ..nostr.nip01 import Event
 from ..nostr.nip19 import npub_encode
@@ -128,7 +130,8 @@ class RemoteBackend(DaemonLine):
         assert self.pool is not None, "start() first"
         request_id = secrets.token_hex(4)
         talk = Conversation(self.signer, self.daemon, nip04=False)
-        request = json.dumps({"id": request_id, "tool": tool, "params": params})
+        asked = {"id": request_id, "tool": tool, "params": params, "files": "link"}
+        request = json.dumps(asked)
         event = await talk.request(request)
         assert talk.request_event_id is not None
         inbox: asyncio.Queue[str | Exception] = asyncio.Queue()
@@ -154,7 +157,7 @@ class RemoteBackend(DaemonLine):
                     return failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
                 held = as_pending(got)
                 if held is None:
-                    return _response(request_id, got)
+                    return await _with_file(request_id, _response(request_id, got))
                 expires = float(held.get("expires_in") or 0)
                 deadline = loop.time() + expires + self.timeout
                 if ticker is None:
@@ -265,6 +268,14 @@ async def _no_progress(done: float, total: float | None, message: str) -> None:
 def failure(request_id: Any, code: ErrorCode, message: str) -> Response:
     """The protocol's failure shape, for a call that got no usable answer."""
     return {"id": request_id, "success": False, "error": {"code": code.value, "message": message}}
+
+
+async def _with_file(request_id: str, response: Response) -> Response:
+    """``response`` with a file that came by link fetched into it (``files.link``)."""
+    try:
+        return await inline(response)
+    except BrowserdError as exc:
+        return failure(request_id, exc.code, exc.message)
 
 
 def _response(request_id: str, text: str) -> Response:

@@ -6,7 +6,9 @@
   whose bytes ``resources/read`` serves from a small in-memory shelf.  Only an MCP server
   that serves ``resources/read`` has a shelf: the daemon's ContextVM side embeds every file
   (CEP-22 carries it in parts), and ``mcp --to`` shelves the large ones it receives
-  (:func:`shelved`), so a host never gets a link it cannot read;
+  (:func:`shelved`), so a host never gets a link it cannot read.  A file ``mcp --to`` asked
+  for by Blossom link (``files.link``) is in the result's ``_meta`` (:data:`LINK_META`), which
+  ``mcp --to`` fetches and replaces by the content above;
 - everything else is the same readable text a person gets on a phone (``render_text``).
 """
 
@@ -25,6 +27,7 @@ from ..commands.render import render_text
 EMBED_LIMIT = 1_000_000  # bytes of base64 above which a file becomes a resource link
 SHELF_SIZE = 8  # files kept for resources/read; the oldest goes first
 URI_PREFIX = "nostr-browserd://files/"
+LINK_META = "nostr-browserd/file"  # in a result's _meta: its file as a Blossom link
 
 
 class Shelf:
@@ -66,16 +69,23 @@ def to_result(
         text = f"{error.get('code', 'INTERNAL')}: {error.get('message', 'The command failed.')}"
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     data = response.get("data")
-    if not isinstance(data, dict) or "base64" not in data:
+    if not isinstance(data, dict) or ("base64" not in data and "link" not in data):
         return types.CallToolResult(content=[text_of(response, limit)])
-    rest = {k: v for k, v in data.items() if k != "base64"}
-    blob = data["base64"]
+    rest = {k: v for k, v in data.items() if k not in ("base64", "link")}
+    text = text_of({**response, "data": rest}, limit)
     mime = str(data.get("mime") or guess_mime(str(data.get("name", ""))))
+    name = str(data.get("name") or default_name(mime))
+    if "base64" not in data:  # a Blossom link mcp --to asked for (files.link) fetches it
+        meta = {LINK_META: {**data["link"], "mime": mime, "name": name}}
+        return types.CallToolResult(content=[text], _meta=meta)
+    return types.CallToolResult(content=[binary_content(name, mime, data["base64"], shelf), text])
+
+
+def binary_content(name: str, mime: str, blob: str, shelf: Shelf | None) -> types.ContentBlock:
+    """A picture as ``image`` content, any other file as :func:`file_content`."""
     if mime.startswith("image/"):
-        binary: types.ContentBlock = types.ImageContent(data=blob, mime_type=mime)
-    else:
-        binary = file_content(str(data.get("name") or default_name(mime)), mime, blob, shelf)
-    return types.CallToolResult(content=[binary, text_of({**response, "data": rest}, limit)])
+        return types.ImageContent(data=blob, mime_type=mime)
+    return file_content(name, mime, blob, shelf)
 
 
 def file_content(name: str, mime: str, blob: str, shelf: Shelf | None) -> types.ContentBlock:
