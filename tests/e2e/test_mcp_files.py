@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +22,10 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession
 
-from nostr_browserd.files.link import LINK_AT_LEAST
-from tests.fixtures.blossom import BlossomServer, blossom_server_fixture  # noqa: F401
+from nostr_browserd.errors import BrowserdError
+from nostr_browserd.files.link import LINK_AT_LEAST, fetch_file, link_of
+from nostr_browserd.files.sealed import seal
+from tests.fixtures.blossom import Blob, BlossomServer, blossom_server_fixture  # noqa: F401
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
@@ -198,3 +202,31 @@ async def test_a_tampered_blob_is_refused_with_a_clear_error(
     assert text.startswith(f"REFUSED: The file at {blossom_server.url}/{x} is refused: "), text
     assert "does not match the message's x hash" in text
     assert not title.is_error
+
+
+async def test_a_link_is_followed_only_when_it_checks_out(blossom_server: BlossomServer):
+    """What mcp --to does with a link, against the Blossom server alone: the ox check, the
+    address rule of [files] blossom_servers, the size the link gives, a missing blob."""
+    data = os.urandom(4096)
+    sealed = seal(data)
+    blossom_server.blobs[sealed.x] = Blob(sealed.blob, "application/pdf", set(), 0)
+    url = f"{blossom_server.url}/{sealed.x}"
+    assert await fetch_file(link_of(url, sealed, "application/pdf", None)) == data
+
+    async def refusal(link: dict) -> str:
+        with pytest.raises(BrowserdError) as refused:
+            await fetch_file(link)
+        return f"{refused.value.code}: {refused.value.message}"
+
+    lying = link_of(url, dataclasses.replace(sealed, ox="0" * 64), "application/pdf", None)
+    assert "REFUSED: " in (text := await refusal(lying)) and "ox hash" in text, text
+    # 0.0.0.0 reaches this machine too, but is no loopback address: refused unfetched.
+    port = blossom_server.url.rsplit(":", 1)[1]
+    away = link_of(f"http://0.0.0.0:{port}/{sealed.x}", sealed, "application/pdf", None)
+    assert "neither https:// nor http:// on loopback" in await refusal(away)
+    smaller = link_of(url, dataclasses.replace(sealed, size=100), "application/pdf", None)
+    assert "larger than its link says" in await refusal(smaller)
+    assert blossom_server.fetched == [f"/{sealed.x}"] * 3, "the address was never fetched"
+    missing = link_of(f"{blossom_server.url}/{'1' * 64}", sealed, "application/pdf", None)
+    gone = await refusal(missing)
+    assert gone.startswith("UNAVAILABLE: ") and "HTTP 404" in gone, gone
