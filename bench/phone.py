@@ -10,11 +10,11 @@ page of Python's docs, in one run:
   timed until its kind 15 is unwrapped, its blob fetched, ``x`` and ``ox`` checked and the
   AES-GCM decrypted, against today's JSON ``screenshot``, timed until its numbered parts are
   joined, checked against their sha256 and the base64 decoded.  Interleaved.
-- ``mcp``: a large file (a PDF of the page, a full-page screenshot) as ``mcp --to`` gets it
-  today, in parts (our DM envelope, ``RemoteBackend``; and ContextVM's CEP-22 parts,
-  ``ContextVmBackend``), against a prototype of the link path built here from our own client
-  code: the text command, its kind 15 opened (``nip17.open_dm``), the blob fetched
-  (``blossom.fetch``) and opened (``sealed.unseal``).  Interleaved.
+- ``mcp``: a large file (a PDF of the page, a full-page screenshot) as ``mcp --to`` gets it:
+  by a sealed Blossom link (``files.link``: the daemon uploads it, the client fetches, checks
+  and decrypts it) against in parts, each over our DM envelope (``RemoteBackend``) and over
+  ContextVM (``ContextVmBackend``, CEP-22 parts), the parts asked for with ``links=False``.
+  Interleaved.
 
 Usage: ``.venv/bin/python -m bench.run --only phone`` (or ``python -m bench.phone [rounds]``).
 """
@@ -35,15 +35,8 @@ from typing import Any
 
 from nostr_browserd.daemon.app import Daemon
 from nostr_browserd.daemon.config import Config
-from nostr_browserd.dm.conversation import Conversation
-from nostr_browserd.files import blossom
-from nostr_browserd.files.sealed import read_file_message, unseal
 from nostr_browserd.mcp.contextvm_remote import ContextVmBackend
 from nostr_browserd.mcp.remote import RemoteBackend
-from nostr_browserd.nostr import nip17
-from nostr_browserd.nostr.nip01 import tag_values
-from nostr_browserd.nostr.nip59 import UnwrapError
-from nostr_browserd.nostr.relay import RelayPool
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.blossom import BlossomServer
 from tests.fixtures.relays import LocalRelayHandle, free_port
@@ -52,14 +45,11 @@ from . import sites
 
 HERE = Path(__file__).resolve().parent
 PAGE = "controlflow"  # the phone's page: a tutorial page, a PNG of ~130 KB
-# mcp --to's large files: (page, text command, tool params, whether ContextVM carries it).
-# ContextVM answers a file over 1 MB of base64 with a resource link to the daemon's shelf
-# (mcpshape.content.EMBED_LIMIT), not its bytes, so only the picture is timed that way.
+# mcp --to's large files: (page, tool, params).
 LARGE = {
-    "pdf": ("stdtypes", "pdf", {}, False),
-    "full-page screenshot": ("library/index", "screenshot --full_page", {"full_page": True}, True),
+    "pdf": ("stdtypes", "pdf", {}),
+    "full-page screenshot": ("library/index", "screenshot", {"full_page": True}),
 }
-MB = 1024 * 1024
 
 
 def daemon_config(relay: str, state: str, controllers: list[str], blossom_url: str) -> Config:
@@ -104,103 +94,55 @@ async def node_phone(
     return rows
 
 
-class LinkClient:
-    """The link path ``mcp --to`` could take, prototyped from our own client code: a text
-    command, and the bytes of the file message that answers it."""
-
-    def __init__(self, pool: RelayPool, signer: KeySigner, daemon: str) -> None:
-        self.pool, self.signer, self.daemon = pool, signer, daemon
-        self.sub = pool.subscribe(
-            [{"kinds": [1059], "#p": [signer.pubkey], "limit": 0}], advance_since=False
-        )
-
-    async def fetch(self, text: str) -> tuple[bytes, int]:
-        """The file answering ``text``, fetched and checked; and the wraps' bytes it took."""
-        talk = Conversation(self.signer, self.daemon, nip04=False)
-        result = await self.pool.publish(await talk.request(text), timeout=10)
-        assert result.ok, result.refused
-        wire, data, replied = 0, None, False
-        async with asyncio.timeout(60):
-            async for wrap in self.sub:
-                try:
-                    opened = await nip17.open_dm(wrap, self.signer, kinds={14, 15}, verified=True)
-                except UnwrapError:  # a ContextVM answer to the same key
-                    continue
-                if opened.sender != self.daemon or talk.request_event_id not in tag_values(
-                    opened.rumor, "e"
-                ):
-                    continue  # not the daemon's, or another call's (the backends share the key)
-                wire += len(json.dumps(wrap))
-                rumor = opened.rumor
-                if rumor["kind"] == nip17.FILE_KIND:
-                    message = read_file_message(rumor["content"], rumor["tags"])
-                    deadline = time.monotonic() + 30
-                    status, _, blob = await asyncio.to_thread(
-                        blossom.fetch, message.url, 50 * MB, None, deadline
-                    )
-                    assert status == 200, status
-                    data, wire = unseal(message, blob), wire + len(blob)
-                else:
-                    assert "as a file message" in rumor["content"], rumor["content"]  # or follows
-                    replied = True
-                if data is not None and replied:
-                    return data, wire
-        raise AssertionError("the subscription ended")
-
-
 async def _no_progress(done: float, total: float | None, message: str) -> None:
     return None
 
 
-def image_bytes(answer: Any) -> int:
-    """The size of the picture in a ContextVM answer (MCP ``image`` content, inline)."""
-    images = [c for c in getattr(answer, "content", []) if getattr(c, "type", "") == "image"]
-    assert not answer.is_error and images, str(answer)[:300]
-    return len(base64.b64decode(images[0].data))
+def file_bytes(answer: Any) -> int:
+    """The size of the file in an answer: the protocol's base64, or MCP content (an image,
+    an embedded resource), as the host gets it."""
+    if isinstance(answer, dict):
+        assert answer.get("success"), str(answer)[:300]
+        return len(base64.b64decode(answer["data"]["base64"]))
+    assert not answer.is_error, str(answer)[:300]
+    first = answer.content[0]
+    return len(base64.b64decode(first.data if first.type == "image" else first.resource.blob))
 
 
 async def mcp_files(
-    relay: str, agent: KeySigner, daemon: str, docs: str, rounds: int
+    relay: str, agent: KeySigner, daemon: str, docs: str, blossom_server: BlossomServer, rounds: int
 ) -> dict[str, dict[str, list[dict[str, float]]]]:
-    """For each large file: seconds and bytes by each way, interleaved."""
-    dm = RemoteBackend(agent, daemon, [relay], timeout=120)
-    cvm = ContextVmBackend(agent, daemon, [relay], timeout=120)
-    await dm.start()
-    await cvm.start()
+    """For each large file: seconds by each way, interleaved (the links, checked, counted)."""
+    backends: dict[str, Any] = {
+        "dm link": RemoteBackend(agent, daemon, [relay], timeout=120),
+        "dm parts": RemoteBackend(agent, daemon, [relay], timeout=120, links=False),
+        "contextvm link": ContextVmBackend(agent, daemon, [relay], timeout=120),
+        "contextvm parts": ContextVmBackend(agent, daemon, [relay], timeout=120, links=False),
+    }
+    for backend in backends.values():
+        await backend.start()
     rows: dict[str, dict[str, list[dict[str, float]]]] = {}
     try:
-        async with RelayPool([relay]) as pool:
-            link = LinkClient(pool, agent, daemon)
-            await pool.wait_connected(5)
-            await link.sub.wait_eose(5)
+        for name, (page, tool, params) in LARGE.items():
+            url = docs + sites.DOC_PAGES[page]
+            opened = await backends["dm parts"].call("open", {"url": url}, _no_progress)
+            assert opened.get("success"), opened
 
-            for name, (page, text, params, inline) in LARGE.items():
-                tool = text.split()[0]
-                opened = await dm.call("open", {"url": docs + sites.DOC_PAGES[page]}, _no_progress)
-                assert opened.get("success"), opened
+            def way(backend: Any, tool: str = tool, params: dict[str, Any] = params) -> Any:
+                async def timed() -> dict[str, float]:
+                    before = len(blossom_server.fetched)
+                    size = file_bytes(await backend.call(tool, params, _no_progress))
+                    return {"size": size, "fetched": len(blossom_server.fetched) - before}
 
-                async def by_link(text: str = text) -> dict[str, float]:
-                    data, wire = await link.fetch(text)
-                    return {"size": len(data), "wire": wire}
+                return timed
 
-                async def by_dm(tool: str = tool, params: dict[str, Any] = params) -> dict:
-                    answer = await dm.call(tool, params, _no_progress)
-                    assert answer.get("success"), str(answer)[:300]
-                    return {"size": answer["data"]["bytes"]}
-
-                async def by_cvm(tool: str = tool, params: dict[str, Any] = params) -> dict:
-                    return {"size": image_bytes(await cvm.call(tool, params, _no_progress))}
-
-                ways: dict[str, Callable[[], Awaitable[dict[str, float]]]] = {
-                    "link": by_link,
-                    "dm parts": by_dm,
-                }
-                if inline:
-                    ways["contextvm parts"] = by_cvm
-                rows[name] = await interleaved(ways, rounds)
+            rows[name] = await interleaved({k: way(b) for k, b in backends.items()}, rounds)
+            for way_name, way_rows in rows[name].items():
+                fetched = {r["fetched"] for r in way_rows}
+                assert fetched == ({1} if "link" in way_name else {0}), (way_name, fetched)
     finally:
-        await dm.close()
-        await cvm.close()
+        for backend in backends.values():
+            await backend.close()
     return rows
 
 
@@ -238,7 +180,9 @@ async def main(rounds: int) -> dict[str, Any]:
             page = docs + sites.DOC_PAGES[PAGE]
             results: dict[str, Any] = {"page": PAGE}
             results["phone"] = await node_phone(relay.url, phone, me, rounds, page)
-            results["mcp"] = await mcp_files(relay.url, agent, me, docs, max(3, rounds // 3))
+            results["mcp"] = await mcp_files(
+                relay.url, agent, me, docs, blossom_server, max(3, rounds // 3)
+            )
             results["mcp_pages"] = {name: spec[0] for name, spec in LARGE.items()}
             return results
     finally:

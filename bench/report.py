@@ -549,14 +549,14 @@ def phone_section(phone: dict[str, Any], out: Path) -> list[str]:
         f"({spread(text_ms, ' ms')}). File message / JSON parts: {ratio:.2f}× "
         f"{mark(ratio <= TARGETS['phone'])} (target ≤ {TARGETS['phone']:.1f}×).",
         "",
-        "### `mcp --to`'s large files: in parts, or by a Blossom link (prototyped in the bench)",
+        "### `mcp --to`'s large files: by a Blossom link, or in parts",
         "",
-        "Our own client code as `mcp --to` has it: `RemoteBackend` (the DM envelope's parts) "
-        "and `ContextVmBackend` (CEP-22 parts), against the link path prototyped in "
-        "bench/phone.py: the text command, its kind 15 opened, the blob fetched and opened. "
-        "Each time includes taking the file in the browser. ContextVM answers a file over "
-        "1 MB of base64 with a link to the daemon's own shelf, not its bytes, so its PDF is "
-        "not timed.",
+        "`mcp --to`'s own clients, `RemoteBackend` (our DM envelope) and `ContextVmBackend` "
+        "(ContextVM), each as it runs (a file of 256 KB or more by a sealed Blossom link: "
+        "uploaded by the daemon, fetched, x/ox-checked and decrypted by the client) and with "
+        "`links=False` (the DM envelope's parts, CEP-22's parts). Each time includes taking "
+        "the file in the browser; every link round fetched its blob once, every parts round "
+        "none.",
         "",
         "| file | page | way | size KB | median ms | spread | × DM parts |",
         "| --- | --- | --- | ---: | ---: | ---: | ---: |",

@@ -105,7 +105,9 @@ class ContextVmBackend(DaemonLine):
     ) -> Response | types.CallToolResult:
         """``tools/call``: the server's MCP result, or a failure the host can read."""
         request_id = self._new_id()
-        meta = {"progressToken": request_id, META_ASK: "link"}  # large files by link
+        meta: dict[str, Any] = {"progressToken": request_id}
+        if self.links:
+            meta[META_ASK] = "link"  # large files by Blossom link
         arguments = {"name": tool, "arguments": params, "_meta": meta}
         try:
             answer = await self._request("tools/call", arguments, self.timeout, progress)

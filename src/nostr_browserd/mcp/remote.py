@@ -55,12 +55,14 @@ class DaemonLine:
         *,
         discovery: list[str] | None = None,
         timeout: float = 60.0,
+        links: bool = True,
     ) -> None:
         """``relays`` None: the daemon's own lists, looked up on ``discovery``; ``timeout``:
-        seconds an answer may take beyond any approval wait."""
+        seconds an answer may take beyond any approval wait; ``links``: ask for large files
+        by Blossom link (``files.link``; False: always in parts, which the bench times)."""
         self.signer, self.daemon, self.relays = signer, daemon, relays
         self.discovery = discovery or list(DEFAULT_DISCOVERY)
-        self.timeout = timeout
+        self.timeout, self.links = timeout, links
         self.pool: RelayPool | None = None
         self._sub: Subscription | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -130,8 +132,8 @@ class RemoteBackend(DaemonLine):
         assert self.pool is not None, "start() first"
         request_id = secrets.token_hex(4)
         talk = Conversation(self.signer, self.daemon, nip04=False)
-        asked = {"id": request_id, "tool": tool, "params": params, "files": "link"}
-        request = json.dumps(asked)
+        asked = {"id": request_id, "tool": tool, "params": params}
+        request = json.dumps({**asked, "files": "link"} if self.links else asked)
         event = await talk.request(request)
         assert talk.request_event_id is not None
         inbox: asyncio.Queue[str | Exception] = asyncio.Queue()
