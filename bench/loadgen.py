@@ -100,13 +100,15 @@ async def subscribe(ws: ClientConnection, name: str, wanted: dict[str, Any]) -> 
             return
 
 
-def check(keys: list[sdk.Keys], replies: list[list[str]], ids: list[list[str]]) -> dict[str, Any]:
+def check(
+    keys: list[sdk.Keys], replies: list[list[dict[str, Any]]], ids: list[list[str]]
+) -> dict[str, Any]:
     """Decrypt every reply: how many succeeded and answered the request they followed, and how
     many answered a request that had been answered already (a command run twice)."""
     ok, failed, duplicates, codes, answered = 0, 0, 0, {}, set()
     for key, events, wanted in zip(keys, replies, ids, strict=True):
         for event, request_id in zip(events, wanted, strict=False):
-            gift = sdk.UnwrappedGift.from_gift_wrap(key, sdk.Event.from_json(event))
+            gift = sdk.UnwrappedGift.from_gift_wrap(key, sdk.Event.from_json(json.dumps(event)))
             reply = json.loads(gift.rumor().content())
             duplicates += reply.get("id") in answered
             answered.add(reply.get("id"))
@@ -125,7 +127,7 @@ async def main() -> None:
     keys, plans = prepare(config, run)
     index = {k.public_key().to_hex(): i for i, k in enumerate(keys)}
     n = len(keys)
-    replies: list[list[str]] = [[] for _ in range(n)]
+    replies: list[list[dict[str, Any]]] = [[] for _ in range(n)]
     latencies: list[float] = []
     refused: list[str] = []
     sent_at = [0.0] * n
@@ -146,7 +148,8 @@ async def main() -> None:
         async def send(i: int) -> None:
             sent_at[i] = time.perf_counter()
             frame = plans[i][next_command[i]][1]
-            await asyncio.gather(*(sock.send(frame) for sock in sockets))
+            for sock in sockets:  # each send only writes to its transport: no task per relay
+                await sock.send(frame)
             next_command[i] += 1
 
         async def receive(sock: ClientConnection) -> None:
@@ -164,7 +167,7 @@ async def main() -> None:
                 if i is None:
                     continue
                 latencies.append((time.perf_counter() - sent_at[i]) * 1000)
-                replies[i].append(json.dumps(event))
+                replies[i].append(event)  # serialised again for the check, after the clock
                 remaining -= 1
                 if next_command[i] < len(plans[i]):
                     await send(i)
