@@ -146,3 +146,10 @@ def test_a_heading_links_as_github_anchors_it() -> None:
     assert targets.anchor(targets.SCALE) == (
         "#scale-out-workers-sharing-one-identity-and-one-postgresql"
     )
+
+
+def test_the_phone_figure_is_the_file_message_over_the_json_parts() -> None:
+    ms = {"file": [30, 40, 110], "json": [100, 200, 300]}  # medians 40 and 200
+    phone = {"phone": {way: [{"ms": t} for t in times] for way, times in ms.items()}}
+    (target,) = targets.phone_targets({"phone": phone})
+    assert (target.value, target.ok) == ("0.20×", True)
