@@ -38,8 +38,7 @@ from .. import __version__
 from ..commands.registry import Registry
 from ..dm.messages import Incoming, ReplyAddress, is_dm
 from ..dm.pending import as_pending
-from ..files.link import META_ASK
-from ..mcpshape.content import to_result
+from ..mcpshape.content import LINK_ASK, to_result
 from ..mcpshape.listing import mcp_tool
 from ..nostr import contextvm
 from ..nostr.nip01 import Event, now
@@ -148,7 +147,7 @@ class ContextVmServer:
             return None
         if not isinstance(params.get("name"), str):
             return None
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         token = meta.get("progressToken")
         if isinstance(token, str | int):
             self._progress[incoming.event_id] = token
@@ -156,7 +155,7 @@ class ContextVmServer:
                 self._progress.popitem(last=False)
         request = {"id": message["id"], "tool": params["name"]}
         request["params"] = params.get("arguments") or {}
-        if meta.get(META_ASK) == "link":  # mcp --to: a large file by Blossom link
+        if meta.get(LINK_ASK) == "link":  # mcp --to: a large file by Blossom link
             request["files"] = "link"
         return replace(incoming, content=json.dumps(request, ensure_ascii=False))
 

@@ -1,14 +1,15 @@
 """A large file for ``mcp --to`` by link: sealed on Blossom, its address and keys in place of
 its base64.
 
-Measured by bench/phone.py (``--only phone``): a 1.6 MB PDF or full-page screenshot through
-``mcp --to`` by a link took 0.40–0.50× the time of our DM envelope's parts, where ContextVM's
-CEP-22 parts took 0.60–0.66×; the parts cost grows with the file, the link's hardly does.
+Measured by bench/phone.py (``--only phone``, docs/benchmarks.md): a 1.6 MB PDF or full-page
+screenshot through ``mcp --to`` by link took 0.44–0.46× the time of our DM envelope's parts
+and 0.49–0.67× that of ContextVM's CEP-22 parts.  Below :data:`LINK_AT_LEAST` the parts are
+few and the upload's round trip would weigh more (not measured at that size).
 
 Only our ``mcp --to`` asks for it: ``"files": "link"`` in a JSON request (the DM envelope),
-``_meta`` :data:`META_ASK` ``"link"`` on a ContextVM ``tools/call``.  Any other request keeps
-its base64, as MCP hosts and scripts expect, and so does every request to a daemon without
-``[files] blossom_servers``.  A daemon with ``[files] blossom_servers`` then
+``_meta`` ``mcpshape.content.LINK_ASK`` ``"link"`` on a ContextVM ``tools/call``.  Any other
+request keeps its base64, as MCP hosts and scripts expect, and so does every request to a
+daemon without ``[files] blossom_servers``.  A daemon with Blossom servers then
 seals a file of at least :data:`LINK_AT_LEAST` bytes and uploads it as it does a chat's file
 (``FileSender.link``: BUD-11 through the Signer, deleted after ``[files] keep``), and the
 response's ``data`` carries ``link`` = ``{"url", "tags"}`` (what a kind 15 carries: ``x``,
@@ -37,7 +38,6 @@ from . import blossom
 from .sealed import Sealed, Unsealable, file_tags, read_file_message, unseal
 
 LINK_AT_LEAST = 256 * 1024  # bytes of file; smaller ones go in parts (a link's fixed cost)
-META_ASK = "nostr-browserd/files"  # in a ContextVM tools/call's _meta: "link"
 FETCH_SECONDS = 60.0
 GCM_TAG = 16  # bytes AES-GCM adds to the file
 

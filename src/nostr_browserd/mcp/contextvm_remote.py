@@ -25,7 +25,8 @@ import mcp.types as types
 
 from .. import __version__
 from ..errors import BrowserdError, ErrorCode
-from ..files.link import META_ASK, inline_result
+from ..files.link import inline_result
+from ..mcpshape.content import LINK_ASK
 from ..nostr import contextvm
 from ..nostr.nip01 import Event, now, tag_values
 from ..nostr.nip19 import npub_encode
@@ -107,7 +108,7 @@ class ContextVmBackend(DaemonLine):
         request_id = self._new_id()
         meta: dict[str, Any] = {"progressToken": request_id}
         if self.links:
-            meta[META_ASK] = "link"  # large files by Blossom link
+            meta[LINK_ASK] = "link"  # large files by Blossom link
         arguments = {"name": tool, "arguments": params, "_meta": meta}
         try:
             answer = await self._request("tools/call", arguments, self.timeout, progress)

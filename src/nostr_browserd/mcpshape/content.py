@@ -7,8 +7,8 @@
   that serves ``resources/read`` has a shelf: the daemon's ContextVM side embeds every file
   (CEP-22 carries it in parts), and ``mcp --to`` shelves the large ones it receives
   (:func:`shelved`), so a host never gets a link it cannot read.  A file ``mcp --to`` asked
-  for by Blossom link (``files.link``) is in the result's ``_meta`` (:data:`LINK_META`), which
-  ``mcp --to`` fetches and replaces by the content above;
+  for by Blossom link (:data:`LINK_ASK`, ``files.link``) is in the result's ``_meta``
+  (:data:`LINK_META`), which ``mcp --to`` fetches and replaces by the content above;
 - everything else is the same readable text a person gets on a phone (``render_text``).
 """
 
@@ -27,7 +27,8 @@ from ..commands.render import render_text
 EMBED_LIMIT = 1_000_000  # bytes of base64 above which a file becomes a resource link
 SHELF_SIZE = 8  # files kept for resources/read; the oldest goes first
 URI_PREFIX = "nostr-browserd://files/"
-LINK_META = "nostr-browserd/file"  # in a result's _meta: its file as a Blossom link
+LINK_ASK = "nostr-browserd/files"  # in a tools/call's _meta: "link", large files by link
+LINK_META = "nostr-browserd/file"  # in a result's _meta: its file as that Blossom link
 
 
 class Shelf:
@@ -72,13 +73,14 @@ def to_result(
     if not isinstance(data, dict) or ("base64" not in data and "link" not in data):
         return types.CallToolResult(content=[text_of(response, limit)])
     rest = {k: v for k, v in data.items() if k not in ("base64", "link")}
-    text = text_of({**response, "data": rest}, limit)
+    shown = text_of({**response, "data": rest}, limit)
     mime = str(data.get("mime") or guess_mime(str(data.get("name", ""))))
     name = str(data.get("name") or default_name(mime))
     if "base64" not in data:  # a Blossom link mcp --to asked for (files.link) fetches it
         meta = {LINK_META: {**data["link"], "mime": mime, "name": name}}
-        return types.CallToolResult(content=[text], _meta=meta)
-    return types.CallToolResult(content=[binary_content(name, mime, data["base64"], shelf), text])
+        return types.CallToolResult(content=[shown], meta=meta)
+    binary = binary_content(name, mime, data["base64"], shelf)
+    return types.CallToolResult(content=[binary, shown])
 
 
 def binary_content(name: str, mime: str, blob: str, shelf: Shelf | None) -> types.ContentBlock:
