@@ -434,7 +434,7 @@ class Dispatcher:
         if fence is not None and not await fence():
             log.warning("the reply to %s stays unsent: another worker answered it", owner[:12])
             return Answer(response, self.encode(response, as_text), request)
-        if attach is not None and request is not None:
+        if attach is not None and request is not None and (as_text or request.files == "link"):
             response = await attach(request, response)
         wire = self.encode(response, as_text)
         delivered = True if deliver is None else await deliver(wire, response.get("id"))

@@ -108,8 +108,8 @@ class FileSender:
 
     async def attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
         """``response`` as the text reply to ``request`` should show it, after sending its file
-        (if it has one); a JSON request's, with its file by link if it asked (:meth:`link`).
-        Never raises: whatever goes wrong, the reply still goes."""
+        (if it has one); for a JSON request that asked for a link, with its file by link
+        (:meth:`link`).  Never raises: whatever goes wrong, the reply still goes."""
         try:
             return await self._attach(to, request, response)
         except Exception:
@@ -117,7 +117,7 @@ class FileSender:
             return response
 
     async def _attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
-        if not request.text:
+        if request.files == "link":
             return await self.link(request, response)
         data = response.get("data")
         if not response.get("success") or not isinstance(data, dict):
@@ -234,7 +234,7 @@ class FileSender:
         base64 (:mod:`.link`).  When it cannot be, the response as it is (the file goes in
         parts), and the log says why."""
         data = response.get("data")
-        if request.files != "link" or not response.get("success") or not isinstance(data, dict):
+        if not response.get("success") or not isinstance(data, dict):
             return response
         content = _bytes_of(data)
         if content is None or len(content) < LINK_AT_LEAST or not self.settings.blossom_servers:
