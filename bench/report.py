@@ -30,6 +30,7 @@ TARGETS = {
     "p50": 1.2,
     "generator": 3.0,
     "cpu": 1.1,
+    "remote": 1.3,
 }
 
 
@@ -284,6 +285,88 @@ def round_trip_section(times: dict[str, list[float]]) -> list[str]:
             f"| {names.get(key, key)} | {med(values):.2f} | "
             f"{ordered[int(len(ordered) * 0.9)]:.2f} | {med(values) / base:.2f}× |"
         )
+    return [*lines, ""]
+
+
+def remote_mcp_section(result: dict[str, Any]) -> list[str]:
+    """``mcp --to`` over a loopback relay against playwright-mcp's local call, per page and
+    tool; where the time goes when the target is not met."""
+    rows = result["rows"]
+    by = {(r["page"], r["side"], r["tool"]): r for r in rows}
+    sides = list(dict.fromkeys(r["side"] for r in rows))
+    groups = ["server", "relay", "daemon", "daemon's browser"]
+    lines = [
+        "## A remote browser at local speed: `mcp --to` against playwright-mcp",
+        "",
+        "One MCP client (the `mcp` SDK's stdio client) calls a snapshot and a click on the same",
+        "page on each server, interleaved, first round dropped (bench/remote_mcp.py):",
+        "`nostr-browserd mcp --to` over a loopback relay (its own process) to a running daemon",
+        "(`nostr-browserd run`, its own process and Chromium), by ContextVM and by our DM",
+        "envelope; `nostr-browserd mcp --local` (the same tool in the MCP server's process);",
+        "playwright-mcp's local stdio server. The click is on an element that changes nothing",
+        "(the admin's theme toggle, the docs' search box); playwright-mcp's click returns a",
+        "snapshot too, and our snapshot is capped at 20,000 characters by default (the rest",
+        "is paged). CPU milliseconds per call are read from /proc for the server's process",
+        "tree (the `mcp` process, or the local server with its browser) and, for `mcp --to`,",
+        f"the relay, the daemon and the daemon's browser. Load average {result['load'][0]:.1f}",
+        f"before this part and {result['load'][1]:.1f} after.",
+        "",
+        "| page | tool | server | characters | ms (min–max) | × playwright-mcp | CPU ms / call: "
+        + " | ".join(groups)
+        + " |",
+        "| --- | --- | --- | ---: | ---: | ---: |" + " ---: |" * len(groups),
+    ]
+    verdicts: list[bool] = []
+    for page in pages_of(rows):
+        for tool in ("snapshot", "click"):
+            base = med(by[(page, "playwright-mcp", tool)]["ms"])
+            for side in sides:
+                r = by[(page, side, tool)]
+                ratio = med(r["ms"]) / base
+                note = ""
+                if side == "ours contextvm":
+                    ok = ratio <= TARGETS["remote"]
+                    verdicts.append(ok)
+                    note = " " + mark(ok)
+                cpu = [f"{med(r['cpu'][g]) * 1000:.1f}" if g in r["cpu"] else "" for g in groups]
+                lines.append(
+                    f"| {page} | {tool} | {side} | {med(r['chars']):,.0f} | "
+                    f"{med(r['ms']):,.1f} ({spread(r['ms'], digits=1)}) | {ratio:.2f}×{note} | "
+                    + " | ".join(cpu)
+                    + " |"
+                )
+    lines += [
+        "",
+        f"Target: `mcp --to` (ContextVM, the default transport) ≤ {TARGETS['remote']}× "
+        f"playwright-mcp's call: {sum(verdicts)} of {len(verdicts)} met.",
+        "",
+    ]
+    if all(verdicts):
+        return lines
+    lines += [
+        "Where the time goes (medians, ms): the tool as our MCP server runs it in its own",
+        "process (`mcp --local`), then what the remote hop adds (`mcp --to` − `--local`), and",
+        "that hop's floor: `get_url`, a tool that does next to nothing, by the same path.",
+        "",
+        "| page | tool | playwright-mcp | ours local | + hop, ContextVM | + hop, DM | "
+        "get_url hop: ContextVM | DM |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for page in pages_of(rows):
+        floor = med(by[(page, "ours local", "floor")]["ms"])
+        hops = [
+            med(by[(page, side, "floor")]["ms"]) - floor for side in ("ours contextvm", "ours dm")
+        ]
+        for tool in ("snapshot", "click"):
+            local = med(by[(page, "ours local", tool)]["ms"])
+            added = [
+                med(by[(page, side, tool)]["ms"]) - local for side in ("ours contextvm", "ours dm")
+            ]
+            lines.append(
+                f"| {page} | {tool} | {med(by[(page, 'playwright-mcp', tool)]['ms']):.1f} | "
+                f"{local:.1f} | {added[0]:+.1f} | {added[1]:+.1f} | {hops[0]:+.1f} | "
+                f"{hops[1]:+.1f} |"
+            )
     return [*lines, ""]
 
 
@@ -592,6 +675,8 @@ def write(results: dict[str, Any], out: Path) -> None:
         lines += round_trip_section(results["round_trip"])
     if "relay" in results:
         lines += relay_section(results["relay"])
+    if "remote_mcp" in results:
+        lines += remote_mcp_section(results["remote_mcp"])
     if "profile" in results:
         lines += profile_section(results["profile"])
     (out / "report.md").write_text("\n".join(lines))

@@ -22,11 +22,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, load, profile, report, scale, sites
+from . import bench_dm, bench_relay, browser_bench, load, profile, remote_mcp, report, scale, sites
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
+PARTS = (
+    "snapshots",
+    "cold",
+    "memory",
+    "round_trip",
+    "relay",
+    "remote_mcp",
+    "load",
+    "profile",
+    "scale",
+)
 
 
 def machine() -> dict[str, Any]:
@@ -102,6 +112,9 @@ async def browser_parts(
         with part(results, "relay"):
             times = await bench_relay.main(100)
             results["relay"] = {k: [t * 1000 for t in v] for k, v in times.items()}
+    if "remote_mcp" in parts:
+        with part(results, "remote_mcp"):
+            results["remote_mcp"] = await remote_mcp.run(reps)
 
 
 def main() -> None:
