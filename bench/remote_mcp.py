@@ -24,11 +24,12 @@ import contextlib
 import json
 import os
 import re
+import sqlite3
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from nostr_browserd.daemon.keyfile import write_new_key
+from nostr_browserd.daemon.local_ws import OWNER
 from nostr_browserd.nostr.nip19 import npub_encode
-from tests.fixtures.cluster import process_tree, toml
+from tests.fixtures.cluster import Workers, process_tree, toml
 
 from . import load, sites
 from .peers import playwright_mcp_args
@@ -45,13 +47,13 @@ from .peers import playwright_mcp_args
 CLI = str(Path(sys.executable).with_name("nostr-browserd"))
 TARGET = 1.3
 BASE = "playwright-mcp"
-TARGETED = "ours contextvm"
 PAGES = {
     # page name → (path under the docs or the admin, the element clicked: a line of both
     # snapshots; a click that changes nothing, so that every round clicks the same page)
     "django admin": ("admin", "admin/", 'button "Toggle theme'),
     "controlflow": ("docs", sites.DOC_PAGES["controlflow"], 'textbox "Quick search"'),
 }
+MATCHED = {"snapshot": "snapshot", "click": "click", "get_url": "floor"}  # audit's → ours
 REF = re.compile(r"\[ref=([a-z0-9]+)\]")
 
 
@@ -83,8 +85,27 @@ class Side:
     name: str
     server: StdioServerParameters
     dialect: Dialect
+    audit: Path | None = None  # the state file whose audit log holds this side's calls
+    controller: str = OWNER  # whose calls they are there
     session: ClientSession | None = None
     pid: int | None = None  # the server's process (its browser is among its descendants)
+    timed: list[dict[str, Any] | None] = field(default_factory=list)  # rows, None: warm-up
+
+    def dispatched(self) -> None:
+        """Each kept row gets the dispatcher's milliseconds of its calls, from the audit log
+        (parse, police, run, encode and send the reply), matched to the calls in order."""
+        if self.audit is None:
+            return
+        with contextlib.closing(sqlite3.connect(f"file:{self.audit}?mode=ro", uri=True)) as db:
+            durations = db.execute(
+                "SELECT tool, duration_ms FROM audit WHERE controller = ? ORDER BY n",
+                (self.controller,),
+            ).fetchall()
+        calls = [(tool, ms) for tool, ms in durations if tool in MATCHED]
+        for row, (tool, ms) in zip(self.timed, calls, strict=True):
+            if row is not None:
+                assert MATCHED[tool] == row["tool"], (tool, row["tool"])
+                row.setdefault("dispatch_ms", []).append(ms)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[float, str]:
         """Milliseconds of one ``tools/call`` as the client sees it, and the result's text."""
@@ -137,30 +158,36 @@ class Remote:
 def servers(where: Path) -> Iterator[Remote]:
     """The relay, the daemon and every side's server command (not started yet)."""
     keys = {name: where / f"{name}.nsec" for name in ("contextvm", "dm")}
-    pubkeys = [write_new_key(path) for path in keys.values()]
+    pubkeys = {name: write_new_key(path) for name, path in keys.items()}
     local = where / "local.toml"
     browser = {"command_timeout": 60, **sites.BENCH_BROWSER}
     local.write_text(toml({"state": {"dir": str(where / "local")}, "browser": browser}))
     output = tempfile.mkdtemp(prefix="bench-mcp-", dir=where)
-    with load.relay() as (url, relay), load.daemon(url, pubkeys, None) as (daemon, pid):
-        to = ["--to", npub_encode(daemon), "--relay", url]
-        sides = [
-            Side(
-                TARGETED,
-                ours(*to, "--key", str(keys["contextvm"]), "--transport", "contextvm"),
+    with load.relay() as (url, relay):
+        workers = Workers(where / "daemon", [url], None, pubkeys.values(), local=False)
+        try:
+            daemon = workers.launch()
+            daemon.wait_ready()
+            to = ["--to", npub_encode(workers.pubkey), "--relay", url]
+            audit = daemon.home / "state" / "state.sqlite3"
+
+            def remote(transport: str) -> Side:
+                args = [*to, "--key", str(keys[transport]), "--transport", transport]
+                return Side(f"ours {transport}", ours(*args), OURS, audit, pubkeys[transport])
+
+            local_side = Side(
+                "ours local",
+                ours("--local", "--config", str(local)),
                 OURS,
-            ),
-            Side("ours dm", ours(*to, "--key", str(keys["dm"]), "--transport", "dm"), OURS),
-            Side("ours local", ours("--local", "--config", str(local)), OURS),
-            Side(
-                BASE,
-                StdioServerParameters(
-                    command="node", args=playwright_mcp_args(output), env=environment()
-                ),
-                PLAYWRIGHT,
-            ),
-        ]
-        yield Remote(sides, relay, pid)
+                where / "local" / "state.sqlite3",
+            )
+            node = StdioServerParameters(
+                command="node", args=playwright_mcp_args(output), env=environment()
+            )
+            sides = [remote("contextvm"), remote("dm"), local_side]
+            yield Remote([*sides, Side(BASE, node, PLAYWRIGHT)], relay, daemon.pid)
+        finally:
+            workers.reap()
 
 
 @contextlib.asynccontextmanager
@@ -199,11 +226,14 @@ async def measure(urls: dict[str, str], remote: Remote, rounds: int) -> list[dic
         before = remote.cpu(side)
         ms, text = await side.call(getattr(side.dialect, tool), arguments)
         after = remote.cpu(side)
-        if keep:
+        if not keep:
+            side.timed.append(None)
+        else:
             row = rows.setdefault(
                 (page, side.name, tool),
                 {"page": page, "side": side.name, "tool": tool, "ms": [], "chars": [], "cpu": {}},
             )
+            side.timed.append(row)
             row["ms"].append(ms)
             row["chars"].append(len(text))
             for group, seconds in after.items():
@@ -237,6 +267,8 @@ async def run(reps: int) -> dict[str, Any]:
         urls = {page: bases[site] + path for page, (site, path, _) in PAGES.items()}
         async with connected(remote.sides):
             rows = await measure(urls, remote, max(reps * 5, 5))
+        for side in remote.sides:
+            side.dispatched()
     return {"rows": rows, "load": [load_before[0], os.getloadavg()[0]]}
 
 

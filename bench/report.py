@@ -288,6 +288,15 @@ def round_trip_section(times: dict[str, list[float]]) -> list[str]:
     return [*lines, ""]
 
 
+def mean_ms(seconds: list[float]) -> float:
+    return sum(seconds) * 1000 / len(seconds)
+
+
+def hop(row: dict[str, Any]) -> float:
+    """Median of a remote call's time beyond the daemon's own for it."""
+    return med([ms - d for ms, d in zip(row["ms"], row["dispatch_ms"], strict=True)])
+
+
 def remote_mcp_section(result: dict[str, Any]) -> list[str]:
     """``mcp --to`` over a loopback relay against playwright-mcp's local call, per page and
     tool; where the time goes when the target is not met."""
@@ -306,10 +315,10 @@ def remote_mcp_section(result: dict[str, Any]) -> list[str]:
         "playwright-mcp's local stdio server. The click is on an element that changes nothing",
         "(the admin's theme toggle, the docs' search box); playwright-mcp's click returns a",
         "snapshot too, and our snapshot is capped at 20,000 characters by default (the rest",
-        "is paged). CPU milliseconds per call are read from /proc for the server's process",
-        "tree (the `mcp` process, or the local server with its browser) and, for `mcp --to`,",
-        f"the relay, the daemon and the daemon's browser. Load average {result['load'][0]:.1f}",
-        f"before this part and {result['load'][1]:.1f} after.",
+        "is paged). CPU milliseconds per call (the mean: /proc counts in 10 ms ticks) are read",
+        "for the server's process tree (the `mcp` process, or the local server with its",
+        "browser) and, for `mcp --to`, the relay, the daemon and the daemon's browser. Load",
+        f"average {result['load'][0]:.1f} before this part and {result['load'][1]:.1f} after.",
         "",
         "| page | tool | server | characters | ms (min–max) | × playwright-mcp | CPU ms / call: "
         + " | ".join(groups)
@@ -328,7 +337,7 @@ def remote_mcp_section(result: dict[str, Any]) -> list[str]:
                     ok = ratio <= TARGETS["remote"]
                     verdicts.append(ok)
                     note = " " + mark(ok)
-                cpu = [f"{med(r['cpu'][g]) * 1000:.1f}" if g in r["cpu"] else "" for g in groups]
+                cpu = [f"{mean_ms(r['cpu'][g]):.1f}" if g in r["cpu"] else "" for g in groups]
                 lines.append(
                     f"| {page} | {tool} | {side} | {med(r['chars']):,.0f} | "
                     f"{med(r['ms']):,.1f} ({spread(r['ms'], digits=1)}) | {ratio:.2f}×{note} | "
@@ -344,29 +353,33 @@ def remote_mcp_section(result: dict[str, Any]) -> list[str]:
     if all(verdicts):
         return lines
     lines += [
-        "Where the time goes (medians, ms): the tool as our MCP server runs it in its own",
-        "process (`mcp --local`), then what the remote hop adds (`mcp --to` − `--local`), and",
-        "that hop's floor: `get_url`, a tool that does next to nothing, by the same path.",
+        "Where the time goes (medians, ms). `dispatch` is the daemon's own time from its",
+        "audit log (parse, police, run the tool, encode, send the reply and wait for the",
+        "relay's OK); `local` is the same for `mcp --local`, the tool with no relay. What the",
+        "remote call adds to that is its `hop`: the MCP client's stdio, `mcp --to`'s",
+        "encryption, both relay legs and the daemon's intake (unwrap, replay guard, queue).",
+        "`get_url`, a tool that does next to nothing, gives the hop's floor.",
         "",
-        "| page | tool | playwright-mcp | ours local | + hop, ContextVM | + hop, DM | "
-        "get_url hop: ContextVM | DM |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| page | tool | playwright-mcp | ours local: call | dispatch | ContextVM: call | "
+        "dispatch | hop | DM: call | hop |",
+        "| --- | --- |" + " ---: |" * 8,
     ]
     for page in pages_of(rows):
-        floor = med(by[(page, "ours local", "floor")]["ms"])
-        hops = [
-            med(by[(page, side, "floor")]["ms"]) - floor for side in ("ours contextvm", "ours dm")
-        ]
-        for tool in ("snapshot", "click"):
-            local = med(by[(page, "ours local", tool)]["ms"])
-            added = [
-                med(by[(page, side, tool)]["ms"]) - local for side in ("ours contextvm", "ours dm")
+        for tool in ("snapshot", "click", "floor"):
+            local, cvm, dm = (by[(page, f"ours {s}", tool)] for s in ("local", "contextvm", "dm"))
+            base = by.get((page, "playwright-mcp", tool))
+            cells = [
+                f"{med(base['ms']):.1f}" if base else "–",
+                f"{med(local['ms']):.1f}",
+                f"{med(local['dispatch_ms']):.1f}",
+                f"{med(cvm['ms']):.1f}",
+                f"{med(cvm['dispatch_ms']):.1f}",
+                f"{hop(cvm):.1f}",
+                f"{med(dm['ms']):.1f}",
+                f"{hop(dm):.1f}",
             ]
-            lines.append(
-                f"| {page} | {tool} | {med(by[(page, 'playwright-mcp', tool)]['ms']):.1f} | "
-                f"{local:.1f} | {added[0]:+.1f} | {added[1]:+.1f} | {hops[0]:+.1f} | "
-                f"{hops[1]:+.1f} |"
-            )
+            name = "get_url" if tool == "floor" else tool
+            lines.append(f"| {page} | {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
