@@ -255,7 +255,8 @@ async def measure(urls: dict[str, str], remote: Remote, rounds: int) -> list[dic
 
 
 async def run(reps: int) -> dict[str, Any]:
-    """The part of ``make bench``: ``reps`` × 5 rounds per page, every side in one run."""
+    """The part of ``make bench``: ``reps`` × 10 rounds per page (calls of tens of ms on a shared
+    machine need many), every side in one run."""
     load_before = os.getloadavg()
     with (
         tempfile.TemporaryDirectory(prefix="bench-remote-mcp-") as where,
@@ -266,10 +267,14 @@ async def run(reps: int) -> dict[str, Any]:
         bases = {"docs": docs, "admin": admin}
         urls = {page: bases[site] + path for page, (site, path, _) in PAGES.items()}
         async with connected(remote.sides):
-            rows = await measure(urls, remote, max(reps * 5, 5))
+            rows = await measure(urls, remote, max(reps * 10, 10))
         for side in remote.sides:
             side.dispatched()
-    return {"rows": rows, "load": [load_before[0], os.getloadavg()[0]]}
+    return {
+        "rows": rows,
+        "rounds": max(reps * 10, 10),
+        "load": [load_before[0], os.getloadavg()[0]],
+    }
 
 
 if __name__ == "__main__":
