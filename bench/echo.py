@@ -17,7 +17,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from .loadgen import ack_now
+from .loadgen import ack_now, subscribe
 
 
 async def drain(ws: ClientConnection) -> None:
@@ -29,10 +29,7 @@ async def drain(ws: ClientConnection) -> None:
 async def serve(url: str, table: dict[str, str], pubkey: str) -> None:
     async with connect(url, max_size=2**24) as reader, connect(url, max_size=2**24) as writer:
         draining = asyncio.create_task(drain(writer))
-        wraps = {"kinds": [1059], "#p": [pubkey], "limit": 0}
-        await reader.send(json.dumps(["REQ", "echo", wraps]))
-        while json.loads(await reader.recv())[0] != "EOSE":
-            pass
+        await subscribe(reader, "echo", {"kinds": [1059], "#p": [pubkey], "limit": 0})
         print("ready", flush=True)
         async for raw in reader:
             ack_now(reader)

@@ -22,7 +22,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, load, profile, remote_mcp, report, scale, sites
+from . import (
+    bench_dm,
+    bench_relay,
+    browser_bench,
+    load,
+    phone,
+    profile,
+    remote_mcp,
+    report,
+    scale,
+    sites,
+)
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
@@ -32,6 +43,7 @@ PARTS = (
     "memory",
     "round_trip",
     "relay",
+    "phone",
     "remote_mcp",
     "load",
     "profile",
@@ -112,6 +124,9 @@ async def browser_parts(
         with part(results, "relay"):
             times = await bench_relay.main(100)
             results["relay"] = {k: [t * 1000 for t in v] for k, v in times.items()}
+    if "phone" in parts:
+        with part(results, "phone"):
+            results["phone"] = await phone.main(reps * 3)
     if "remote_mcp" in parts:
         with part(results, "remote_mcp"):
             results["remote_mcp"] = await remote_mcp.run(reps)

@@ -1,0 +1,295 @@
+"""The table of targets that opens bench/report.md: one row per target of issue 24 (§1–§6)
+and issue 22's phone screenshot, this run's value, met or not, and a link to the section that
+holds its profile.
+
+``TARGETS`` is the one place the numbers live; the report's sections read their verdicts
+from it too (``Goal.met``).  A row shows only what this results.json holds: a goal that no
+part measured, or whose part failed in the run, reads "not measured", never a pass from
+before, and a part redone at another time than the run says when.
+
+How a part adds its row (pure code, stdlib only, so that tests/unit can check it):
+
+1. put its goal in ``TARGETS`` (the issue's section, the text with ``{bound}``, the bound and
+   whether the value must stay at or under it, ``at_most``, or reach it);
+2. write ``def mypart_targets(results) -> list[Target]`` returning one ``Target(name, value,
+   ok, section)`` per goal it measured: ``name`` its key in ``TARGETS``, ``value`` this run's
+   figure as text, ``ok`` from ``TARGETS[name].met(...)``, ``section`` the heading of the
+   report section with its profile (a constant here, which the section's heading uses too);
+3. add ``"part": mypart_targets`` to ``PARTS``, ``part`` being the name bench/run.py records
+   in ``results["measured"]``; the function is called only when that part ran and did not
+   fail.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SNAPSHOT_BASE = "Playwright raw"
+NAV_BASE = "Playwright goto"
+COLD_BASE = "Playwright launch"
+LOAD_BASE = "minimal responder"
+
+# The headings of the sections a row links to: the report writes them from here.
+SNAPSHOTS = "Snapshots"
+NAVIGATION = "Navigation"
+COLD = "Cold start"
+LOAD = "Throughput and latency under load"
+PROFILE = "Where the daemon's time goes (cProfile, 10 controllers)"
+SCALE = "Scale-out: workers sharing one identity and one PostgreSQL"
+PHONE = "A screenshot on the phone: file message or JSON parts (phone.py)"
+REMOTE = "A remote browser at local speed: mcp --to against playwright-mcp"
+REMOTE_SIDE, REMOTE_BASE = "ours contextvm", "playwright-mcp"  # mcp --to's default transport
+REMOTE_TOOLS = ("snapshot", "click")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """A target: where the issue states it, what it says, and its bound (a ratio)."""
+
+    issue: str
+    text: str  # ``{bound}`` stands for the bound
+    bound: float
+    at_most: bool = True  # the value must stay ≤ the bound (else reach ≥ it)
+
+    def met(self, value: float) -> bool:
+        return value <= self.bound if self.at_most else value >= self.bound
+
+    def describe(self) -> str:
+        return self.text.format(bound=self.bound)
+
+
+TARGETS: dict[str, Goal] = {
+    "snapshot": Goal("24", "our snapshot ≤ {bound}× raw Playwright's time, on every page", 1.15),
+    "open": Goal("24 §1", "`open` ≤ {bound}× Playwright's `goto`, on every page", 1.1),
+    "throughput": Goal(
+        "24 §2", "daemon throughput ≥ {bound}× the minimal responder's", 0.95, at_most=False
+    ),
+    "p50": Goal("24 §2", "daemon p50 ≤ {bound}× the minimal responder's", 1.2),
+    "generator": Goal(
+        "24 §2",
+        "the generator alone (against the echo) ≥ {bound}× the daemon's rate",
+        3.0,
+        at_most=False,
+    ),
+    "cpu": Goal("24 §3", "daemon CPU per 1,000 commands ≤ {bound}× the minimal responder's", 1.1),
+    "cold": Goal("24 §4", "cold start ≤ {bound}× Playwright's launch and first page", 1.1),
+    "workers_cpu": Goal("24 §4", "CPU per command with N workers ≤ {bound}× one worker's", 1.2),
+    "job_chars": Goal(
+        "24 §5", "a model's whole job in ≤ {bound}× the characters of the smallest peer", 0.5
+    ),
+    "remote_call": Goal(
+        "24 §6", "`mcp --to` tools/call ≤ {bound}× playwright-mcp's local call", 1.3
+    ),
+    "phone": Goal(
+        "22 §5",
+        "a text `screenshot` to the image decrypted on the phone ≤ {bound}× the JSON base64"
+        " in parts",
+        1.0,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One goal as this run measured it."""
+
+    name: str  # its key in TARGETS
+    value: str
+    ok: bool
+    section: str  # heading of the section with its profile
+
+
+def ratios(values: Mapping[Any, float], unit: str = "×") -> str:
+    """``1.02× / 1.10×``: a ratio per level, in the levels' order."""
+    return " / ".join(f"{v:.2f}{unit}" for v in values.values())
+
+
+def per_level(name: str, values: dict[int, float], what: str, section: str) -> Target:
+    """A goal that must hold at every level of load: all its ratios, met if every one is."""
+    levels = " / ".join(str(n) for n in values)
+    return Target(
+        name,
+        f"{ratios(values)} at {levels} {what}",
+        all(TARGETS[name].met(v) for v in values.values()),
+        section,
+    )
+
+
+def page_ratios(rows: list[dict[str, Any]], ours: str, base: str) -> dict[str, float]:
+    """Per page, the median time of the tool ``ours`` over the tool ``base``'s."""
+    ms = {(r["page"], r["tool"]): statistics.median(r["ms"]) for r in rows}
+    pages = dict.fromkeys(page for page, _ in ms)
+    return {page: ms[(page, ours)] / ms[(page, base)] for page in pages}
+
+
+def every_page(name: str, values: dict[str, float], section: str) -> Target:
+    """A goal that must hold on every page: the range of its ratios and how many met it."""
+    met = sum(TARGETS[name].met(v) for v in values.values())
+    value = f"{min(values.values()):.2f}–{max(values.values()):.2f}×, {met} of {len(values)} pages"
+    return Target(name, value, met == len(values), section)
+
+
+def page_targets(results: dict[str, Any]) -> list[Target]:
+    return [
+        every_page("snapshot", page_ratios(results["snapshots"], "ours", SNAPSHOT_BASE), SNAPSHOTS),
+        every_page("open", page_ratios(results["navigation"], "ours open", NAV_BASE), NAVIGATION),
+    ]
+
+
+def load_ratios(rows: list[dict[str, Any]]) -> dict[int, dict[str, float]]:
+    """Per level of load, the daemon's medians over the minimal responder's (throughput, p50,
+    CPU per command) and the echo's rate over the daemon's (``generator``, when it ran)."""
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["system"], r["controllers"])].append(r)
+
+    def median(system: str, n: int, key: str, side: str = "") -> float:
+        return statistics.median(r[key][side] if side else r[key] for r in groups[(system, n)])
+
+    out = {}
+    for n in sorted({n for system, n in groups if system == "daemon"}):
+        if (LOAD_BASE, n) not in groups:
+            continue
+        out[n] = {
+            "throughput": median("daemon", n, "throughput") / median(LOAD_BASE, n, "throughput"),
+            "p50": median("daemon", n, "p50_ms") / median(LOAD_BASE, n, "p50_ms"),
+            "cpu": median("daemon", n, "cpu_per_1000", "daemon")
+            / median(LOAD_BASE, n, "cpu_per_1000", "responder"),
+        }
+        if ("echo", n) in groups:
+            out[n]["generator"] = median("echo", n, "throughput") / median(
+                "daemon", n, "throughput"
+            )
+    return out
+
+
+def load_targets(results: dict[str, Any]) -> list[Target]:
+    levels = load_ratios(results["load"])
+    cpu_profile = PROFILE if "profile" in results else LOAD
+    return [
+        per_level(name, values, "controllers", cpu_profile if name == "cpu" else LOAD)
+        for name in ("throughput", "p50", "generator", "cpu")
+        if (values := {n: level[name] for n, level in levels.items() if name in level})
+    ]
+
+
+def cold_ratio(rows: list[dict[str, Any]]) -> float:
+    """Our cold start's median over Playwright's launch and first page."""
+    ms = {r["tool"]: statistics.median(r["ms"]) for r in rows}
+    return ms["ours"] / ms[COLD_BASE]
+
+
+def cold_targets(results: dict[str, Any]) -> list[Target]:
+    ratio = cold_ratio(results["cold_start"])
+    return [Target("cold", f"{ratio:.2f}×", TARGETS["cold"].met(ratio), COLD)]
+
+
+def worker_cpu_ratios(scale: dict[str, Any]) -> dict[int, float]:
+    """Per number of workers above one, the CPU per command of all workers over one
+    worker's (medians over the runs)."""
+    cpu: dict[int, list[float]] = defaultdict(list)
+    for r in scale["levels"]:
+        cpu[r["workers"]].append(r["cpu_per_1000"]["workers"])
+    one = statistics.median(cpu[1])
+    return {n: statistics.median(cpu[n]) / one for n in sorted(cpu) if n > 1}
+
+
+def scale_targets(results: dict[str, Any]) -> list[Target]:
+    values = worker_cpu_ratios(results["scale"])
+    return [per_level("workers_cpu", values, "workers", SCALE)] if values else []
+
+
+def phone_ratio(phone: dict[str, Any]) -> float:
+    """The file message's median time to the picture on the phone over the JSON parts'."""
+    ms = {way: statistics.median(r["ms"] for r in phone["phone"][way]) for way in ("file", "json")}
+    return ms["file"] / ms["json"]
+
+
+def phone_targets(results: dict[str, Any]) -> list[Target]:
+    ratio = phone_ratio(results["phone"])
+    return [Target("phone", f"{ratio:.2f}×", TARGETS["phone"].met(ratio), PHONE)]
+
+
+def remote_ratios(rows: list[dict[str, Any]], side: str = REMOTE_SIDE) -> dict[str, float]:
+    """Per page and tool (``"django admin snapshot"``), ``side``'s median time over
+    playwright-mcp's call of the same tool on the same page."""
+    ms = {(r["page"], r["side"], r["tool"]): statistics.median(r["ms"]) for r in rows}
+    pages = dict.fromkeys(page for page, _, _ in ms)
+    return {
+        f"{page} {tool}": ms[(page, side, tool)] / ms[(page, REMOTE_BASE, tool)]
+        for page in pages
+        for tool in REMOTE_TOOLS
+    }
+
+
+def remote_targets(results: dict[str, Any]) -> list[Target]:
+    values = remote_ratios(results["remote_mcp"]["rows"])
+    met = sum(TARGETS["remote_call"].met(v) for v in values.values())
+    value = f"{min(values.values()):.2f}–{max(values.values()):.2f}×, {met} of {len(values)} calls"
+    return [Target("remote_call", value, met == len(values), REMOTE)]
+
+
+PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
+    "snapshots": page_targets,
+    "cold": cold_targets,
+    "load": load_targets,
+    "scale": scale_targets,
+    "phone": phone_targets,
+    "remote_mcp": remote_targets,
+}
+
+
+def anchor(heading: str) -> str:
+    """The link GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    kept = "".join(c for c in heading.lower() if c.isalnum() or c in " -_")
+    return "#" + kept.replace(" ", "-")
+
+
+def measured(
+    results: dict[str, Any],
+    parts: Mapping[str, Callable[[dict[str, Any]], list[Target]]] = PARTS,
+) -> dict[str, tuple[Target, str]]:
+    """Per goal, its Target and when it was measured if not in this run (else ""), from the
+    parts that ran and did not fail."""
+    out: dict[str, tuple[Target, str]] = {}
+    failed = results.get("failed", {})
+    for part, targets in parts.items():
+        when = results.get("measured", {}).get(part)
+        if when is None or part in failed:
+            continue
+        for target in targets(results):
+            if target.name not in TARGETS:
+                raise KeyError(f"part {part} measured {target.name!r}, which is not in TARGETS")
+            out[target.name] = (target, "" if when == results.get("date") else when)
+    return out
+
+
+def section(
+    results: dict[str, Any],
+    parts: Mapping[str, Callable[[dict[str, Any]], list[Target]]] = PARTS,
+) -> list[str]:
+    """The markdown of the targets table: every goal in TARGETS, in its order."""
+    found = measured(results, parts)
+    lines = [
+        "## Targets",
+        "",
+        "Each target of issue 24 (and issue 22's phone screenshot) as this run measured it; where",
+        "one is not met, its section holds the profile. Ratios are of medians in the same run.",
+        "",
+        "| issue | target | this run | met | profile |",
+        "| --- | --- | --- | :---: | --- |",
+    ]
+    for name, goal in TARGETS.items():
+        if name not in found:
+            lines.append(f"| {goal.issue} | {goal.describe()} | not measured | – | – |")
+            continue
+        target, when = found[name]
+        value = f"{target.value} (measured {when})" if when else target.value
+        ok = "✅" if target.ok else "❌"
+        link = f"[{target.section}]({anchor(target.section)})"
+        lines.append(f"| {goal.issue} | {goal.describe()} | {value} | {ok} | {link} |")
+    return [*lines, ""]

@@ -1,0 +1,177 @@
+"""The targets table of bench/report.md: met, not met and not measured, from results alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench import targets
+from bench.targets import TARGETS, Target
+
+RUN = "2026-12-01 18:00 UTC"
+
+
+def row(lines: list[str], name: str) -> list[str]:
+    """The cells of the goal ``name``'s row."""
+    goal = TARGETS[name].describe()
+    found = [line for line in lines if f"| {goal} |" in line]
+    assert len(found) == 1, (goal, lines)
+    return [cell.strip() for cell in found[0].strip("|").split("|")]
+
+
+def results(**measured: str) -> dict[str, Any]:
+    return {"date": RUN, "measured": measured}
+
+
+def cold_part(value: float) -> dict[str, Any]:
+    def part(_: dict[str, Any]) -> list[Target]:
+        return [Target("cold", f"{value:.2f}×", TARGETS["cold"].met(value), targets.COLD)]
+
+    return {"cold": part}
+
+
+def test_a_target_met_shows_its_value_a_tick_and_its_section() -> None:
+    cells = row(targets.section(results(cold=RUN), cold_part(1.05)), "cold")
+    assert cells[2:] == ["1.05×", "✅", "[Cold start](#cold-start)"]
+
+
+def test_a_target_missed_shows_a_cross_and_the_section_with_its_profile() -> None:
+    cells = row(targets.section(results(cold=RUN), cold_part(1.83)), "cold")
+    assert cells[2:] == ["1.83×", "❌", "[Cold start](#cold-start)"]
+
+
+def test_a_part_that_did_not_run_or_failed_is_not_measured() -> None:
+    assert row(targets.section(results(), cold_part(1.05)), "cold")[2:] == [
+        "not measured",
+        "–",
+        "–",
+    ]
+    failed = results(cold=RUN) | {"failed": {"cold": "TimeoutError"}}
+    assert row(targets.section(failed, cold_part(1.05)), "cold")[2] == "not measured"
+
+
+def test_every_goal_has_a_row_and_those_no_part_measures_are_not_measured() -> None:
+    lines = targets.section(results(cold=RUN), cold_part(1.05))
+    for name in TARGETS:
+        assert row(lines, name)[2] == ("1.05×" if name == "cold" else "not measured")
+
+
+def test_a_part_measured_before_this_run_says_when() -> None:
+    cells = row(targets.section(results(cold="2026-12-01 03:39 UTC"), cold_part(1.05)), "cold")
+    assert cells[2] == "1.05× (measured 2026-12-01 03:39 UTC)"
+
+
+def test_a_part_naming_a_goal_outside_targets_is_refused() -> None:
+    def part(_: dict[str, Any]) -> list[Target]:
+        return [Target("colder", "1×", True, targets.COLD)]
+
+    with pytest.raises(KeyError, match="colder"):
+        targets.section(results(cold=RUN), {"cold": part})
+
+
+def load_row(system: str, n: int, throughput: float, p50: float, cpu: float) -> dict[str, Any]:
+    side = {"daemon": "daemon", "minimal responder": "responder", "echo": "echo"}[system]
+    return {
+        "system": system,
+        "controllers": n,
+        "throughput": throughput,
+        "p50_ms": p50,
+        "cpu_per_1000": {side: cpu},
+    }
+
+
+def test_load_goals_hold_only_when_met_at_every_level() -> None:
+    rows = [
+        load_row("echo", 1, 900, 1, 0.2),
+        load_row("minimal responder", 1, 200, 4, 2.0),
+        load_row("daemon", 1, 220, 3, 1.8),
+        load_row("echo", 10, 1200, 5, 0.1),
+        load_row("minimal responder", 10, 300, 30, 2.0),
+        load_row("daemon", 10, 280, 40, 2.4),
+    ]
+    found = {t.name: t for t in targets.load_targets({"load": rows})}
+    assert found["throughput"].value == "1.10× / 0.93× at 1 / 10 controllers"
+    assert not found["throughput"].ok  # 0.93× at 10 misses 0.95×
+    assert found["p50"].value == "0.75× / 1.33× at 1 / 10 controllers"
+    assert not found["p50"].ok
+    assert found["generator"].value == "4.09× / 4.29× at 1 / 10 controllers"
+    assert found["generator"].ok
+    assert found["cpu"].value == "0.90× / 1.20× at 1 / 10 controllers"
+    assert not found["cpu"].ok
+    assert found["cpu"].section == targets.LOAD  # no profile in these results
+
+
+def test_the_median_of_the_repetitions_is_what_is_compared() -> None:
+    rows = [
+        load_row("minimal responder", 1, 100, 4, 2.0),
+        *(load_row("daemon", 1, tp, 3, 1.0) for tp in (10, 96, 500)),
+    ]
+    assert targets.load_ratios(rows)[1]["throughput"] == pytest.approx(0.96)
+
+
+def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
+    cold = [{"tool": "Playwright launch", "ms": [800, 900, 1000]}, {"tool": "ours", "ms": [990]}]
+    assert targets.cold_targets({"cold_start": cold})[0].ok  # 1.10×
+    scale = {
+        "levels": [
+            {"workers": n, "cpu_per_1000": {"workers": cpu}}
+            for n, cpu in ((1, 4.0), (2, 4.8), (3, 5.2))
+        ]
+    }
+    (workers,) = targets.scale_targets({"scale": scale})
+    assert (workers.value, workers.ok) == ("1.20× / 1.30× at 2 / 3 workers", False)
+    navigation = [
+        {"page": page, "tool": tool, "ms": [ms]}
+        for page, tool, ms in (
+            ("a", "Playwright goto", 100),
+            ("a", "ours open", 105),
+            ("b", "Playwright goto", 100),
+            ("b", "ours open", 150),
+        )
+    ]
+    snapshots = [
+        {"page": "a", "tool": "Playwright raw", "ms": [10]},
+        {"page": "a", "tool": "ours", "ms": [11]},
+    ]
+    page = {
+        t.name: t for t in targets.page_targets({"navigation": navigation, "snapshots": snapshots})
+    }
+    assert (page["open"].value, page["open"].ok) == ("1.05–1.50×, 1 of 2 pages", False)
+    assert (page["snapshot"].value, page["snapshot"].ok) == ("1.10–1.10×, 1 of 1 pages", True)
+
+
+def test_a_heading_links_as_github_anchors_it() -> None:
+    assert targets.anchor(targets.PROFILE) == "#where-the-daemons-time-goes-cprofile-10-controllers"
+    assert targets.anchor(targets.SCALE) == (
+        "#scale-out-workers-sharing-one-identity-and-one-postgresql"
+    )
+
+
+def test_the_phone_figure_is_the_file_message_over_the_json_parts() -> None:
+    ms = {"file": [30, 40, 110], "json": [100, 200, 300]}  # medians 40 and 200
+    phone = {"phone": {way: [{"ms": t} for t in times] for way, times in ms.items()}}
+    (target,) = targets.phone_targets({"phone": phone})
+    assert (target.value, target.ok) == ("0.20×", True)
+
+
+def remote_rows(times: dict[tuple[str, str, str], list[float]]) -> dict[str, Any]:
+    rows = [{"page": p, "side": s, "tool": t, "ms": ms} for (p, s, t), ms in times.items()]
+    return {"remote_mcp": {"rows": rows}}
+
+
+def test_the_remote_call_is_mcp_to_over_contextvm_against_playwright_mcp_per_page_and_tool():
+    """Every page's snapshot and click must hold; DM and --local rows are not the target."""
+    times = {
+        ("a", "playwright-mcp", "snapshot"): [20, 22, 90],  # median 22
+        ("a", "ours contextvm", "snapshot"): [28, 30, 31],  # 1.36×: missed
+        ("a", "ours dm", "snapshot"): [90],
+        ("a", "playwright-mcp", "click"): [600],
+        ("a", "ours contextvm", "click"): [90],
+        ("a", "ours local", "floor"): [3],  # get_url: no playwright-mcp call to compare
+    }
+    (target,) = targets.remote_targets(remote_rows(times))
+    assert (target.value, target.ok) == ("0.15–1.36×, 1 of 2 calls", False)
+    assert target.section == targets.REMOTE
+    times[("a", "ours contextvm", "snapshot")] = [28]
+    assert targets.remote_targets(remote_rows(times))[0].ok
