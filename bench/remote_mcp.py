@@ -43,10 +43,9 @@ from tests.fixtures.cluster import Workers, process_tree, toml
 
 from . import load, sites
 from .peers import playwright_mcp_args
+from .targets import REMOTE_BASE
 
 CLI = str(Path(sys.executable).with_name("nostr-browserd"))
-TARGET = 1.3
-BASE = "playwright-mcp"
 PAGES = {
     # page name → (path under the docs or the admin, the element clicked: a line of both
     # snapshots; a click that changes nothing, so that every round clicks the same page)
@@ -148,7 +147,7 @@ class Remote:
     def cpu(self, side: Side) -> dict[str, float]:
         """CPU seconds so far of each process group one call of ``side`` may use."""
         groups = {"server": process_tree(side.pid or 0)}
-        if side.name.startswith("ours ") and side.name != "ours local":
+        if side.controller != OWNER:  # mcp --to: the call runs in the relay and the daemon too
             daemon = process_tree(self.daemon)
             groups |= {"relay": [self.relay], "daemon": daemon[:1], "daemon's browser": daemon[1:]}
         return {group: load.cpu_of(pids) for group, pids in groups.items()}
@@ -156,7 +155,8 @@ class Remote:
 
 @contextlib.contextmanager
 def servers(where: Path) -> Iterator[Remote]:
-    """The relay, the daemon and every side's server command (not started yet)."""
+    """The relay and the daemon, running, and every side's server command (started by
+    :func:`connected`)."""
     keys = {name: where / f"{name}.nsec" for name in ("contextvm", "dm")}
     pubkeys = {name: write_new_key(path) for name, path in keys.items()}
     local = where / "local.toml"
@@ -185,7 +185,7 @@ def servers(where: Path) -> Iterator[Remote]:
                 command="node", args=playwright_mcp_args(output), env=environment()
             )
             sides = [remote("contextvm"), remote("dm"), local_side]
-            yield Remote([*sides, Side(BASE, node, PLAYWRIGHT)], relay, daemon.pid)
+            yield Remote([*sides, Side(REMOTE_BASE, node, PLAYWRIGHT)], relay, daemon.pid)
         finally:
             workers.reap()
 
