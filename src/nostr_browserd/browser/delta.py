@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
-SINCE = "since this tab's last snapshot"
 HEADING = re.compile(r"^ *- '?heading\b")
 
 
@@ -133,13 +132,14 @@ def compare(before: str, after: str) -> Delta:
             out.append(f"{marks.get(j, ' ')} {line}")
         out += gone.get(j, [])
     if not out:
-        text = f"[delta: nothing changed {SINCE} ({len(new):,} lines): all its refs still work.]"
+        text = f"[delta: nothing changed since this tab's last snapshot ({len(new):,} lines)]"
         return Delta(text, 0, 0, 0, 0)
     removed = len(old) - len(kept)
+    rest = len(new) - len(marks) - len(context)
     head = (
-        f"[delta: what changed {SINCE}: {len(came):,} added (+), {removed:,} removed (-), "
-        f"{len(changed):,} changed (~); unmarked lines place them. The other "
-        f"{len(new) - len(marks) - len(context):,} lines are as they were, with the same refs.]"
+        f"[delta since this tab's last snapshot: {len(came):,} added (+), {removed:,} removed (-), "
+        f"{len(changed):,} changed (~), placed by unmarked lines; its other {rest:,} lines and "
+        "their refs are unchanged]"
     )
     refs = sum(1 for j in marks.keys() | context if REF.search(new[j]))
     return Delta("\n".join([head, *out]), len(came), removed, len(changed), refs)

@@ -86,7 +86,7 @@ async def snapshot(session: Session, params: SnapshotToolParams) -> dict[str, An
         return {
             **full,
             "delta": False,
-            "note": f"The full snapshot: {why or 'most of it changed'}.",
+            "note": f"The full snapshot: {why or 'it is shorter than what changed'}.",
         }
     return {"snapshot": change.text, "refs": change.refs, "delta": True}
 
