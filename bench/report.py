@@ -30,6 +30,7 @@ TARGETS = {
     "p50": 1.2,
     "generator": 3.0,
     "cpu": 1.1,
+    "job": 0.5,  # ours over a model's whole job, × the smallest peer's characters
 }
 
 
@@ -544,6 +545,48 @@ def profile_section(profile: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+JOB_PEERS = ("playwright-mcp", "agent-browser")
+
+
+def job_section(result: dict[str, Any]) -> list[str]:
+    """The report's part: characters per step and over the job, and the target."""
+    chars, steps = result["chars"], result["steps"]
+    tools = list(chars)
+    totals = {tool: sum(chars[tool]) for tool in tools}
+    smallest = min(JOB_PEERS, key=lambda peer: totals[peer])
+    ratio = totals["ours"] / totals[smallest]
+    ok = ratio <= TARGETS["job"] and result["readable"]
+    lines = [
+        "## A model's whole job, in characters",
+        "",
+        "Every tool adds a user on the Django admin and makes them staff: open the form, an",
+        "interactive snapshot, three fills, Save, read the message, a snapshot of the user's",
+        "page, tick Staff status, a snapshot again; each acts only on refs from its own latest",
+        "snapshot. Characters of every reply: ours in the text a phone and an MCP host get, with",
+        "`snapshot -i --delta` (beside it the JSON `ask`'s model gets); playwright-mcp over MCP,",
+        "whose actions answer with the page; agent-browser's CLI with its `snapshot -i --delta`.",
+        "",
+        "| step | " + " | ".join(tools) + " |",
+        "| --- |" + " ---: |" * len(tools),
+    ]
+    for i, step in enumerate(steps):
+        lines.append(f"| {step} | " + " | ".join(f"{chars[t][i]:,}" for t in tools) + " |")
+    lines += [
+        "| **the whole job** | " + " | ".join(f"**{totals[t]:,}**" for t in tools) + " |",
+        "",
+        f"Target: ours ≤ {TARGETS['job']}× the smallest peer ({smallest}) over the whole job, "
+        f"every step readable on its own: {ratio:.2f}× {mark(ok)}; the steps stand alone: "
+        f"{'yes' if result['readable'] else 'no'} (the first snapshot says it is full, the last "
+        "one names the ticked box, checked, by its ref). Ours' last step, as sent:",
+        "",
+        "```",
+        result["ours_replies"][-1],
+        "```",
+        "",
+    ]
+    return lines
+
+
 def measured_when(results: dict[str, Any]) -> list[str]:
     """Which parts were measured when, if some were redone alone (``--only``)."""
     when: dict[str, list[str]] = defaultdict(list)
@@ -579,6 +622,8 @@ def write(results: dict[str, Any], out: Path) -> None:
         lines += navigation_section(results["navigation"])
     if "open_phases" in results:
         lines += open_phases_section(results["open_phases"])
+    if "job" in results:
+        lines += job_section(results["job"])
     if "cold_start" in results:
         lines += cold_section(results["cold_start"], out)
     if "memory" in results:

@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, load, profile, report, scale, sites
+from . import bench_dm, bench_relay, browser_bench, job, load, profile, report, scale, sites
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
+PARTS = ("snapshots", "job", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
 
 
 def machine() -> dict[str, Any]:
@@ -87,6 +87,9 @@ async def browser_parts(
         with part(results, "open_phases"), sites.docs() as docs:
             url = docs + sites.DOC_PAGES["controlflow"]
             results["open_phases"] = await browser_bench.open_phases(url, reps * 3)
+    if "job" in parts:
+        with part(results, "job"), sites.django_admin() as admin:
+            results["job"] = await job.measure(admin)
     if "cold" in parts:
         with part(results, "cold"):
             results["cold_start"] = await browser_bench.cold_starts(reps)
