@@ -47,8 +47,9 @@ Step = Callable[[str, str], Awaitable[str]]  # (step's kind, its argument) → t
 
 
 def ref(snapshot: str, role: str, name: str) -> str:
-    """The ref of the element ``role "name…"`` in a tool's snapshot text, without the @."""
-    match = re.search(rf'{role} "{re.escape(name)}[^"]*"[^\n]*?\[ref=(\w+)\]', snapshot)
+    """The ref of the element ``role "name…"`` in a tool's snapshot text, without the @
+    (``[ref=e5]`` in ours and playwright-mcp's, ``[required, ref=e5]`` in agent-browser's)."""
+    match = re.search(rf'{role} "{re.escape(name)}[^"]*"[^\n]*?[\[ ]ref=(\w+)[\],]', snapshot)
     if match is None:
         raise RuntimeError(f'no {role} "{name}" in the snapshot:\n{snapshot[:2000]}')
     return match.group(1)
@@ -89,9 +90,12 @@ def ours_step(session: Session, json_chars: list[int]) -> Step:
 
 
 def _action(kind: str, arg: str) -> str:
-    """``fill @e5 value`` / ``click @e7`` / ``check @e9`` from ``"e5 value"``."""
+    """``fill @e5 value`` / ``click @e7`` / ``check @e9`` from ``"e5 value"``; a password
+    is filled on purpose (``--secret``), as the daemon asks."""
     target, _, value = arg.partition(" ")
-    return f'{kind} @{target} "{value}"' if value else f"{kind} @{target}"
+    if not value:
+        return f"{kind} @{target}"
+    return f'{kind} @{target} "{value}"' + (" --secret" if value == PASSWORD else "")
 
 
 def mcp_step(mcp: PlaywrightMcp) -> Step:
@@ -104,8 +108,8 @@ def mcp_step(mcp: PlaywrightMcp) -> Step:
         if kind == "read":
             return await mcp.call("browser_evaluate", function=MESSAGE_JS)
         if kind == "fill":
-            return await mcp.call("browser_type", element="field", ref=target, text=value)
-        return await mcp.call("browser_click", element=kind, ref=target)  # click, check
+            return await mcp.call("browser_type", element="field", target=target, text=value)
+        return await mcp.call("browser_click", element=kind, target=target)  # click, check
 
     return step
 
@@ -117,8 +121,8 @@ def agent_step(agent: AgentBrowser) -> Step:
             return await agent.run("open", arg)
         if kind == "snapshot":
             return await agent.run("snapshot", "-i", "--delta")
-        if kind == "read":
-            return await agent.run("get", "text", arg)
+        if kind == "read":  # its click does not wait for the page it opens: the model waits
+            return await agent.run("wait", arg) + await agent.run("get", "text", arg)
         return await agent.run(kind, f"@{target}", *([value] if value else []))
 
     return step
