@@ -135,11 +135,18 @@ def compare(before: str, after: str) -> Delta:
         text = f"[delta: nothing changed since this tab's last snapshot ({len(new):,} lines)]"
         return Delta(text, 0, 0, 0, 0)
     removed = len(old) - len(kept)
-    rest = len(new) - len(marks) - len(context)
+    counts = ", ".join(
+        f"{n:,} {what}"
+        for n, what in (
+            (len(came), "added (+)"),
+            (removed, "removed (-)"),
+            (len(changed), "changed (~)"),
+        )
+        if n
+    )
     head = (
-        f"[delta since this tab's last snapshot: {len(came):,} added (+), {removed:,} removed (-), "
-        f"{len(changed):,} changed (~), placed by unmarked lines; its other {rest:,} lines and "
-        "their refs are unchanged]"
+        f"[delta since this tab's last snapshot: {counts}, placed by the unmarked lines; its "
+        f"other {len(new) - len(marks) - len(context):,} lines and their refs are unchanged]"
     )
     refs = sum(1 for j in marks.keys() | context if REF.search(new[j]))
     return Delta("\n".join([head, *out]), len(came), removed, len(changed), refs)
