@@ -31,6 +31,9 @@ from .sites import BENCH_BROWSER
 PATH = "admin/auth/user/add/"
 PASSWORD = "Bench-pw-1234!"
 MESSAGE_JS = "() => document.querySelector('.messagelist').innerText"
+# A click that opens a page may answer before the page is there (ours, agent-browser's): the
+# read waits for the message, then for the load event, after which the admin's widgets are
+# built.  playwright-mcp's click waits for the page itself.
 STEPS = (
     "open the add-user form",
     "interactive snapshot",
@@ -74,17 +77,21 @@ async def job(step: Step, url: str, user: str) -> list[str]:
 
 
 def ours_step(session: Session, json_chars: list[int]) -> Step:
-    async def step(kind: str, arg: str) -> str:
-        command = {
-            "open": f"open {arg}",
-            "snapshot": "snapshot -i --delta",
-            "read": f"get text {arg}",
-        }.get(kind) or _action(kind, arg)
+    async def one(command: str) -> tuple[str, int]:
         response = await run(REGISTRY, session, parse_request(command, REGISTRY))
         if not response["success"]:
             raise RuntimeError(f"ours {command}: {response['error']}")
-        json_chars.append(len(json.dumps(response, ensure_ascii=False)))
-        return render_text(response)
+        return render_text(response), len(json.dumps(response, ensure_ascii=False))
+
+    async def step(kind: str, arg: str) -> str:
+        commands = {
+            "open": [f"open {arg}"],
+            "snapshot": ["snapshot -i --delta"],
+            "read": [f"wait for {arg}", "wait for load", f"get text {arg}"],
+        }.get(kind) or [_action(kind, arg)]
+        replies = [await one(command) for command in commands]
+        json_chars.append(sum(chars for _, chars in replies))
+        return "\n".join(text for text, _ in replies)
 
     return step
 
@@ -121,8 +128,9 @@ def agent_step(agent: AgentBrowser) -> Step:
             return await agent.run("open", arg)
         if kind == "snapshot":
             return await agent.run("snapshot", "-i", "--delta")
-        if kind == "read":  # its click does not wait for the page it opens: the model waits
-            return await agent.run("wait", arg) + await agent.run("get", "text", arg)
+        if kind == "read":
+            waited = await agent.run("wait", arg) + await agent.run("wait", "--load", "load")
+            return waited + await agent.run("get", "text", arg)
         return await agent.run(kind, f"@{target}", *([value] if value else []))
 
     return step
