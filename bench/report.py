@@ -556,6 +556,12 @@ def job_section(result: dict[str, Any]) -> list[str]:
     smallest = min(JOB_PEERS, key=lambda peer: totals[peer])
     ratio = totals["ours"] / totals[smallest]
     ok = ratio <= TARGETS["job"] and result["readable"]
+    shots = [i for i, step in enumerate(steps) if "snapshot" in step]
+    rest = [i for i in range(len(steps)) if i not in shots]
+
+    def part(tool: str, which: list[int]) -> int:
+        return sum(chars[tool][i] for i in which)
+
     lines = [
         "## A model's whole job, in characters",
         "",
@@ -573,6 +579,12 @@ def job_section(result: dict[str, Any]) -> list[str]:
         lines.append(f"| {step} | " + " | ".join(f"{chars[t][i]:,}" for t in tools) + " |")
     lines += [
         "| **the whole job** | " + " | ".join(f"**{totals[t]:,}**" for t in tools) + " |",
+        "",
+        f"Where the characters go: the {len(shots)} snapshots are {part('ours', shots):,} of "
+        f"ours against {part(smallest, shots):,} of {smallest}'s "
+        f"({part('ours', shots) / part(smallest, shots):.2f}×), the other {len(rest)} replies "
+        f"{part('ours', rest):,} against {part(smallest, rest):,} (each of ours ends with the "
+        "tab's line, `[t1] title address`).",
         "",
         f"Target: ours ≤ {TARGETS['job']}× the smallest peer ({smallest}) over the whole job, "
         f"every step readable on its own: {ratio:.2f}× {mark(ok)}; the steps stand alone: "
