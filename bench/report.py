@@ -31,6 +31,7 @@ TARGETS = {
     "generator": 3.0,
     "cpu": 1.1,
     "job": 0.5,  # ours over a model's whole job, × the smallest peer's characters
+    "phone": 1.0,  # the file message against the JSON parts, for the same picture
 }
 
 
@@ -513,6 +514,86 @@ def relay_section(times: dict[str, list[float]]) -> list[str]:
     return [*lines, ""]
 
 
+def phone_section(phone: dict[str, Any], out: Path) -> list[str]:
+    """The picture on the phone by file message or by JSON parts; mcp --to's large files."""
+    rows = phone["phone"]
+    ms = {way: [r["ms"] for r in rows[way]] for way in ("file", "json")}
+    ratio = med(ms["file"]) / med(ms["json"])
+    names = {
+        "file": "text `screenshot`: kind 15 unwrapped, blob fetched, x/ox checked, decrypted",
+        "json": "JSON `screenshot`: numbered parts joined, sha256 checked, base64 decoded",
+    }
+    lines = [
+        "## A screenshot on the phone: file message or JSON parts (phone.py)",
+        "",
+        f"One real daemon (Chromium) with `[files] blossom_servers` on the tests' Blossom server "
+        f"and a loopback relay; the phone is nostr-tools in Node with WebCrypto "
+        f"(bench/phone.mjs); the same page (`{phone['page']}`, "
+        f"{rows['file'][0]['size'] / 1024:.0f} KB of PNG), the two ways interleaved, "
+        f"{len(ms['file'])} rounds each. Bytes are the gift wraps the phone received, and the "
+        "blob it fetched.",
+        "",
+        "| way | median ms | spread | × JSON parts | KB on the wire | messages |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for way in ("file", "json"):
+        row = rows[way][0]
+        messages = "kind 15 + kind 14" if way == "file" else f"{row['parts']} parts"
+        lines.append(
+            f"| {names[way]} | {med(ms[way]):.0f} | {spread(ms[way], ' ms')} | "
+            f"{med(ms[way]) / med(ms['json']):.2f}× | {row['wire'] / 1024:.0f} | {messages} |"
+        )
+    text_ms = [r["text_ms"] for r in rows["file"]]
+    lines += [
+        "",
+        f"The text reply (after the file message) reached the phone in {med(text_ms):.0f} ms "
+        f"({spread(text_ms, ' ms')}). File message / JSON parts: {ratio:.2f}× "
+        f"{mark(ratio <= TARGETS['phone'])} (target ≤ {TARGETS['phone']:.1f}×).",
+        "",
+        "### `mcp --to`'s large files: in parts, or by a Blossom link (prototyped in the bench)",
+        "",
+        "Our own client code as `mcp --to` has it: `RemoteBackend` (the DM envelope's parts) "
+        "and `ContextVmBackend` (CEP-22 parts), against the link path prototyped in "
+        "bench/phone.py: the text command, its kind 15 opened, the blob fetched and opened. "
+        "Each time includes taking the file in the browser. ContextVM answers a file over "
+        "1 MB of base64 with a link to the daemon's own shelf, not its bytes, so its PDF is "
+        "not timed.",
+        "",
+        "| file | page | way | size KB | median ms | spread | × DM parts |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    charted: dict[str, list[float]] = {
+        "phone: file message": ms["file"],
+        "phone: JSON parts": ms["json"],
+    }
+    for name, ways in phone["mcp"].items():
+        base = med([r["ms"] for r in ways["dm parts"]])
+        for way, found in ways.items():
+            times = [r["ms"] for r in found]
+            charted[f"mcp {name}: {way}"] = times
+            lines.append(
+                f"| {name} | `{phone['mcp_pages'][name]}` | {way} | {found[0]['size'] / 1024:,.0f} "
+                f"| {med(times):,.0f} | {spread(times, ' ms')} | {med(times) / base:.2f}× |"
+            )
+    phone_chart(charted, out / "phone.png")
+    return [*lines, "", "![file message against parts](phone.png)", ""]
+
+
+def phone_chart(times: dict[str, list[float]], path: Path) -> None:
+    """Medians with their spreads, one bar per way."""
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(times) + 1))
+    names = list(times)[::-1]
+    medians = [med(times[n]) for n in names]
+    low = [m - min(times[n]) for m, n in zip(medians, names, strict=True)]
+    high = [max(times[n]) - m for m, n in zip(medians, names, strict=True)]
+    ax.barh(names, medians, xerr=[low, high], capsize=3)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms from the request to the file in hand (log)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def profile_section(profile: dict[str, Any]) -> list[str]:
     total = profile["total_s"]
     per = 1000 / profile["commands"] if profile.get("commands") else None
@@ -610,7 +691,8 @@ def measured_when(results: dict[str, Any]) -> list[str]:
     return [f"Parts measured at different times: {parts}.", ""]
 
 
-def write(results: dict[str, Any], out: Path) -> None:
+def preamble(results: dict[str, Any]) -> list[str]:
+    """The run's machine, peers and repetitions, and the parts that failed."""
     m = results["machine"]
     lines = [
         "# Benchmarks: nostr-browserd against Playwright, playwright-mcp and agent-browser",
@@ -629,6 +711,11 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines += measured_when(results)
     for name, error in results.get("failed", {}).items():
         lines += [f"**The {name} part failed in this run:** `{error}`", ""]
+    return lines
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    lines = preamble(results)
     if "snapshots" in results:
         lines += snapshot_section(results["snapshots"], out)
         lines += navigation_section(results["navigation"])
@@ -649,6 +736,8 @@ def write(results: dict[str, Any], out: Path) -> None:
         lines += round_trip_section(results["round_trip"])
     if "relay" in results:
         lines += relay_section(results["relay"])
+    if "phone" in results:
+        lines += phone_section(results["phone"], out)
     if "profile" in results:
         lines += profile_section(results["profile"])
     (out / "report.md").write_text("\n".join(lines))

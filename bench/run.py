@@ -22,11 +22,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, job, load, profile, report, scale, sites
+from . import bench_dm, bench_relay, browser_bench, job, load, phone, profile, report, scale, sites
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "job", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
+PARTS = (
+    "snapshots",
+    "job",
+    "cold",
+    "memory",
+    "round_trip",
+    "relay",
+    "phone",
+    "load",
+    "profile",
+    "scale",
+)
 
 
 def machine() -> dict[str, Any]:
@@ -105,6 +116,9 @@ async def browser_parts(
         with part(results, "relay"):
             times = await bench_relay.main(100)
             results["relay"] = {k: [t * 1000 for t in v] for k, v in times.items()}
+    if "phone" in parts:
+        with part(results, "phone"):
+            results["phone"] = await phone.main(reps * 3)
 
 
 def main() -> None:

@@ -165,6 +165,38 @@ async def test_a_server_down_is_skipped_and_when_none_takes_it_only_the_file_is_
         assert "Test site" in reply.content, "the rest of the reply is all there"
 
 
+async def test_a_hanging_server_does_not_hold_the_reply_and_the_file_or_its_failure_follows(
+    nostr_relay_url, site_url, start_daemon, blossom_server
+):
+    async with SdkController([nostr_relay_url]) as alice:
+        me = await serving(start_daemon, nostr_relay_url, alice, blossom_server.url)
+        await say(alice, me, f"open {site_url}/index.html")
+
+        blossom_server.hold()  # accepts the upload, answers nothing until released
+        reply, files = await say(alice, me, "screenshot")
+        assert blossom_server.held == 1, "the reply came while the upload was still held"
+        assert files == [] and "png" in reply.content
+        assert "still uploading; it follows as a file message" in reply.content
+        assert "Test site" in reply.content, "the rest of the reply is all there"
+        blossom_server.release()
+        message = await alice.wait_reply(lambda r: r.sender == me and r.kind == 15)
+        assert message.tag("e") == reply.tag("e"), "the late file cites the request"
+        assert open_file(message).startswith(b"\x89PNG")
+
+        blossom_server.hold()
+        reply, files = await say(alice, me, "screenshot h1")
+        assert blossom_server.held == 2 and files == []
+        assert "it follows as a file message" in reply.content
+        blossom_server.refusing = (507, "storage full")
+        blossom_server.release()
+        failure = await alice.wait_reply(lambda r: r.sender == me and r.kind == 14)
+        assert failure.tag("e") == reply.tag("e")
+        assert failure.content.startswith("The file of screenshot (png, ")
+        assert f"{blossom_server.url} answered HTTP 507 storage full" in failure.content
+        assert '{"tool": "screenshot", "params": {"selector": "h1"}}' in failure.content
+        assert not [r for r in alice.received if r.kind == 15 and r is not message]
+
+
 async def test_a_nip04_controller_is_told_files_come_over_nip17(
     nostr_relay_url, site_url, start_daemon, blossom_server
 ):

@@ -187,6 +187,8 @@ class Daemon:
             self.link.stop_listening()
         if core is not None:
             await core.dispatcher.close()
+            if core.dispatcher.files_out is not None:
+                await core.dispatcher.files_out.close()
         if self.worker is not None:
             await self.worker.leave()
             self.worker = None
@@ -361,7 +363,9 @@ class Daemon:
         assert self.config.browser.uploads_dir is not None
         files, browser = self.config.files, dispatcher.browser
         screen = ScreenWatch(REGISTRY, browser)
-        sender = FileSender(files, dispatcher.store, self._file_signer, self._send_file, screen)
+        sender = FileSender(
+            files, dispatcher.store, self._file_signer, self._send_file, self._say, screen
+        )
         dispatcher.files_out = sender
         dispatcher.files_in = FileReceiver(
             files.max_mb,
@@ -382,6 +386,9 @@ class Daemon:
 
     async def _send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
         return self.link is not None and await self.link.send_file(to, url, tags)
+
+    async def _say(self, to: ReplyAddress, text: str) -> bool:
+        return self.link is not None and await self.link.reply(to, text, None)
 
     def _announcements(self) -> list[dict[str, Any]]:
         """Published with the link's own: the Blossom server list (kind 10063)."""

@@ -5,7 +5,9 @@ encrypted (:mod:`.sealed`), put on the first configured Blossom server that take
 sent as a kind 15 citing the request, before the text reply; the text reply then names the
 file instead of saying to ask in JSON.  Faults lose the file, never the reply: a server that
 refuses or is down is skipped for the next, and when none takes it the text reply names each
-server and its answer and says how to get the bytes in JSON.  A NIP-04 chat cannot carry a
+server and its answer and says how to get the bytes in JSON.  The reply does not wait on a
+slow server: after :data:`REPLY_WAITS` seconds it goes, saying the file follows, and the
+file message (or a message saying why none came) follows it.  A NIP-04 chat cannot carry a
 file message, so it gets today's line and a sentence saying so.  A JSON request keeps its
 base64: MCP hosts and scripts read it.
 
@@ -46,9 +48,11 @@ NIP04_NOTE = (
     " see them."
 )
 CLEANUP_AT_MOST = 3600.0  # the longest the cleanup sleeps before it looks again
+REPLY_WAITS = 3.0  # seconds a text reply waits for its file's upload before it goes alone
 SCREEN_REQUEST = Request(tool="screenshot_annotated")  # how watch screen's pictures are asked
 Response = dict[str, Any]
 SendFile = Callable[[ReplyAddress, str, list[list[str]]], Awaitable[bool]]
+SendText = Callable[[ReplyAddress, str], Awaitable[bool]]
 
 
 class FileSettings(Protocol):
@@ -82,12 +86,15 @@ class FileSender:
         kept: KeptBlobs,
         signer: Callable[[], Signer | None],
         send: SendFile,
+        say: SendText,
         screen: ScreenWatch | None = None,
     ) -> None:
-        """``screen`` takes the pictures of ``watch screen`` (None: no such pictures)."""
+        """``send`` sends a file message, ``say`` a text (a late file's failure); ``screen``
+        takes the pictures of ``watch screen`` (None: no such pictures)."""
         self.settings, self.kept = settings, kept
-        self.signer, self.send, self.screen = signer, send, screen
+        self.signer, self.send, self.say, self.screen = signer, send, say, screen
         self._uploaded = asyncio.Event()  # wakes the cleanup: a new blob may be due first
+        self._late: set[asyncio.Task[None]] = set()  # files that follow their text reply
 
     def server_list(self) -> dict[str, Any] | None:
         """Kind 10063 (BUD-03), published with the daemon's announcements; None without."""
@@ -143,12 +150,57 @@ class FileSender:
     async def _deliver(
         self, to: ReplyAddress, request: Request, content: bytes, data: dict[str, Any]
     ) -> str:
-        """Upload and send one file; the line the text reply shows for it."""
+        """Upload and send one file; the line the text reply shows for it.  An upload still
+        going after :data:`REPLY_WAITS` goes on alone: the file follows the reply, or a
+        message saying why it did not."""
         mime = data.get("mime") or _guess(data.get("name")) or "application/octet-stream"
         what = f"{mime.split('/')[-1]}, {human_size(len(content))}"
         signer = self.signer()
         if signer is None:
             return f"{what}: not sent (no identity to sign the upload)"
+        sending = asyncio.create_task(self._send_file(to, request, signer, content, data, mime))
+        try:
+            await asyncio.wait({sending}, timeout=REPLY_WAITS)
+        except asyncio.CancelledError:  # the command itself was stopped: so is its file
+            sending.cancel()
+            raise
+        if sending.done():
+            return f"{what}: {sending.result()[1]}"
+        late = asyncio.create_task(self._follow(to, request, what, sending))
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+        return f"{what}: still uploading; it follows as a file message"
+
+    async def _follow(
+        self,
+        to: ReplyAddress,
+        request: Request,
+        what: str,
+        sending: asyncio.Task[tuple[bool, str]],
+    ) -> None:
+        """After a reply that said its file follows: the text saying why, if it did not."""
+        try:
+            sent, line = await sending
+        except asyncio.CancelledError:
+            sending.cancel()
+            raise
+        except Exception:
+            log.exception("could not send the file of %s", request.tool)
+            sent, line = False, "not sent (an internal error; the daemon logged it)"
+        if not sent:
+            await self.say(to, f"The file of {request.tool} ({what}): {line}")
+
+    async def _send_file(
+        self,
+        to: ReplyAddress,
+        request: Request,
+        signer: Signer,
+        content: bytes,
+        data: dict[str, Any],
+        mime: str,
+    ) -> tuple[bool, str]:
+        """Upload ``content`` to the first server that takes it and send its file message:
+        whether it went, and what to tell the person."""
         sealed = seal(content)
         answers: list[str] = []
         for server in self.settings.blossom_servers:
@@ -162,12 +214,18 @@ class FileSender:
             if isinstance(data.get("name"), str):
                 tags.append(["name", data["name"]])
             if await self.send(to, url, tags):
-                return f"{what}: sent as a file message"
-            return f"{what}: uploaded to {server}, but no relay took the file message"
-        return (
-            f"{what}: not sent: no Blossom server took it ({'; '.join(answers)}). For the data, "
+                return True, "sent as a file message"
+            return False, f"uploaded to {server}, but no relay took the file message"
+        return False, (
+            f"not sent: no Blossom server took it ({'; '.join(answers)}). For the data, "
             f"send the command in JSON: {request_json(request)}"
         )
+
+    async def close(self) -> None:
+        """Drop the files still uploading after their replies (the daemon stops)."""
+        for task in self._late:
+            task.cancel()
+        await asyncio.gather(*self._late, return_exceptions=True)
 
     async def _upload(self, signer: Signer, server: str, sealed: Sealed) -> str:
         try:
