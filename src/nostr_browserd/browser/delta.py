@@ -28,10 +28,6 @@ class Delta:
     changed: int
     refs: int  # refs on the marked lines and their context
 
-    @property
-    def unchanged(self) -> bool:
-        return not (self.added or self.removed or self.changed)
-
 
 def indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))

@@ -30,7 +30,7 @@ def marked(text: str) -> list[str]:
 
 def test_nothing_changed_says_so_and_that_the_refs_still_work() -> None:
     delta = compare(PAGE, PAGE)
-    assert delta.unchanged and (delta.added, delta.removed, delta.changed) == (0, 0, 0)
+    assert (delta.added, delta.removed, delta.changed, delta.refs) == (0, 0, 0, 0)
     assert delta.text == "[delta: nothing changed since this tab's last snapshot (14 lines)]"
 
 
