@@ -26,6 +26,7 @@ from . import (
     bench_dm,
     bench_relay,
     browser_bench,
+    job,
     load,
     phone,
     profile,
@@ -39,6 +40,7 @@ from .peers import versions
 HERE = Path(__file__).resolve().parent
 PARTS = (
     "snapshots",
+    "job",
     "cold",
     "memory",
     "round_trip",
@@ -109,6 +111,9 @@ async def browser_parts(
         with part(results, "open_phases"), sites.docs() as docs:
             url = docs + sites.DOC_PAGES["controlflow"]
             results["open_phases"] = await browser_bench.open_phases(url, reps * 3)
+    if "job" in parts:
+        with part(results, "job"), sites.django_admin() as admin:
+            results["job"] = await job.measure(admin)
     if "cold" in parts:
         with part(results, "cold"):
             results["cold_start"] = await browser_bench.cold_starts(reps)

@@ -42,6 +42,8 @@ PROFILE = "Where the daemon's time goes (cProfile, 10 controllers)"
 SCALE = "Scale-out: workers sharing one identity and one PostgreSQL"
 PHONE = "A screenshot on the phone: file message or JSON parts (phone.py)"
 REMOTE = "A remote browser at local speed: mcp --to against playwright-mcp"
+JOB = "A model's whole job, in characters"
+JOB_PEERS = ("playwright-mcp", "agent-browser")
 REMOTE_SIDE, REMOTE_BASE = "ours contextvm", "playwright-mcp"  # mcp --to's default transport
 REMOTE_TOOLS = ("snapshot", "click")
 
@@ -233,6 +235,21 @@ def remote_targets(results: dict[str, Any]) -> list[Target]:
     return [Target("remote_call", value, met == len(values), REMOTE)]
 
 
+def job_ratio(job: dict[str, Any]) -> tuple[float, str]:
+    """Our characters over the whole job against the smallest peer's, and which peer."""
+    totals = {tool: sum(chars) for tool, chars in job["chars"].items()}
+    smallest = min(JOB_PEERS, key=lambda peer: totals[peer])
+    return totals["ours"] / totals[smallest], smallest
+
+
+def job_targets(results: dict[str, Any]) -> list[Target]:
+    job = results["job"]
+    ratio, smallest = job_ratio(job)
+    ok = TARGETS["job_chars"].met(ratio) and job["readable"]
+    readable = "" if job["readable"] else ", a step not readable alone"
+    return [Target("job_chars", f"{ratio:.2f}× {smallest}{readable}", ok, JOB)]
+
+
 PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "snapshots": page_targets,
     "cold": cold_targets,
@@ -240,6 +257,7 @@ PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "scale": scale_targets,
     "phone": phone_targets,
     "remote_mcp": remote_targets,
+    "job": job_targets,
 }
 
 

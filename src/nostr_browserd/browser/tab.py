@@ -84,10 +84,18 @@ class TabOwner(Protocol):
 
 @dataclass(eq=False)
 class Snapshot:
-    """A tab's latest snapshot: the params it was taken with, and its text."""
+    """A tab's latest snapshot: the params it was taken with, its text, and of what.
+
+    ``document`` is the tab's ``document`` count it was taken in (None when the page
+    navigated while it was taken), ``frame`` the frame chosen then: a delta compares only
+    snapshots of the same document and frame, whose refs are the same.
+    """
 
     params: dict[str, Any]
     text: str
+    document: int | None = None
+    frame: Frame | None = None
+    truncated: bool = False
 
 
 @dataclass
@@ -123,6 +131,8 @@ class Tab:
         # Changes with every title report or new document, so a title read it raced is not kept.
         self._title_version = 0
         self.snapshot: Snapshot | None = None
+        # Counts the top frame's navigations: a new document numbers its refs anew.
+        self.document = 0
         self.screenshot: bytes | None = None
         self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
         # Reopened at its last address after the browser moved to this worker: a ref that names
@@ -180,6 +190,7 @@ class Tab:
 
     def _on_navigated(self, frame: Frame) -> None:
         if frame.parent_frame is None:
+            self.document += 1
             self._title_changed()
             if self.labels is not None:  # the picture's numbers were of the last document
                 self.labels.current = False

@@ -20,7 +20,7 @@ from ..agent.keys import KeyStore
 from ..agent.loop import Denied, Outcome, TimedOut, Turn, TurnResult, trim, without_images
 from ..agent.progress import Progress
 from ..agent.providers import ProviderSettings, ToolCall, ToolSpec, make_provider
-from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tools
+from ..agent.tools import DEFAULT_TOOLS, Snapshots, progress_line, tool_specs, unknown_tools
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
@@ -189,8 +189,14 @@ class AskRunner:
             lambda text: self.dispatcher.notify(owner, text), self.config.progress_interval
         )
         calls = 0
+        snapshots = Snapshots()
 
         async def act(call: ToolCall, reason: str) -> Outcome:
+            outcome = await run_call(call, reason)
+            snapshots.saw(outcome.response)
+            return outcome
+
+        async def run_call(call: ToolCall, reason: str) -> Outcome:
             nonlocal calls
             if call.name not in offered:
                 error = BrowserdError(
@@ -202,7 +208,7 @@ class AskRunner:
                 return await self._hand_over(owner, reason or str(call.args.get("reason", "")))
             step = progress_line(call.name, "", call.args)
             progress.note(f"{step} ({calls} of {cap} steps)")
-            request = Request(tool=call.name, params=call.args)
+            request = Request(tool=call.name, params=snapshots.params(call.name, call.args))
             try:
                 response, target = await self.dispatcher.agent_step(
                     owner, controller, request, reason

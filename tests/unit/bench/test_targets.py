@@ -175,3 +175,15 @@ def test_the_remote_call_is_mcp_to_over_contextvm_against_playwright_mcp_per_pag
     assert target.section == targets.REMOTE
     times[("a", "ours contextvm", "snapshot")] = [28]
     assert targets.remote_targets(remote_rows(times))[0].ok
+
+
+def test_the_job_is_ours_over_the_smallest_peer_and_needs_every_step_readable() -> None:
+    chars = {"ours": [30, 10], "playwright-mcp": [200, 100], "agent-browser": [60, 20]}
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": True}})
+    assert (target.value, target.ok) == ("0.50× agent-browser", True)
+    chars["ours"] = [31, 10]
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": True}})
+    assert not target.ok
+    chars["ours"] = [10, 10]
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": False}})
+    assert not target.ok and "not readable" in target.value
