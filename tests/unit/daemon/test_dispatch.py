@@ -30,6 +30,11 @@ BATCH_OF_READS = {"commands": [{"tool": "get_url"}, {"tool": "get_title"}]}
         (["get_url"], "batch", BATCH_OF_READS, False),
         (["get_url"], "get_title", {}, False),
         (["open"], "open", {"url": "x"}, True),
+        # resume gives back one's own ask turn: whoever may ask may resume.
+        ("full", "resume", {}, True),
+        (["ask"], "resume", {}, True),
+        ("read", "resume", {}, False),
+        (["snapshot", "click"], "resume", {}, False),
     ],
 )
 def test_permits(role, tool, params, allowed):
