@@ -27,6 +27,14 @@ def handed_over(reply) -> bool:
     return "hands you the browser" in reply.content
 
 
+async def answer(phone, me, request_id) -> dict:
+    """The response to ``request_id`` (not the notice that it waits for its approver)."""
+    reply = await message(
+        phone, lambda r: r.sender == me and f'"{request_id}"' in r.content and "success" in r.json
+    )
+    return reply.json
+
+
 async def serving(start_daemon, relay, phone, fake, **kw) -> str:
     """A daemon whose model may open unasked; its pubkey."""
     controller = {"ask": {"auto_approve": ["open"]}}
@@ -133,11 +141,17 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
     nostr_relay_url, click_counter, fake_provider, start_daemon
 ):
     """The person's click takes the queue's path beside the paused turn: held in the store
-    and started (fenced) before it waits for its approver; then a JSON resume."""
+    and started (fenced) before it waits for its approver, with the queue's bound behind it
+    (queue_size 1: one command waits, the next is refused); then a JSON resume."""
     async with SdkController([nostr_relay_url]) as phone, SdkController([nostr_relay_url]) as boss:
         controller = {"approver": boss.npub, "ask": {"auto_approve": ["open"]}}
         daemon, me = await start(
-            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+            controller=controller,
+            browser={"queue_size": 1},
         )
         fake_provider.script = [
             call("open", "open the page", url=click_counter.page("held")),
@@ -158,12 +172,15 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
         assert click_id in held, "held in the store: a restart would answer it"
         assert held[click_id].tool == "click" and held[click_id].running, "started, fenced"
         assert held[request_id].running, "the paused turn keeps its own place"
+        waits, refused = secrets.token_hex(4), secrets.token_hex(4)
+        for request in (waits, refused):
+            await phone.send(me, json.dumps({"id": request, "tool": "get_url"}))
+        full = await answer(phone, me, refused)
+        assert full["error"]["code"] == "UNAVAILABLE" and "waiting" in full["error"]["message"]
         await boss.send(me, f"approve {CODE.search(asked.content)[1]}")
-        done = await message(
-            phone, lambda r: r.sender == me and f'"{click_id}"' in r.content and "success" in r.json
-        )
-        assert done.json["success"], done.json
+        assert (await answer(phone, me, click_id))["success"]
         assert click_counter.clicks["held"] == 1
+        assert (await answer(phone, me, waits))["success"], "it waited behind the click"
 
         resume_id = secrets.token_hex(4)
         await phone.send(me, json.dumps({"id": resume_id, "tool": "resume", "params": {}}))
