@@ -156,6 +156,7 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
         fake_provider.script = [
             call("open", "open the page", url=click_counter.page("held")),
             call("handoff", "accept the cookie banner"),
+            call("get_text", "read the count", selector="#count"),
             say("Read after you."),
         ]
         request_id = await send_ask(phone, me, "read the page after the banner")
@@ -177,17 +178,20 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
             await phone.send(me, json.dumps({"id": request, "tool": "get_url"}))
         full = await answer(phone, me, refused)
         assert full["error"]["code"] == "UNAVAILABLE" and "waiting" in full["error"]["message"]
-        await boss.send(me, f"approve {CODE.search(asked.content)[1]}")
-        assert (await answer(phone, me, click_id))["success"]
-        assert click_counter.clicks["held"] == 1
-        assert (await answer(phone, me, waits))["success"], "it waited behind the click"
 
+        # resume is answered at once; the turn goes on only after the commands before it.
         resume_id = secrets.token_hex(4)
         await phone.send(me, json.dumps({"id": resume_id, "tool": "resume", "params": {}}))
-        resumed = (await final_reply(phone, me, resume_id)).json
+        resumed = await answer(phone, me, resume_id)
         assert resumed["success"] and resumed["data"]["resumed"] is True, resumed
+        await boss.send(me, f"approve {CODE.search(asked.content)[1]}")
+        assert (await answer(phone, me, click_id))["success"]
+        assert (await answer(phone, me, waits))["success"], "it waited behind the click"
         data = (await final_reply(phone, me, request_id)).json["data"]
         assert data["status"] == "done" and data["answer"] == "Read after you."
+        assert [s["tool"] for s in data["steps"]] == ["open", "handoff", "get_text"]
+        assert click_counter.clicks["held"] == 1
+        assert '"text":"1"' in fake_provider.tool_results(3)[-1].replace(" ", ""), "after it"
         assert await daemon.store.unanswered(daemon.dispatcher.worker_name) == []
 
 
