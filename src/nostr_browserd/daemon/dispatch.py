@@ -799,8 +799,10 @@ def _stopping() -> BrowserdError:
 
 
 def controls_turn(registry: Registry, content: str) -> bool:
-    """Whether ``content`` is ``ask --stop`` or ``resume`` (text or JSON)."""
-    if "stop" not in content and "resume" not in content:
+    """Whether ``content`` is ``ask --stop`` or ``resume`` (text or JSON, ``Resume`` as a
+    phone capitalises it too)."""
+    lowered = content.lower()
+    if "stop" not in lowered and "resume" not in lowered:
         return False
     try:
         request = parse_request(content, registry)
