@@ -35,18 +35,18 @@ async def answer(phone, me, request_id) -> dict:
     return reply.json
 
 
-async def serving(start_daemon, relay, phone, fake, **kw) -> str:
-    """A daemon whose model may open unasked; its pubkey."""
-    controller = {"ask": {"auto_approve": ["open"]}}
-    _daemon, me = await start(start_daemon, relay, phone, fake, controller=controller, **kw)
-    return me
+async def serving(start_daemon, relay, phone, fake, approver=None, **kw):
+    """A daemon whose model may open unasked, and its pubkey; ``approver``: an npub asked
+    instead of the phone."""
+    controller = {"ask": {"auto_approve": ["open"]}, **({"approver": approver} if approver else {})}
+    return await start(start_daemon, relay, phone, fake, controller=controller, **kw)
 
 
 async def test_the_person_clicks_while_the_turn_waits_and_resume_finishes_it(
     nostr_relay_url, click_counter, fake_provider, start_daemon, blossom_server
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        me = await serving(
+        _daemon, me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
@@ -91,7 +91,7 @@ async def test_without_resume_the_turn_ends_after_the_handoff_timeout(
     nostr_relay_url, click_counter, fake_provider, start_daemon
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        me = await serving(
+        _daemon, me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
@@ -115,7 +115,7 @@ async def test_ask_stop_ends_a_handed_over_turn_and_another_ask_waits_for_it(
     nostr_relay_url, click_counter, fake_provider, start_daemon
 ):
     async with SdkController([nostr_relay_url]) as phone:
-        me = await serving(
+        _daemon, me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
@@ -144,13 +144,12 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
     and started (fenced) before it waits for its approver, with the queue's bound behind it
     (queue_size 1: one command waits, the next is refused); then a JSON resume."""
     async with SdkController([nostr_relay_url]) as phone, SdkController([nostr_relay_url]) as boss:
-        controller = {"approver": boss.npub, "ask": {"auto_approve": ["open"]}}
-        daemon, me = await start(
+        daemon, me = await serving(
             start_daemon,
             nostr_relay_url,
             phone,
             fake_provider,
-            controller=controller,
+            boss.npub,
             browser={"queue_size": 1},
         )
         fake_provider.script = [
