@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -74,7 +75,14 @@ async def stand_in_daemon(relay: str, daemon: KeySigner, replies: list[Reply]) -
             return
 
 
-async def send(relay: str, daemon: KeySigner, key: Path, replies: list[Reply], timeout: int):
+async def send(
+    relay: str,
+    daemon: KeySigner,
+    key: Path,
+    replies: list[Reply],
+    timeout: int,
+    stdout: int = subprocess.PIPE,
+):
     responder = asyncio.create_task(stand_in_daemon(relay, daemon, replies))
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -91,13 +99,14 @@ async def send(relay: str, daemon: KeySigner, key: Path, replies: list[Reply], t
             "--json",
             "get",
             "url",
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
         await asyncio.wait_for(responder, 10)
     finally:
         responder.cancel()
+    out = out or b""
     LEAKS.output(out + err, "nostr-browserd send's output")
     return proc.returncode, out.decode(), err.decode()
 
@@ -119,3 +128,20 @@ async def test_send_exits_4_when_no_trusted_reply_comes(local_relay_factory, tmp
     code, out, err = await send(relay.url, KeySigner.generate(), key, BAD, 3)
     assert code == 4, (out, err)
     assert out == "" and "no reply within 3 s" in err
+
+
+async def test_send_into_a_closed_pipe_exits_without_a_traceback(
+    local_relay_factory, tmp_path
+) -> None:
+    """`send … | head` where the reader is gone: exit 1, and no Python traceback."""
+    relay = await local_relay_factory()
+    key = tmp_path / "controller.nsec"
+    write_new_key(key)
+    read, write = os.pipe()
+    os.close(read)  # every write to it fails with EPIPE, as after head has exited
+    try:
+        code, _, err = await send(relay.url, KeySigner.generate(), key, [genuine], 30, write)
+    finally:
+        os.close(write)
+    assert code == 1, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

@@ -129,36 +129,51 @@ def main(argv: list[str] | None = None) -> int:
         return mcp_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
-        if args.command == "run":
-            run = parsed(RunOptions, args)
-            return _run(run.config, run.verbose)
-        if args.command == "status":
-            status = parsed(StatusOptions, args)
-            return _status(_load(status.config), status.json)
-        if args.command == "send":
-            from .send import SendOptions, send_command
-
-            if not args.words:
-                _parser().error("send needs a command, e.g. get title")
-            return asyncio.run(send_command(parsed(SendOptions, args)))
-        if args.command == "keys":
-            from .keys import keys_command
-
-            keys = parsed(KeysOptions, args)
-            if (keys.action == "status") != (keys.provider is None):
-                takes = "no provider" if keys.action == "status" else "a provider"
-                _parser().error(f"keys {keys.action} takes {takes}")
-            return asyncio.run(keys_command(_load(keys.config), keys.action, keys.provider))
-        if args.command == "vault":
-            from .vault import VaultOptions, vault_command
-
-            return asyncio.run(vault_command(parsed(VaultOptions, args)))
-        return _keygen(parsed(KeygenOptions, args).file)
+        return _command(args)
     except ConfigError as exc:
         print(f"nostr-browserd: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_FAILED
+    except BrokenPipeError:  # `send … | head`: the reader has all it wanted
+        _silence_stdout()
+        return EXIT_FAILED
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Run the parsed subcommand (every one but bunker and mcp, which parse their own)."""
+    if args.command == "run":
+        run = parsed(RunOptions, args)
+        return _run(run.config, run.verbose)
+    if args.command == "status":
+        status = parsed(StatusOptions, args)
+        return _status(_load(status.config), status.json)
+    if args.command == "send":
+        from .send import SendOptions, send_command
+
+        if not args.words:
+            _parser().error("send needs a command, e.g. get title")
+        return asyncio.run(send_command(parsed(SendOptions, args)))
+    if args.command == "keys":
+        from .keys import keys_command
+
+        keys = parsed(KeysOptions, args)
+        if (keys.action == "status") != (keys.provider is None):
+            takes = "no provider" if keys.action == "status" else "a provider"
+            _parser().error(f"keys {keys.action} takes {takes}")
+        return asyncio.run(keys_command(_load(keys.config), keys.action, keys.provider))
+    if args.command == "vault":
+        from .vault import VaultOptions, vault_command
+
+        return asyncio.run(vault_command(parsed(VaultOptions, args)))
+    return _keygen(parsed(KeygenOptions, args).file)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _load(path: Path | None) -> Config:
