@@ -132,7 +132,7 @@ class Lane:
     @property
     def running(self) -> str | None:
         """The tool running now, for the status page."""
-        return None if self.current is None else self.current.tool or "?"
+        return None if self.current is None else self.current.tool
 
     def idle(self) -> bool:
         """Nothing runs or waits here."""
