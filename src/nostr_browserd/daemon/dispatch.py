@@ -300,37 +300,34 @@ class Dispatcher:
         task.add_done_callback(self._tasks.discard)
 
     async def _work(self, lane: Lane) -> None:
-        """One lane's commands, in order, each the lane's ``current`` until it is done."""
+        """One lane's commands, in order: hold, fenced start, follow, handle (the lane's
+        ``current`` meanwhile), keep the session, release.  A command whose hold could not
+        be written (a full disk, a lost database) is answered with that error and not run:
+        it could not be answered after a crash.  Whatever one raises past its own error
+        handling (after its reply: the audit) is logged, and the queue goes on."""
         while (queued := await lane.queue.get()) is not None:
-            lane.current = queued
+            incoming = queued.incoming
             try:
-                await self._run_queued(queued)
-            finally:
-                lane.current = None
-
-    async def _run_queued(self, queued: Queued) -> None:
-        """Hold, fenced start, follow, handle, keep the session, release.  A command whose
-        hold could not be written (a full disk, a lost database) is answered with that error
-        and not run: it could not be answered after a crash.  Whatever one raises past its
-        own error handling (after its reply: the audit) is logged, and the queue goes on."""
-        incoming = queued.incoming
-        try:
-            try:
-                await queued.held
-            except BrowserdError as exc:
-                await self._handle(incoming, exc)
-                return
-            if not await self._start(incoming):
-                return  # another worker took the controller over, and answers it
-            if self.worker is not None:  # it moved here: its pages first
-                await self.worker.follow(incoming.sender)
-            answer = await self._handle(incoming, fenced=self.worker is not None)
-            if self.worker is not None:  # its pages always, its login if it may change
-                login = self._changes_state(answer.request)
-                await self.worker.keep_state(incoming.sender, login=login)
-        except Exception:
-            log.exception("a command from %s failed after running", incoming.sender[:12])
-        await quietly(self.store.release(incoming.outer_id))
+                try:
+                    await queued.held
+                except BrowserdError as exc:
+                    await self._handle(incoming, exc)
+                    continue
+                if not await self._start(incoming):
+                    continue  # another worker took the controller over, and answers it
+                if self.worker is not None:  # it moved here: its pages first
+                    await self.worker.follow(incoming.sender)
+                lane.current = queued  # started: what the status page calls running
+                try:
+                    answer = await self._handle(incoming, fenced=self.worker is not None)
+                finally:
+                    lane.current = None
+                if self.worker is not None:  # its pages always, its login if it may change
+                    login = self._changes_state(answer.request)
+                    await self.worker.keep_state(incoming.sender, login=login)
+            except Exception:
+                log.exception("a command from %s failed after running", incoming.sender[:12])
+            await quietly(self.store.release(incoming.outer_id))
 
     async def _start(self, incoming: Incoming) -> bool:
         """Mark the held command running; with a worker, only if the command and the
