@@ -40,8 +40,9 @@ DEFAULT_TOOLS = (
     "fill_credential",
     "login_with",
 )
-# ask itself; and the vault's management: a model is never given a value, nor may it drop one.
-NEVER_OFFERED = frozenset({"ask", "vault_add", "vault_remove"})
+# ask and resume themselves (the person's), and the vault's management: a model is never
+# given a value, nor may it drop one.
+NEVER_OFFERED = frozenset({"ask", "resume", "vault_add", "vault_remove"})
 
 
 def unknown_tools(registry: Registry, names: Iterable[str]) -> list[str]:
