@@ -33,11 +33,15 @@ from .labels import Labels
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
 # root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
+# It also reports the title once the load event's handlers have run (at ``pageshow``, which
+# Chromium fires right after them; ours is the first listener): the title a load or ``open``
+# announces, sent before the load itself, so nothing waits for the page after its load.
 TITLE_BINDING = "__browserdTitle"
 TITLE_OBSERVER = f"""(() => {{
   if (window.top !== window) return;
   const report = window.{TITLE_BINDING};
   let last = document.title;
+  addEventListener("pageshow", () => {{ last = document.title; report(last, true); }}, true);
   const observer = new MutationObserver(() => watch());
   const watch = () => {{
     observer.disconnect();
@@ -122,6 +126,9 @@ class Tab:
         self.title: str | None = None  # None: not known since the document last changed
         # Changes with every title report or new document, so a title read it raced is not kept.
         self._title_version = 0
+        # Set when the document reported its title after its load handlers, during this
+        # command: ``title`` is then current without asking the page (see ``read_title``).
+        self._shown = asyncio.Event()
         self.snapshot: Snapshot | None = None
         self.screenshot: bytes | None = None
         self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
@@ -155,28 +162,45 @@ class Tab:
 
         Cached: the page reports its title as it changes and a new document forgets it.  Only
         a command that acted on the page asks ``fresh``: the report of a change it caused may
-        still be on its way.
+        still be on its way, unless the command loaded a document that reported its title
+        after its load handlers (``open``, ``reload``).  While that report is on its way (it
+        was sent before the load), it races the page's answer: a page whose scripts never
+        report (an error page) still gets its title read.
         """
         if self.dialog is not None:
             return None
-        if not fresh and self.title is not None:
+        if (not fresh or self._shown.is_set()) and self.title is not None:
             return self.title
         version = self._title_version
         with contextlib.suppress(Exception):
-            title = await asyncio.wait_for(self.page.title(), 2)
+            read = asyncio.ensure_future(asyncio.wait_for(self.page.title(), 2))
+            shown = asyncio.ensure_future(self._shown.wait())
+            try:
+                await asyncio.wait({read, shown}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                shown.cancel()
+            if self._shown.is_set() and self.title is not None:
+                read.add_done_callback(consume)
+                read.cancel()
+                return self.title
+            title = await read
             if version == self._title_version:
                 self.title = title
             return title
         return None
 
-    def title_reported(self, title: str) -> None:
-        """The title observer's report from the tab's top document."""
+    def title_reported(self, title: str, shown: bool = False) -> None:
+        """The title observer's report from the tab's top document (``shown``: after load)."""
         self._title_changed(title)
+        if shown:
+            self._shown.set()
 
     def _title_changed(self, title: str | None = None) -> None:
         """Keep a reported title, or forget the title (None) when the document changed."""
         self._title_version += 1
         self.title = title
+        if title is None:
+            self._shown.clear()
 
     def _on_navigated(self, frame: Frame) -> None:
         if frame.parent_frame is None:
@@ -190,7 +214,8 @@ class Tab:
         self._owner.emit(event, {"url": url, "title": await self.read_title(), "tab": self.id})
 
     def _on_load(self) -> None:
-        self._title_changed()
+        # The title is kept: the document's report after its load handlers was sent before
+        # the load, and one on its way is awaited (``read_title``).
         self._owner.background(self.announce("load"))
         self._owner.loaded(self)
 
@@ -213,8 +238,10 @@ class Tab:
         self._owner.emit("dialog", {"tab": self.id, "type": dialog.type, "message": dialog.message})
 
     def new_command(self) -> None:
-        """A command begins: the page may accept ``ALERT_LIMIT`` alerts again."""
+        """A command begins: the page may accept ``ALERT_LIMIT`` alerts again, and a title
+        reported at the last load is no longer known current (the command may change it)."""
         self._alerts = 0
+        self._shown.clear()
 
     async def answer(self, accept: bool, value: str | None = None) -> dict[str, Any]:
         """Accept (with ``value`` for a prompt) or dismiss the dialog waiting here."""
@@ -250,3 +277,9 @@ class Tab:
         self._owner.emit("crash", {"tab": self.id, "url": self.page.url})
         self._owner.closed(self)
         self._owner.background(self.page.close())
+
+
+def consume(task: asyncio.Future[Any]) -> None:
+    """A done callback for a task nobody awaits: its exception is retrieved, not logged."""
+    if not task.cancelled():
+        task.exception()

@@ -87,6 +87,21 @@ async def test_state_title_follows_the_page(call, site_url):
     assert (await call("get url"))["data"]["title"] == "Popup"
 
 
+async def test_open_reports_the_title_its_load_handler_set(session, call, site_url):
+    """The title ``open`` and its load event carry is the page's after its load handlers ran:
+    the page reports it itself, so nothing asks the page after the load."""
+    events = []
+    session.on_event(events.append)
+    opened = await call(f"open {site_url}/load_title.html")
+    assert opened["data"]["title"] == "Loaded"
+    assert [e["data"]["title"] for e in events if e["event"] == "load"] == ["Loaded"]
+    assert (await call("reload"))["data"]["title"] == "Loaded"
+    assert (await call("get url"))["data"]["title"] == "Loaded"
+    # After the load, a command that retitles the page reports the new title, not the load's.
+    assert (await call("eval document.title = 'Changed'"))["data"]["title"] == "Changed"
+    assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
+
+
 async def test_popup_becomes_a_tracked_tab(call, site_url):
     await call(f"open {site_url}/popup.html")
     clicked = await call("click #blank")
