@@ -33,15 +33,16 @@ from .labels import Labels
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
 # root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
-# It also reports the title once the load event's handlers have run (at ``pageshow``, which
-# Chromium fires right after them; ours is the first listener): the title a load or ``open``
-# announces, sent before the load itself, so nothing waits for the page after its load.
+# It also reports the title when the load event begins (ours is its first listener), marked as
+# the load's; what the page's own load handlers change is reported as they change it.  All of
+# it arrives before Playwright's load event, so a load or ``open`` announces the title the page
+# has after its load handlers without asking the page once more.
 TITLE_BINDING = "__browserdTitle"
 TITLE_OBSERVER = f"""(() => {{
   if (window.top !== window) return;
   const report = window.{TITLE_BINDING};
   let last = document.title;
-  addEventListener("pageshow", () => {{ last = document.title; report(last, true); }}, true);
+  addEventListener("load", () => {{ last = document.title; report(last, true); }}, true);
   const observer = new MutationObserver(() => watch());
   const watch = () => {{
     observer.disconnect();
@@ -126,8 +127,8 @@ class Tab:
         self.title: str | None = None  # None: not known since the document last changed
         # Changes with every title report or new document, so a title read it raced is not kept.
         self._title_version = 0
-        # Set when the document reported its title after its load handlers, during this
-        # command: ``title`` is then current without asking the page (see ``read_title``).
+        # Set when the document reported its title at its load, during this command:
+        # ``title`` is then current without asking the page (see ``read_title``).
         self._shown = asyncio.Event()
         self.snapshot: Snapshot | None = None
         self.screenshot: bytes | None = None
@@ -162,10 +163,10 @@ class Tab:
 
         Cached: the page reports its title as it changes and a new document forgets it.  Only
         a command that acted on the page asks ``fresh``: the report of a change it caused may
-        still be on its way, unless the command loaded a document that reported its title
-        after its load handlers (``open``, ``reload``).  While that report is on its way (it
-        was sent before the load), it races the page's answer: a page whose scripts never
-        report (an error page) still gets its title read.
+        still be on its way, unless the command loaded a document, which reported its title
+        at its load (``open``, ``reload``; its load handlers' changes arrive before the load
+        event).  Until that report is in, it races the page's answer: a page whose scripts
+        never report (an error page) still gets its title read.
         """
         if self.dialog is not None:
             return None
@@ -190,7 +191,7 @@ class Tab:
         return None
 
     def title_reported(self, title: str, shown: bool = False) -> None:
-        """The title observer's report from the tab's top document (``shown``: after load)."""
+        """The title observer's report from the tab's top document (``shown``: at its load)."""
         self._title_changed(title)
         if shown:
             self._shown.set()
@@ -214,8 +215,8 @@ class Tab:
         self._owner.emit(event, {"url": url, "title": await self.read_title(), "tab": self.id})
 
     def _on_load(self) -> None:
-        # The title is kept: the document's report after its load handlers was sent before
-        # the load, and one on its way is awaited (``read_title``).
+        # The title is kept: the document reported it at its load, and its load handlers'
+        # changes, before this event; a report still on its way is awaited (``read_title``).
         self._owner.background(self.announce("load"))
         self._owner.loaded(self)
 

@@ -87,9 +87,18 @@ async def test_state_title_follows_the_page(call, site_url):
     assert (await call("get url"))["data"]["title"] == "Popup"
 
 
-async def test_open_reports_the_title_its_load_handler_set(session, call, site_url):
-    """The title ``open`` and its load event carry is the page's after its load handlers ran:
-    the page reports it itself, so nothing asks the page after the load."""
+async def test_open_reports_the_title_its_load_handler_set(session, call, site_url, monkeypatch):
+    """The title ``open`` and its load event carry is the page's after its load handlers ran,
+    and the page reports it itself: nothing asks the page for it after the load."""
+    await call(f"open {site_url}/index.html")
+    page, asked = session.page, []
+    title = page.title
+
+    async def counted() -> str:
+        asked.append(page.url)
+        return await title()
+
+    monkeypatch.setattr(page, "title", counted)
     events = []
     session.on_event(events.append)
     opened = await call(f"open {site_url}/load_title.html")
@@ -97,8 +106,10 @@ async def test_open_reports_the_title_its_load_handler_set(session, call, site_u
     assert [e["data"]["title"] for e in events if e["event"] == "load"] == ["Loaded"]
     assert (await call("reload"))["data"]["title"] == "Loaded"
     assert (await call("get url"))["data"]["title"] == "Loaded"
-    # After the load, a command that retitles the page reports the new title, not the load's.
+    assert asked == []
+    # After the load, a command that may retitle the page asks it, and reports the new title.
     assert (await call("eval document.title = 'Changed'"))["data"]["title"] == "Changed"
+    assert asked
     assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
 
 
