@@ -65,6 +65,10 @@ class BrowserPool:
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         self.initial_state = initial_state
+        # Set once ``start`` has ended: the daemon serves while its browser launches, and a
+        # command that needs a context waits for it (``revive``); the launch's error, if any.
+        self._started = asyncio.Event()
+        self._start_error: BaseException | None = None
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
@@ -76,6 +80,15 @@ class BrowserPool:
         The local browser must start.  Browser servers that do not answer yet are tried again
         in the background: a worker may start before its browser servers do.
         """
+        try:
+            await self._start()
+        except BaseException as exc:
+            self._start_error = exc
+            raise
+        finally:
+            self._started.set()
+
+    async def _start(self) -> None:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:
@@ -154,8 +167,14 @@ class BrowserPool:
     async def revive(self, session: Session) -> bool:
         """Give ``session`` a live context: relaunch a dead local browser, or move it.
 
-        Returns True when the session had a context that died (its tabs are gone).
+        Returns True when the session had a context that died (its tabs are gone).  Waits
+        for ``start`` to end first; when it failed, its error is this command's.
         """
+        await self._started.wait()
+        if self._start_error is not None:
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE, f"The browser did not start: {self._start_error}"
+            )
         async with self._lock:
             local = self.endpoints[0]
             if local.kind == LOCAL and not local.alive:
