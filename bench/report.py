@@ -26,6 +26,7 @@ LOAD_BASE = "minimal responder"
 TARGETS = {
     "snapshot": 1.15,
     "open": 1.1,
+    "cold": 1.1,
     "throughput": 0.95,
     "p50": 1.2,
     "generator": 3.0,
@@ -174,23 +175,28 @@ def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def open_phases_section(times: dict[str, list[float]]) -> list[str]:
-    names = {
-        "goto": "`page.goto` on our session's tab (its listeners and init script included)",
-        "until_dialog": "the open tool itself (goto, inside the dialog watch)",
-        "settle": "waiting for the page's event handlers: the load event reads the title",
-        "state": "the result's state: the title read fresh after a page-changing tool",
-        "open": "`open` through the protocol, all of it",
-    }
+PHASE_STEPS = {
+    "goto": "`page.goto` on our session's tab",
+    "until_dialog": "the open tool (goto in the dialog watch)",
+    "settle": "the page's event handlers (the load event's title)",
+    "state": "the result's state (its title)",
+    "open": "`open` through the protocol",
+}
+
+
+def open_phases_section(by_page: dict[str, dict[str, list[float]]]) -> list[str]:
+    steps = [k for k in PHASE_STEPS if any(t.get(k) for t in by_page.values())]
     lines = [
-        "Where `open`'s time goes (tutorial/controlflow, median ms of the steps, same run):",
+        "Where `open`'s time goes, per page (median ms of each step, on a browser of its own in",
+        "the same run; `open` ÷ goto on the same tab is the profile's own ratio):",
         "",
-        "| step | ms |",
-        "| --- | ---: |",
+        "| page | " + " | ".join(PHASE_STEPS[k] for k in steps) + " | open ÷ goto |",
+        "| --- |" + " ---: |" * (len(steps) + 1),
     ]
-    for key in ("goto", "until_dialog", "settle", "state", "open"):
-        if times.get(key):
-            lines.append(f"| {names[key]} | {med(times[key]):.1f} |")
+    for page, times in by_page.items():
+        cells = [f"{med(times[k]):.1f}" if times.get(k) else "" for k in steps]
+        ratio = med(times["open"]) / med(times["goto"])
+        lines.append(f"| {page} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
     return [*lines, ""]
 
 
@@ -212,6 +218,13 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
             f"| {r['tool']} | {med(r['ms']):,.0f} ({spread(r['ms'])}) | "
             f"{med(r['ms']) / base:.2f}× |"
         )
+    ours = med(next(r for r in rows if r["tool"] == "ours")["ms"]) / base
+    ok = ours <= TARGETS["cold"]
+    lines += [
+        "",
+        f"Target: ours ≤ {TARGETS['cold']}× Playwright's launch and first page: "
+        f"{ours:.2f}× {mark(ok)}.",
+    ]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ys = [med(r["ms"]) for r in rows]
     err = [
@@ -224,6 +237,27 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     fig.savefig(out / "cold_start.png", dpi=110)
     plt.close(fig)
     return [*lines, "", "![cold start](cold_start.png)", ""]
+
+
+def cold_timeline_section(timelines: list[dict[str, list[float]]]) -> list[str]:
+    """The daemon's own start, as it logs it: each step's span, median over the runs."""
+    if not timelines:
+        return []
+    steps = list(dict.fromkeys(step for spans in timelines for step in spans))
+    lines = [
+        "Where our cold start goes: the daemon's own timeline (its `started in` log line),",
+        "seconds since the process started, median over the runs; the browser launches while",
+        "the steps beside it run:",
+        "",
+        "| step | began | ended | took |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for step in steps:
+        spans = [t[step] for t in timelines if step in t]
+        began, ended = med([b for b, _ in spans]), med([e for _, e in spans])
+        took = med([e - b for b, e in spans])
+        lines.append(f"| {step} | {began:.2f} | {ended:.2f} | {took:.2f} |")
+    return [*lines, ""]
 
 
 def memory_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
@@ -576,11 +610,13 @@ def write(results: dict[str, Any], out: Path) -> None:
         lines += [f"**The {name} part failed in this run:** `{error}`", ""]
     if "snapshots" in results:
         lines += snapshot_section(results["snapshots"], out)
+    if "navigation" in results:
         lines += navigation_section(results["navigation"])
     if "open_phases" in results:
         lines += open_phases_section(results["open_phases"])
     if "cold_start" in results:
         lines += cold_section(results["cold_start"], out)
+        lines += cold_timeline_section(results.get("cold_timeline", []))
     if "memory" in results:
         lines += memory_section(results["memory"], out)
     if "load" in results:

@@ -26,7 +26,17 @@ from . import bench_dm, bench_relay, browser_bench, load, profile, report, scale
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
-PARTS = ("snapshots", "cold", "memory", "round_trip", "relay", "load", "profile", "scale")
+PARTS = (
+    "snapshots",
+    "navigation",
+    "cold",
+    "memory",
+    "round_trip",
+    "relay",
+    "load",
+    "profile",
+    "scale",
+)
 
 
 def machine() -> dict[str, Any]:
@@ -71,25 +81,31 @@ def part(results: dict[str, Any], name: str) -> contextlib.AbstractContextManage
 async def browser_parts(
     results: dict[str, Any], parts: set[str], reps: int, only_pages: list[str] | None
 ) -> None:
-    if "snapshots" in parts:
-        with part(results, "snapshots"), sites.docs() as docs, sites.django_admin() as admin:
+    if parts & {"snapshots", "navigation"}:
+        with sites.docs() as docs, sites.django_admin() as admin:
             pages = {name: docs + path for name, path in sites.DOC_PAGES.items()}
             pages |= {name: admin + path for name, path in sites.ADMIN_PAGES.items()}
             pages = {k: v for k, v in pages.items() if not only_pages or k in only_pages}
             tools = browser_bench.Tools()
             await tools.start()
             try:
-                snaps, navs = await browser_bench.snapshots_and_navigation(tools, pages, reps)
+                if "navigation" in parts:
+                    with part(results, "navigation"):
+                        results["navigation"] = await browser_bench.navigation(tools, pages, reps)
+                if "snapshots" in parts:
+                    with part(results, "snapshots"):
+                        results["snapshots"] = await browser_bench.snapshots(tools, pages, reps)
             finally:
                 await tools.close()
-            results["snapshots"], results["navigation"] = snaps, navs
-    if "snapshots" in parts:
-        with part(results, "open_phases"), sites.docs() as docs:
-            url = docs + sites.DOC_PAGES["controlflow"]
-            results["open_phases"] = await browser_bench.open_phases(url, reps * 3)
+            if "navigation" in parts:  # on a browser of its own, the peers' closed
+                with part(results, "open_phases"):
+                    results["open_phases"] = {
+                        name: await browser_bench.open_phases(url, reps * 3)
+                        for name, url in pages.items()
+                    }
     if "cold" in parts:
         with part(results, "cold"):
-            results["cold_start"] = await browser_bench.cold_starts(reps)
+            results["cold_start"], results["cold_timeline"] = await browser_bench.cold_starts(reps)
     if "memory" in parts:
         with part(results, "memory"), sites.docs() as docs:
             url = docs + sites.DOC_PAGES["controlflow"]
