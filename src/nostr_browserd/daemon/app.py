@@ -3,11 +3,11 @@
 Start order: state store → the browser's launch, and beside it identity → (embedded relay) →
 worker row and heartbeat → relay pool → inbox subscription → announcements (kind 10050, 10002,
 0) → local channel; ``READY=1`` once both are done, with the start's timeline logged (a
-command that comes before the browser is up waits for it).  Stop order is the reverse, after a drain: the worker takes nothing new, the
-dispatcher finishes the running and queued commands and sends their replies, and the worker
-saves its controllers' sessions and releases their leases.  A read-only identity starts
-everything except the inbox: it serves the local channel and status, and says plainly that it
-cannot read or answer direct messages.
+command that comes before the browser is up waits for it).  Stop order is the reverse, after
+a drain: the worker takes nothing new, the dispatcher finishes the running and queued
+commands and sends their replies, and the worker saves its controllers' sessions and
+releases their leases.  A read-only identity starts everything except the inbox: it serves
+the local channel and status, and says plainly that it cannot read or answer direct messages.
 With no identity (``[identity] method = "none"``, or logged out) only the local channel
 runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon waits for
 ``login`` there.
