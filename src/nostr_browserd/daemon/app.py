@@ -1,8 +1,8 @@
 """The daemon: login, relays, inbox, dispatcher, outbox, browser and local channel, joined.
 
 Start order: state store → the browser's launch, and beside it identity → (embedded relay) →
-worker row and heartbeat → relay pool → inbox subscription → announcements (kind 10050, 10002,
-0) → local channel; ``READY=1`` once both are done, with the start's timeline logged (a
+worker row and heartbeat → local channel → relay pool → inbox subscription → announcements
+(kind 10050, 10002, 0); ``READY=1`` once both are done, with the start's timeline logged (a
 command that comes before the browser is up waits for it).  Stop order is the reverse, after
 a drain: the worker takes nothing new, the dispatcher finishes the running and queued
 commands and sends their replies, and the worker saves its controllers' sessions and
@@ -16,6 +16,7 @@ runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon w
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import signal
 import time
@@ -154,11 +155,11 @@ class Daemon:
             raise
 
     async def _serve(self, dispatcher: Dispatcher) -> None:
-        """After the worker has its name: the relays and the local channel."""
-        with self.timeline.step("relays"):
-            await self._connect_nostr()
-        if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
-            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+        """After the worker has its name: the local channel, then the relays.
+
+        The local channel needs no relay, so it answers while they connect.  A login there
+        meanwhile rewires the Nostr side after this first connection (``_identity_changed``).
+        """
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
             local = self.config.local
@@ -174,6 +175,11 @@ class Daemon:
             with self.timeline.step("local channel"):
                 await self.local.start()
             dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
+        with self.timeline.step("relays"):
+            self._rewiring = asyncio.create_task(self._connect_nostr())
+            await self._rewiring
+        if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
+            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
         self._tasks.append(asyncio.create_task(self._prune_store()))
         interval = watchdog_interval()
         if interval:
@@ -323,7 +329,9 @@ class Daemon:
             log.warning("%s", READ_ONLY_MESSAGE)
         assert self.dispatcher is not None and self.store is not None
         signer, readonly = self.identity.signer, self.identity.readonly
-        # Imported here: the MCP SDK under it takes longer to import than Chromium to launch.
+        # The MCP SDK under the ContextVM server takes longer to import than Chromium takes to
+        # launch: imported in a thread, the event loop goes on with the launch meanwhile.
+        await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
         from .contextvm_link import contextvm_server, tool_names
 
         server = None
@@ -364,7 +372,11 @@ class Daemon:
         if self._stop.is_set():
             return
 
+        previous = self._rewiring  # the start's connection, or the last rewiring
+
         async def rewire() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
             await self._disconnect_nostr()
             if not self.identity.logged_in and self.core is not None:
                 await self.core.browser.release_all()
