@@ -20,12 +20,12 @@ import importlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.keys import KeyStore
-from ..browser.pool import BrowserPool
+from ..browser.pool import BrowserPool, Launched
 from ..catalog import REGISTRY
 from ..dm.link import NostrLink
 from ..dm.messages import ReplyAddress, Scheme, is_dm
@@ -81,11 +81,20 @@ def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod | Non
 class Daemon:
     """One running nostr-browserd."""
 
-    def __init__(self, config: Config, config_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        config_path: Path | None = None,
+        early: Awaitable[Launched] | None = None,
+        timeline: Timeline | None = None,
+    ) -> None:
+        """``early``: the local browser's launch, begun before this module was imported;
+        ``timeline``: the start's, begun with it (by default: now)."""
         self.config, self.config_path = config, config_path
+        self._early = early
         self.state_dir = config.state.dir
         self.started_at = time.time()
-        self.timeline = Timeline()  # its first span: the imports and the config, until now
+        self.timeline = timeline or Timeline()
         self.identity = IdentityManager(nsigner_binary=config.identity.nsigner.binary)
         self.allowed = AllowList.of(config)  # shared: the inbox, link, dispatcher, worker
         self.embedded: EmbeddedRelay | None = None
@@ -124,6 +133,7 @@ class Daemon:
             asker=self._make_asker,
             beside=self._start_beside,
             timeline=self.timeline,
+            early=self._early,
         )
         notify("READY=1")
         self._notify_identity()

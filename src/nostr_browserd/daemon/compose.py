@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..browser.pool import BrowserPool, StateHook
+from ..browser.pool import BrowserPool, Launched, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList
@@ -48,6 +48,7 @@ async def open_core(
     asker: MakeAsker | None = None,
     beside: Callable[[Core], Awaitable[None]] | None = None,
     timeline: Timeline | None = None,
+    early: Awaitable[Launched] | None = None,
 ) -> Core:
     """Open the store (moving old state files into it), make the browser pool and the
     dispatcher, and start the browser while ``beside(core)`` runs: the daemon signs in,
@@ -57,7 +58,8 @@ async def open_core(
     its error raised.  ``initial_state(owner)``: what a new browser context starts with (the
     daemon's worker keeps each controller's session); ``vault(store)``: the credential vault
     on that store (the daemon's, sealed by its identity); ``timeline``: where the store's
-    and the browser's start are recorded."""
+    and the browser's start are recorded; ``early``: the local browser's launch, begun before
+    (``BrowserPool``)."""
     timeline = timeline or Timeline()
     make_browser_dirs(config.browser)
     with timeline.step("store"):
@@ -68,6 +70,7 @@ async def open_core(
         shelf=store,
         vault=None if vault is None else vault(store),
         initial_state=initial_state,
+        early=early,
     )
     dispatcher = Dispatcher(
         registry=REGISTRY,

@@ -1,6 +1,6 @@
 """When each step of the daemon's start ran, counted from the process's own start.
 
-The daemon logs it once it is ready (``started in 1.21 s: imports 0.00–0.52, browser …``),
+The daemon logs it once it is ready (``started in 1.21 s: imports 0.00–0.32, launch …``),
 so a slow start says where its time went; the cold-start benchmark reads the same line.
 Steps that overlap (the browser launches while the relays connect) show as overlapping
 spans.
@@ -11,8 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def process_age() -> float:
@@ -26,7 +29,8 @@ def process_age() -> float:
 
 
 class Timeline:
-    """Spans of the start, in seconds since the process started; the first is its imports."""
+    """Spans of the start, in seconds since the process started; the first is its imports
+    (and the config's), until the timeline was made."""
 
     def __init__(self) -> None:
         self._origin = time.monotonic() - process_age()
@@ -44,6 +48,11 @@ class Timeline:
             yield
         finally:
             self.spans.append((name, began, self.now()))
+
+    async def timed(self, name: str, work: Awaitable[T]) -> T:
+        """``work``'s result, its span recorded as ``name`` (for a task that runs beside)."""
+        with self.step(name):
+            return await work
 
     def summary(self) -> str:
         """``started in T s: name began–ended, …`` in the order the steps began."""
