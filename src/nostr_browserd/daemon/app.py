@@ -137,6 +137,9 @@ class Daemon:
         )
         notify("READY=1")
         self._notify_identity()
+        interval = watchdog_interval()
+        if interval:
+            self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
         log.info("%s", self.timeline.summary())
 
     async def _start_beside(self, core: Core) -> None:
@@ -191,9 +194,6 @@ class Daemon:
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
         self._tasks.append(asyncio.create_task(self._prune_store()))
-        interval = watchdog_interval()
-        if interval:
-            self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""
