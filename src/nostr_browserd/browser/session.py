@@ -371,11 +371,11 @@ class Session:
 
     # --- what the tabs tell it (the session is their TabOwner) --------------------
 
-    def _on_title(self, source: dict[str, Any], title: Any, shown: Any = False) -> None:
+    def _on_title(self, source: dict[str, Any], title: Any, at_load: Any = False) -> None:
         """The title observer's report from a tab's top document (a binding per window)."""
         for tab in self.tabs.values():
             if tab.page is source["page"] and isinstance(title, str):
-                tab.title_reported(title, shown is True)
+                tab.title_reported(title, at_load is True)
 
     def loaded(self, tab: Tab) -> None:
         """A tab loaded: a screencast started while it was opening starts again."""

@@ -129,7 +129,7 @@ class Tab:
         self._title_version = 0
         # Set when the document reported its title at its load, during this command:
         # ``title`` is then current without asking the page (see ``read_title``).
-        self._shown = asyncio.Event()
+        self._load_reported = asyncio.Event()
         self.snapshot: Snapshot | None = None
         self.screenshot: bytes | None = None
         self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
@@ -170,17 +170,17 @@ class Tab:
         """
         if self.dialog is not None:
             return None
-        if (not fresh or self._shown.is_set()) and self.title is not None:
+        if (not fresh or self._load_reported.is_set()) and self.title is not None:
             return self.title
         version = self._title_version
         with contextlib.suppress(Exception):
             read = asyncio.ensure_future(asyncio.wait_for(self.page.title(), 2))
-            shown = asyncio.ensure_future(self._shown.wait())
+            reported = asyncio.ensure_future(self._load_reported.wait())
             try:
-                await asyncio.wait({read, shown}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({read, reported}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                shown.cancel()
-            if self._shown.is_set() and self.title is not None:
+                reported.cancel()
+            if self._load_reported.is_set() and self.title is not None:
                 read.add_done_callback(consume)
                 read.cancel()
                 return self.title
@@ -190,18 +190,18 @@ class Tab:
             return title
         return None
 
-    def title_reported(self, title: str, shown: bool = False) -> None:
-        """The title observer's report from the tab's top document (``shown``: at its load)."""
+    def title_reported(self, title: str, at_load: bool = False) -> None:
+        """The title observer's report from the tab's top document (``at_load``: its load)."""
         self._title_changed(title)
-        if shown:
-            self._shown.set()
+        if at_load:
+            self._load_reported.set()
 
     def _title_changed(self, title: str | None = None) -> None:
         """Keep a reported title, or forget the title (None) when the document changed."""
         self._title_version += 1
         self.title = title
         if title is None:
-            self._shown.clear()
+            self._load_reported.clear()
 
     def _on_navigated(self, frame: Frame) -> None:
         if frame.parent_frame is None:
@@ -242,7 +242,7 @@ class Tab:
         """A command begins: the page may accept ``ALERT_LIMIT`` alerts again, and a title
         reported at the last load is no longer known current (the command may change it)."""
         self._alerts = 0
-        self._shown.clear()
+        self._load_reported.clear()
 
     async def answer(self, accept: bool, value: str | None = None) -> dict[str, Any]:
         """Accept (with ``value`` for a prompt) or dismiss the dialog waiting here."""
