@@ -8,7 +8,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool, launch_local
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 
@@ -45,6 +45,26 @@ async def test_killed_browser_is_relaunched(browser_pool, dispatcher, site_url):
         assert browser_pool.alive
     finally:
         await session.close()
+
+
+async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
+    """``run`` launches Chromium before the pool exists; the pool places contexts on that
+    browser, launches no second one, and closes it."""
+    config = BrowserConfig(**TEST_BROWSER)
+    early = asyncio.ensure_future(launch_local(config))
+    pool = BrowserPool(config, early=early)
+    _, endpoint = await early
+    launched = endpoint.browser
+    await pool.start()
+    try:
+        assert pool.browser is launched and launched.is_connected()
+        session = await pool.session("early")
+        opened = await command(local_dispatcher(pool, tmp_path), session, f"open {site_url}")
+        assert opened["success"], opened
+        assert session.context.browser is launched
+    finally:
+        await pool.close()
+    assert not launched.is_connected()
 
 
 async def test_events_reach_listeners(session, call, site_url):
