@@ -166,23 +166,28 @@ def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def open_phases_section(times: dict[str, list[float]]) -> list[str]:
-    names = {
-        "goto": "`page.goto` on our session's tab (its listeners and init script included)",
-        "until_dialog": "the open tool itself (goto, inside the dialog watch)",
-        "settle": "waiting for the page's event handlers: the load event reads the title",
-        "state": "the result's state: the title read fresh after a page-changing tool",
-        "open": "`open` through the protocol, all of it",
-    }
+PHASE_STEPS = {
+    "goto": "`page.goto` on our session's tab",
+    "until_dialog": "the open tool (goto in the dialog watch)",
+    "settle": "the page's event handlers (the load event's title)",
+    "state": "the result's state (its title)",
+    "open": "`open` through the protocol",
+}
+
+
+def open_phases_section(by_page: dict[str, dict[str, list[float]]]) -> list[str]:
+    steps = [k for k in PHASE_STEPS if any(t.get(k) for t in by_page.values())]
     lines = [
-        "Where `open`'s time goes (tutorial/controlflow, median ms of the steps, same run):",
+        "Where `open`'s time goes, per page (median ms of each step, on a browser of its own in",
+        "the same run; `open` ÷ goto on the same tab is the profile's own ratio):",
         "",
-        "| step | ms |",
-        "| --- | ---: |",
+        "| page | " + " | ".join(PHASE_STEPS[k] for k in steps) + " | open ÷ goto |",
+        "| --- |" + " ---: |" * (len(steps) + 1),
     ]
-    for key in ("goto", "until_dialog", "settle", "state", "open"):
-        if times.get(key):
-            lines.append(f"| {names[key]} | {med(times[key]):.1f} |")
+    for page, times in by_page.items():
+        cells = [f"{med(times[k]):.1f}" if times.get(k) else "" for k in steps]
+        ratio = med(times["open"]) / med(times["goto"])
+        lines.append(f"| {page} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
     return [*lines, ""]
 
 
@@ -204,6 +209,13 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
             f"| {r['tool']} | {med(r['ms']):,.0f} ({spread(r['ms'])}) | "
             f"{med(r['ms']) / base:.2f}× |"
         )
+    ours = med(next(r for r in rows if r["tool"] == "ours")["ms"]) / base
+    ok = TARGETS["cold"].met(ours)
+    lines += [
+        "",
+        f"Target: ours ≤ {TARGETS['cold'].bound}× Playwright's launch and first page: "
+        f"{ours:.2f}× {mark(ok)}.",
+    ]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ys = [med(r["ms"]) for r in rows]
     err = [
@@ -216,6 +228,27 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     fig.savefig(out / "cold_start.png", dpi=110)
     plt.close(fig)
     return [*lines, "", "![cold start](cold_start.png)", ""]
+
+
+def cold_timeline_section(timelines: list[dict[str, list[float]]]) -> list[str]:
+    """The daemon's own start, as it logs it: each step's span, median over the runs."""
+    if not timelines:
+        return []
+    steps = list(dict.fromkeys(step for spans in timelines for step in spans))
+    lines = [
+        "Where our cold start goes: the daemon's own timeline (its `started in` log line),",
+        "seconds since the process started, median over the runs; the browser launches while",
+        "the steps beside it run:",
+        "",
+        "| step | began | ended | took |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for step in steps:
+        spans = [t[step] for t in timelines if step in t]
+        began, ended = med([b for b, _ in spans]), med([e for _, e in spans])
+        took = med([e - b for b, e in spans])
+        lines.append(f"| {step} | {began:.2f} | {ended:.2f} | {took:.2f} |")
+    return [*lines, ""]
 
 
 def memory_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
@@ -773,7 +806,8 @@ TEXT_SECTIONS: dict[str, Callable[[Any], list[str]]] = {
 """The sections with no chart, by their part's key in the results, in the report's order."""
 
 
-def write(results: dict[str, Any], out: Path) -> None:
+def preamble(results: dict[str, Any]) -> list[str]:
+    """The run's machine, peers and repetitions, the parts that failed, and the targets."""
     m = results["machine"]
     lines = [
         "# Benchmarks: nostr-browserd against Playwright, playwright-mcp and agent-browser",
@@ -792,14 +826,20 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines += measured_when(results)
     for name, error in results.get("failed", {}).items():
         lines += [f"**The {name} part failed in this run:** `{error}`", ""]
-    lines += targets.section(results)
+    return lines + targets.section(results)
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    lines = preamble(results)
     if "snapshots" in results:
         lines += snapshot_section(results["snapshots"], out)
+    if "navigation" in results:
         lines += navigation_section(results["navigation"])
     if "open_phases" in results:
         lines += open_phases_section(results["open_phases"])
     if "cold_start" in results:
         lines += cold_section(results["cold_start"], out)
+        lines += cold_timeline_section(results.get("cold_timeline", []))
     if "memory" in results:
         lines += memory_section(results["memory"], out)
     if "load" in results:

@@ -134,8 +134,10 @@ def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
         {"page": "a", "tool": "Playwright raw", "ms": [10]},
         {"page": "a", "tool": "ours", "ms": [11]},
     ]
+    measured = {"navigation": navigation, "snapshots": snapshots}
     page = {
-        t.name: t for t in targets.page_targets({"navigation": navigation, "snapshots": snapshots})
+        t.name: t
+        for t in [*targets.snapshot_targets(measured), *targets.navigation_targets(measured)]
     }
     assert (page["open"].value, page["open"].ok) == ("1.05–1.50×, 1 of 2 pages", False)
     assert (page["snapshot"].value, page["snapshot"].ok) == ("1.10–1.10×, 1 of 1 pages", True)
