@@ -123,26 +123,34 @@ class Tools:
         }
 
 
-async def snapshots_and_navigation(
-    tools: Tools, pages: dict[str, str], reps: int
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Per page: navigation times per tool, then snapshot size, refs and time per tool."""
-    snaps: list[dict[str, Any]] = []
+async def visit(tools: Tools, url: str) -> int:
+    """Every tool to ``url`` once (a warm-up); how many rounds a page gets per repetition."""
+    for tool, navigate in tools.navigate_probes(url).items():
+        ms = await navigate()
+        if tool == "Playwright goto":
+            per_rep = 3 if ms < SMALL_MS else 1  # a small page: cheap to repeat, and noisier
+    return per_rep
+
+
+async def navigation(tools: Tools, pages: dict[str, str], reps: int) -> list[dict[str, Any]]:
+    """Per page: each tool's navigation time, one round of each tool after another."""
     navs: list[dict[str, Any]] = []
     for name, url in pages.items():
         print(f"  {name}", flush=True)
-        nav_runs: dict[str, list[float]] = {}
-        rounds = reps
-        rep = 0
-        while rep <= rounds:  # round 0 is the warm-up
+        runs: dict[str, list[float]] = {}
+        for _ in range(reps * await visit(tools, url)):
             for tool, navigate in tools.navigate_probes(url).items():
-                ms = await navigate()
-                if rep:
-                    nav_runs.setdefault(tool, []).append(ms)
-                elif tool == "Playwright goto" and ms < SMALL_MS:
-                    rounds = reps * 3  # a small page: cheap to repeat, and noisier
-            rep += 1
-        navs += [{"page": name, "tool": t, "ms": ms} for t, ms in nav_runs.items()]
+                runs.setdefault(tool, []).append(await navigate())
+        navs += [{"page": name, "tool": t, "ms": ms} for t, ms in runs.items()]
+    return navs
+
+
+async def snapshots(tools: Tools, pages: dict[str, str], reps: int) -> list[dict[str, Any]]:
+    """Per page: snapshot size, refs and time per tool, after one warm-up round."""
+    snaps: list[dict[str, Any]] = []
+    for name, url in pages.items():
+        print(f"  {name}", flush=True)
+        rounds = reps * await visit(tools, url)
         runs: dict[str, dict[str, list[float]]] = {}
         for rep in range(rounds + 1):
             for tool, probe in tools.snapshot_probes().items():
@@ -154,7 +162,7 @@ async def snapshots_and_navigation(
                     run_["chars"].append(len(text))
                     run_["refs"].append(len(REF.findall(text)))
         snaps += [{"page": name, "tool": t, **r} for t, r in runs.items()]
-    return snaps, navs
+    return snaps
 
 
 # --- cold start ------------------------------------------------------------------------
@@ -185,8 +193,9 @@ async def cold_raw() -> float:
     return elapsed * 1000
 
 
-async def cold_ours() -> float:
-    """``nostr-browserd run`` (embedded relay, local channel) to its first answered command."""
+async def cold_ours() -> tuple[float, dict[str, list[float]]]:
+    """``nostr-browserd run`` (embedded relay, local channel) to its first answered command,
+    and the start's timeline the daemon logged."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-cold-") as state:
         token = secrets.token_urlsafe(32)  # the local channel's, as a client is given it
@@ -208,8 +217,10 @@ async def cold_ours() -> float:
             "run",
             env=env,
             stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
+        assert process.stderr is not None
+        timeline = asyncio.ensure_future(started_line(process.stderr))
         try:
             async with asyncio.timeout(120):
                 while True:
@@ -228,10 +239,26 @@ async def cold_ours() -> float:
             elapsed = time.perf_counter() - started
             if not reply.get("success"):
                 raise RuntimeError(f"ours cold start: {reply}")
+            async with asyncio.timeout(30):
+                spans = await timeline
         finally:
+            timeline.cancel()
             process.terminate()
             await process.wait()
-    return elapsed * 1000
+    return elapsed * 1000, spans
+
+
+SPAN = re.compile(r"([a-z][a-z ]*?) (\d+\.\d+)–(\d+\.\d+)")
+
+
+async def started_line(stderr: asyncio.StreamReader) -> dict[str, list[float]]:
+    """The daemon's start timeline from its log (``started in …``): step → [began, ended] s."""
+    async for raw in stderr:
+        line = raw.decode(errors="replace")
+        if "started in" in line:
+            steps = line.split("started in", 1)[1].split(":", 1)[1]
+            return {m[1].strip(): [float(m[2]), float(m[3])] for m in SPAN.finditer(steps)}
+    raise RuntimeError("the daemon logged no start timeline")
 
 
 async def cold_mcp() -> float:
@@ -253,10 +280,18 @@ async def cold_agent() -> float:
         agent.close()
 
 
-async def cold_starts(reps: int) -> list[dict[str, Any]]:
+async def cold_starts(reps: int) -> tuple[list[dict[str, Any]], list[dict[str, list[float]]]]:
+    """Each tool's cold start, one of each after another; and our daemon's own timelines."""
+    timelines = []
+
+    async def ours() -> float:
+        ms, spans = await cold_ours()
+        timelines.append(spans)
+        return ms
+
     probes = {
         "Playwright launch": cold_raw,
-        "ours": cold_ours,
+        "ours": ours,
         "playwright-mcp": cold_mcp,
         "agent-browser": cold_agent,
     }
@@ -266,7 +301,7 @@ async def cold_starts(reps: int) -> list[dict[str, Any]]:
             ms = await probe()
             if rep:
                 runs.setdefault(tool, []).append(ms)
-    return [{"tool": t, "ms": ms} for t, ms in runs.items()]
+    return [{"tool": t, "ms": ms} for t, ms in runs.items()], timelines[1:]
 
 
 # --- memory ----------------------------------------------------------------------------

@@ -35,6 +35,22 @@ def versions() -> dict[str, str]:
     return found
 
 
+def playwright_mcp_args(output: str) -> list[str]:
+    """playwright-mcp's command line after ``node``: headless, in-memory profile, our Chromium."""
+    return [
+        str(MCP_CLI),
+        "--headless",
+        "--isolated",
+        "--no-sandbox",
+        "--executable-path",
+        CHROMIUM,
+        "--output-dir",
+        output,
+        "--timeout-action",
+        str(TIMEOUT_MS),
+    ]
+
+
 class PlaywrightMcp:
     """One playwright-mcp server over stdio (its own browser, in-memory profile)."""
 
@@ -46,16 +62,7 @@ class PlaywrightMcp:
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
             "node",
-            str(MCP_CLI),
-            "--headless",
-            "--isolated",
-            "--no-sandbox",
-            "--executable-path",
-            CHROMIUM,
-            "--output-dir",
-            self.output,
-            "--timeout-action",
-            str(TIMEOUT_MS),
+            *playwright_mcp_args(self.output),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,

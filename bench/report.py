@@ -12,6 +12,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,23 +166,28 @@ def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def open_phases_section(times: dict[str, list[float]]) -> list[str]:
-    names = {
-        "goto": "`page.goto` on our session's tab (its listeners and init script included)",
-        "until_dialog": "the open tool itself (goto, inside the dialog watch)",
-        "settle": "waiting for the page's event handlers: the load event reads the title",
-        "state": "the result's state: the title read fresh after a page-changing tool",
-        "open": "`open` through the protocol, all of it",
-    }
+PHASE_STEPS = {
+    "goto": "`page.goto` on our session's tab",
+    "until_dialog": "the open tool (goto in the dialog watch)",
+    "settle": "the page's event handlers (the load event's title)",
+    "state": "the result's state (its title)",
+    "open": "`open` through the protocol",
+}
+
+
+def open_phases_section(by_page: dict[str, dict[str, list[float]]]) -> list[str]:
+    steps = [k for k in PHASE_STEPS if any(t.get(k) for t in by_page.values())]
     lines = [
-        "Where `open`'s time goes (tutorial/controlflow, median ms of the steps, same run):",
+        "Where `open`'s time goes, per page (median ms of each step, on a browser of its own in",
+        "the same run; `open` ÷ goto on the same tab is the profile's own ratio):",
         "",
-        "| step | ms |",
-        "| --- | ---: |",
+        "| page | " + " | ".join(PHASE_STEPS[k] for k in steps) + " | open ÷ goto |",
+        "| --- |" + " ---: |" * (len(steps) + 1),
     ]
-    for key in ("goto", "until_dialog", "settle", "state", "open"):
-        if times.get(key):
-            lines.append(f"| {names[key]} | {med(times[key]):.1f} |")
+    for page, times in by_page.items():
+        cells = [f"{med(times[k]):.1f}" if times.get(k) else "" for k in steps]
+        ratio = med(times["open"]) / med(times["goto"])
+        lines.append(f"| {page} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
     return [*lines, ""]
 
 
@@ -203,6 +209,13 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
             f"| {r['tool']} | {med(r['ms']):,.0f} ({spread(r['ms'])}) | "
             f"{med(r['ms']) / base:.2f}× |"
         )
+    ours = med(next(r for r in rows if r["tool"] == "ours")["ms"]) / base
+    ok = TARGETS["cold"].met(ours)
+    lines += [
+        "",
+        f"Target: ours ≤ {TARGETS['cold'].bound}× Playwright's launch and first page: "
+        f"{ours:.2f}× {mark(ok)}.",
+    ]
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ys = [med(r["ms"]) for r in rows]
     err = [
@@ -215,6 +228,27 @@ def cold_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
     fig.savefig(out / "cold_start.png", dpi=110)
     plt.close(fig)
     return [*lines, "", "![cold start](cold_start.png)", ""]
+
+
+def cold_timeline_section(timelines: list[dict[str, list[float]]]) -> list[str]:
+    """The daemon's own start, as it logs it: each step's span, median over the runs."""
+    if not timelines:
+        return []
+    steps = list(dict.fromkeys(step for spans in timelines for step in spans))
+    lines = [
+        "Where our cold start goes: the daemon's own timeline (its `started in` log line),",
+        "seconds since the process started, median over the runs; the browser launches while",
+        "the steps beside it run:",
+        "",
+        "| step | began | ended | took |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for step in steps:
+        spans = [t[step] for t in timelines if step in t]
+        began, ended = med([b for b, _ in spans]), med([e for _, e in spans])
+        took = med([e - b for b, e in spans])
+        lines.append(f"| {step} | {began:.2f} | {ended:.2f} | {took:.2f} |")
+    return [*lines, ""]
 
 
 def memory_section(rows: list[dict[str, Any]], out: Path) -> list[str]:
@@ -275,6 +309,99 @@ def round_trip_section(times: dict[str, list[float]]) -> list[str]:
             f"| {names.get(key, key)} | {med(values):.2f} | "
             f"{ordered[int(len(ordered) * 0.9)]:.2f} | {med(values) / base:.2f}× |"
         )
+    return [*lines, ""]
+
+
+def mean_ms(seconds: list[float]) -> float:
+    return sum(seconds) * 1000 / len(seconds)
+
+
+def hop(row: dict[str, Any]) -> float:
+    """Median of a remote call's time beyond the daemon's own for it."""
+    return med([ms - d for ms, d in zip(row["ms"], row["dispatch_ms"], strict=True)])
+
+
+def remote_mcp_section(result: dict[str, Any]) -> list[str]:
+    """``mcp --to`` over a loopback relay against playwright-mcp's local call, per page and
+    tool; where the time goes when the target is not met."""
+    rows = result["rows"]
+    by = {(r["page"], r["side"], r["tool"]): r for r in rows}
+    sides = list(dict.fromkeys(r["side"] for r in rows))
+    groups = ["server", "relay", "daemon", "daemon's browser"]
+    lines = [
+        f"## {targets.REMOTE}",
+        "",
+        "One MCP client (the `mcp` SDK's stdio client) calls a snapshot and a click on the same",
+        f"page on each server, {result.get('rounds', '')} rounds interleaved after a warm-up",
+        "round (bench/remote_mcp.py):",
+        "`nostr-browserd mcp --to` over a loopback relay (its own process) to a running daemon",
+        "(`nostr-browserd run`, its own process and Chromium), by ContextVM and by our DM",
+        "envelope; `nostr-browserd mcp --local` (the same tool in the MCP server's process);",
+        "playwright-mcp's local stdio server. The click is on an element that changes nothing",
+        "(the admin's theme toggle, the docs' search box); playwright-mcp's click returns a",
+        "snapshot too, and our snapshot is capped at 20,000 characters by default (the rest",
+        "is paged). CPU milliseconds per call (the mean: /proc counts in 10 ms ticks) are read",
+        "for the server's process tree (the `mcp` process, or the local server with its",
+        "browser) and, for `mcp --to`, the relay, the daemon and the daemon's browser. Load",
+        f"average {result['load'][0]:.1f} before this part and {result['load'][1]:.1f} after.",
+        "",
+        "| page | tool | server | characters | ms (min–max) | × playwright-mcp | CPU ms / call: "
+        + " | ".join(groups)
+        + " |",
+        "| --- | --- | --- | ---: | ---: | ---: |" + " ---: |" * len(groups),
+    ]
+    goal = TARGETS["remote_call"]
+    ratios = {side: targets.remote_ratios(rows, side) for side in sides}
+    verdicts = [goal.met(v) for v in ratios[targets.REMOTE_SIDE].values()]
+    for page in pages_of(rows):
+        for tool in targets.REMOTE_TOOLS:
+            for side in sides:
+                r = by[(page, side, tool)]
+                ratio = ratios[side][f"{page} {tool}"]
+                note = f" {mark(goal.met(ratio))}" if side == targets.REMOTE_SIDE else ""
+                cpu = [f"{mean_ms(r['cpu'][g]):.1f}" if g in r["cpu"] else "" for g in groups]
+                lines.append(
+                    f"| {page} | {tool} | {side} | {med(r['chars']):,.0f} | "
+                    f"{med(r['ms']):,.1f} ({spread(r['ms'], digits=1)}) | {ratio:.2f}×{note} | "
+                    + " | ".join(cpu)
+                    + " |"
+                )
+    lines += [
+        "",
+        f"Target: `mcp --to` (ContextVM, the default transport) ≤ {goal.bound}× "
+        f"playwright-mcp's call: {sum(verdicts)} of {len(verdicts)} met.",
+        "",
+    ]
+    if all(verdicts):
+        return lines
+    lines += [
+        "Where the time goes (medians, ms). `dispatch` is the daemon's own time from its",
+        "audit log (parse, police, run the tool, encode, send the reply and wait for the",
+        "relay's OK); `local` is the same for `mcp --local`, the tool with no relay. What the",
+        "remote call adds to that is its `hop`: the MCP client's stdio, `mcp --to`'s",
+        "encryption, both relay legs and the daemon's intake (unwrap, replay guard, queue).",
+        "`get_url`, a tool that does next to nothing, gives the hop's floor.",
+        "",
+        "| page | tool | playwright-mcp | ours local: call | dispatch | ContextVM: call | "
+        "dispatch | hop | DM: call | hop |",
+        "| --- | --- |" + " ---: |" * 8,
+    ]
+    for page in pages_of(rows):
+        for tool in ("snapshot", "click", "floor"):
+            local, cvm, dm = (by[(page, f"ours {s}", tool)] for s in ("local", "contextvm", "dm"))
+            base = by.get((page, "playwright-mcp", tool))
+            cells = [
+                f"{med(base['ms']):.1f}" if base else "–",
+                f"{med(local['ms']):.1f}",
+                f"{med(local['dispatch_ms']):.1f}",
+                f"{med(cvm['ms']):.1f}",
+                f"{med(cvm['dispatch_ms']):.1f}",
+                f"{hop(cvm):.1f}",
+                f"{med(dm['ms']):.1f}",
+                f"{hop(dm):.1f}",
+            ]
+            name = "get_url" if tool == "floor" else tool
+            lines.append(f"| {page} | {name} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
@@ -608,6 +735,57 @@ def profile_section(profile: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def job_section(result: dict[str, Any]) -> list[str]:
+    """The report's part: characters per step and over the job, and the target."""
+    chars, steps = result["chars"], result["steps"]
+    tools = list(chars)
+    totals = {tool: sum(chars[tool]) for tool in tools}
+    ratio, smallest = targets.job_ratio(result)
+    ok = TARGETS["job_chars"].met(ratio) and result["readable"]
+    shots = [i for i, step in enumerate(steps) if "snapshot" in step]
+    rest = [i for i in range(len(steps)) if i not in shots]
+
+    def part(tool: str, which: list[int]) -> int:
+        return sum(chars[tool][i] for i in which)
+
+    lines = [
+        f"## {targets.JOB}",
+        "",
+        "Every tool adds a user on the Django admin and makes them staff: open the form, an",
+        "interactive snapshot, three fills, Save, read the message, a snapshot of the user's",
+        "page, tick Staff status, a snapshot again; each acts only on refs from its own latest",
+        "snapshot. Characters of every reply: ours in the text a phone and an MCP host get, with",
+        "`snapshot -i --delta` (beside it the JSON `ask`'s model gets); playwright-mcp over MCP,",
+        "whose actions answer with the page; agent-browser's CLI with its `snapshot -i --delta`.",
+        "",
+        "| step | " + " | ".join(tools) + " |",
+        "| --- |" + " ---: |" * len(tools),
+    ]
+    for i, step in enumerate(steps):
+        lines.append(f"| {step} | " + " | ".join(f"{chars[t][i]:,}" for t in tools) + " |")
+    lines += [
+        "| **the whole job** | " + " | ".join(f"**{totals[t]:,}**" for t in tools) + " |",
+        "",
+        f"Where the characters go: the {len(shots)} snapshots are {part('ours', shots):,} of "
+        f"ours against {part(smallest, shots):,} of {smallest}'s "
+        f"({part('ours', shots) / part(smallest, shots):.2f}×), the other {len(rest)} replies "
+        f"{part('ours', rest):,} against {part(smallest, rest):,} (each of ours ends with the "
+        "tab's line, `[t1] title address`).",
+        "",
+        f"Target: ours ≤ {TARGETS['job_chars'].bound}× the smallest peer ({smallest}) over "
+        "the whole job, "
+        f"every step readable on its own: {ratio:.2f}× {mark(ok)}; the steps stand alone: "
+        f"{'yes' if result['readable'] else 'no'} (the first snapshot says it is full, the last "
+        "one names the ticked box, checked, by its ref). Ours' last step, as sent:",
+        "",
+        "```",
+        result["ours_replies"][-1],
+        "```",
+        "",
+    ]
+    return lines
+
+
 def measured_when(results: dict[str, Any]) -> list[str]:
     """Which parts were measured when, if some were redone alone (``--only``)."""
     when: dict[str, list[str]] = defaultdict(list)
@@ -619,7 +797,17 @@ def measured_when(results: dict[str, Any]) -> list[str]:
     return [f"Parts measured at different times: {parts}.", ""]
 
 
-def write(results: dict[str, Any], out: Path) -> None:
+TEXT_SECTIONS: dict[str, Callable[[Any], list[str]]] = {
+    "round_trip": round_trip_section,
+    "relay": relay_section,
+    "remote_mcp": remote_mcp_section,
+    "job": job_section,
+}
+"""The sections with no chart, by their part's key in the results, in the report's order."""
+
+
+def preamble(results: dict[str, Any]) -> list[str]:
+    """The run's machine, peers and repetitions, the parts that failed, and the targets."""
     m = results["machine"]
     lines = [
         "# Benchmarks: nostr-browserd against Playwright, playwright-mcp and agent-browser",
@@ -638,14 +826,20 @@ def write(results: dict[str, Any], out: Path) -> None:
     lines += measured_when(results)
     for name, error in results.get("failed", {}).items():
         lines += [f"**The {name} part failed in this run:** `{error}`", ""]
-    lines += targets.section(results)
+    return lines + targets.section(results)
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    lines = preamble(results)
     if "snapshots" in results:
         lines += snapshot_section(results["snapshots"], out)
+    if "navigation" in results:
         lines += navigation_section(results["navigation"])
     if "open_phases" in results:
         lines += open_phases_section(results["open_phases"])
     if "cold_start" in results:
         lines += cold_section(results["cold_start"], out)
+        lines += cold_timeline_section(results.get("cold_timeline", []))
     if "memory" in results:
         lines += memory_section(results["memory"], out)
     if "load" in results:
@@ -653,10 +847,9 @@ def write(results: dict[str, Any], out: Path) -> None:
         lines += round_trip_chart(results["load"], out)
     if "scale" in results:
         lines += scale_section(results["scale"], out)
-    if "round_trip" in results:
-        lines += round_trip_section(results["round_trip"])
-    if "relay" in results:
-        lines += relay_section(results["relay"])
+    for key, section in TEXT_SECTIONS.items():
+        if key in results:
+            lines += section(results[key])
     if "phone" in results:
         lines += phone_section(results["phone"], out)
     if "profile" in results:

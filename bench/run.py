@@ -22,17 +22,32 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import bench_dm, bench_relay, browser_bench, load, phone, profile, report, scale, sites
+from . import (
+    bench_dm,
+    bench_relay,
+    browser_bench,
+    job,
+    load,
+    phone,
+    profile,
+    remote_mcp,
+    report,
+    scale,
+    sites,
+)
 from .peers import versions
 
 HERE = Path(__file__).resolve().parent
 PARTS = (
     "snapshots",
+    "navigation",
+    "job",
     "cold",
     "memory",
     "round_trip",
     "relay",
     "phone",
+    "remote_mcp",
     "load",
     "profile",
     "scale",
@@ -81,25 +96,34 @@ def part(results: dict[str, Any], name: str) -> contextlib.AbstractContextManage
 async def browser_parts(
     results: dict[str, Any], parts: set[str], reps: int, only_pages: list[str] | None
 ) -> None:
-    if "snapshots" in parts:
-        with part(results, "snapshots"), sites.docs() as docs, sites.django_admin() as admin:
+    if parts & {"snapshots", "navigation"}:
+        with sites.docs() as docs, sites.django_admin() as admin:
             pages = {name: docs + path for name, path in sites.DOC_PAGES.items()}
             pages |= {name: admin + path for name, path in sites.ADMIN_PAGES.items()}
             pages = {k: v for k, v in pages.items() if not only_pages or k in only_pages}
             tools = browser_bench.Tools()
             await tools.start()
             try:
-                snaps, navs = await browser_bench.snapshots_and_navigation(tools, pages, reps)
+                if "navigation" in parts:
+                    with part(results, "navigation"):
+                        results["navigation"] = await browser_bench.navigation(tools, pages, reps)
+                if "snapshots" in parts:
+                    with part(results, "snapshots"):
+                        results["snapshots"] = await browser_bench.snapshots(tools, pages, reps)
             finally:
                 await tools.close()
-            results["snapshots"], results["navigation"] = snaps, navs
-    if "snapshots" in parts:
-        with part(results, "open_phases"), sites.docs() as docs:
-            url = docs + sites.DOC_PAGES["controlflow"]
-            results["open_phases"] = await browser_bench.open_phases(url, reps * 3)
+            if "navigation" in parts:  # on a browser of its own, the peers' closed
+                with part(results, "open_phases"):
+                    results["open_phases"] = {
+                        name: await browser_bench.open_phases(url, reps * 3)
+                        for name, url in pages.items()
+                    }
+    if "job" in parts:
+        with part(results, "job"), sites.django_admin() as admin:
+            results["job"] = await job.measure(admin)
     if "cold" in parts:
         with part(results, "cold"):
-            results["cold_start"] = await browser_bench.cold_starts(reps)
+            results["cold_start"], results["cold_timeline"] = await browser_bench.cold_starts(reps)
     if "memory" in parts:
         with part(results, "memory"), sites.docs() as docs:
             url = docs + sites.DOC_PAGES["controlflow"]
@@ -115,6 +139,9 @@ async def browser_parts(
     if "phone" in parts:
         with part(results, "phone"):
             results["phone"] = await phone.main(reps * 3)
+    if "remote_mcp" in parts:
+        with part(results, "remote_mcp"):
+            results["remote_mcp"] = await remote_mcp.run(reps)
 
 
 def main() -> None:

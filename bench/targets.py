@@ -41,6 +41,11 @@ LOAD = "Throughput and latency under load"
 PROFILE = "Where the daemon's time goes (cProfile, 10 controllers)"
 SCALE = "Scale-out: workers sharing one identity and one PostgreSQL"
 PHONE = "A screenshot on the phone: file message or JSON parts (phone.py)"
+REMOTE = "A remote browser at local speed: mcp --to against playwright-mcp"
+JOB = "A model's whole job, in characters"
+JOB_PEERS = ("playwright-mcp", "agent-browser")
+REMOTE_SIDE, REMOTE_BASE = "ours contextvm", "playwright-mcp"  # mcp --to's default transport
+REMOTE_TOOLS = ("snapshot", "click")
 
 
 @dataclass(frozen=True)
@@ -130,10 +135,15 @@ def every_page(name: str, values: dict[str, float], section: str) -> Target:
     return Target(name, value, met == len(values), section)
 
 
-def page_targets(results: dict[str, Any]) -> list[Target]:
+def snapshot_targets(results: dict[str, Any]) -> list[Target]:
     return [
-        every_page("snapshot", page_ratios(results["snapshots"], "ours", SNAPSHOT_BASE), SNAPSHOTS),
-        every_page("open", page_ratios(results["navigation"], "ours open", NAV_BASE), NAVIGATION),
+        every_page("snapshot", page_ratios(results["snapshots"], "ours", SNAPSHOT_BASE), SNAPSHOTS)
+    ]
+
+
+def navigation_targets(results: dict[str, Any]) -> list[Target]:
+    return [
+        every_page("open", page_ratios(results["navigation"], "ours open", NAV_BASE), NAVIGATION)
     ]
 
 
@@ -211,12 +221,49 @@ def phone_targets(results: dict[str, Any]) -> list[Target]:
     return [Target("phone", f"{ratio:.2f}×", TARGETS["phone"].met(ratio), PHONE)]
 
 
+def remote_ratios(rows: list[dict[str, Any]], side: str = REMOTE_SIDE) -> dict[str, float]:
+    """Per page and tool (``"django admin snapshot"``), ``side``'s median time over
+    playwright-mcp's call of the same tool on the same page."""
+    ms = {(r["page"], r["side"], r["tool"]): statistics.median(r["ms"]) for r in rows}
+    pages = dict.fromkeys(page for page, _, _ in ms)
+    return {
+        f"{page} {tool}": ms[(page, side, tool)] / ms[(page, REMOTE_BASE, tool)]
+        for page in pages
+        for tool in REMOTE_TOOLS
+    }
+
+
+def remote_targets(results: dict[str, Any]) -> list[Target]:
+    values = remote_ratios(results["remote_mcp"]["rows"])
+    met = sum(TARGETS["remote_call"].met(v) for v in values.values())
+    value = f"{min(values.values()):.2f}–{max(values.values()):.2f}×, {met} of {len(values)} calls"
+    return [Target("remote_call", value, met == len(values), REMOTE)]
+
+
+def job_ratio(job: dict[str, Any]) -> tuple[float, str]:
+    """Our characters over the whole job against the smallest peer's, and which peer."""
+    totals = {tool: sum(chars) for tool, chars in job["chars"].items()}
+    smallest = min(JOB_PEERS, key=lambda peer: totals[peer])
+    return totals["ours"] / totals[smallest], smallest
+
+
+def job_targets(results: dict[str, Any]) -> list[Target]:
+    job = results["job"]
+    ratio, smallest = job_ratio(job)
+    ok = TARGETS["job_chars"].met(ratio) and job["readable"]
+    readable = "" if job["readable"] else ", a step not readable alone"
+    return [Target("job_chars", f"{ratio:.2f}× {smallest}{readable}", ok, JOB)]
+
+
 PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
-    "snapshots": page_targets,
+    "snapshots": snapshot_targets,
+    "navigation": navigation_targets,
     "cold": cold_targets,
     "load": load_targets,
     "scale": scale_targets,
     "phone": phone_targets,
+    "remote_mcp": remote_targets,
+    "job": job_targets,
 }
 
 

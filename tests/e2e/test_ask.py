@@ -423,3 +423,26 @@ async def test_a_commit_asks_however_the_page_names_it(
         final = await final_reply(phone, me, request_id)
         assert final.json["data"]["status"] == "denied"
         assert click_counter.clicks[name] == 0  # counted on the server: nothing was sent
+
+
+async def test_the_models_second_snapshot_of_a_tab_is_a_delta(
+    nostr_relay_url, site_url, fake_provider, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        controller = {"ask": {"auto_approve": ["open", "check"]}}
+        _daemon, me = await start(
+            start_daemon, nostr_relay_url, phone, fake_provider, controller=controller
+        )
+        fake_provider.script = [
+            call("open", url=f"{site_url}/form.html"),
+            call("snapshot", "read the form", interactive=True),
+            call("check", "agree", selector="#agree"),
+            call("snapshot", "see what changed", interactive=True),
+            say("Agreed."),
+        ]
+        data = await ask(phone, me, {"task": "tick Agree"})
+        assert data["data"]["status"] == "done", data
+        _open, whole, _check, delta = fake_provider.tool_results(4)
+        assert 'textbox \\"Email\\"' in whole and "[delta" not in whole
+        assert "[delta since this tab's last snapshot" in delta and "1 changed (~)" in delta
+        assert 'checkbox \\"Agree\\" [checked]' in delta and 'textbox \\"Email\\"' not in delta

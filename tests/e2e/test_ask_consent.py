@@ -246,13 +246,18 @@ async def test_what_the_model_types_as_secret_is_never_stored(
     assert stored == []
 
 
-async def test_the_local_channel_refuses_ask(nostr_relay_url, start_daemon, tmp_path):
-    """ask's steps are approved by DM: the local channel says so, and runs no turn."""
+@pytest.mark.parametrize(
+    ("tool", "params"), [("ask", {"task": "anything"}), ("resume", {})], ids=["ask", "resume"]
+)
+async def test_the_local_channel_refuses_ask_and_resume(
+    nostr_relay_url, start_daemon, tmp_path, tool, params
+):
+    """ask's steps are approved by DM: the local channel says so, and has no turn."""
     daemon = await start_daemon([nostr_relay_url], state_dir=tmp_path / "state")
     token = daemon.local_token_path.read_text().strip()
     url = f"ws://127.0.0.1:{daemon.local.port}/agent"
     async with connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
-        await ws.send(json.dumps({"id": 1, "tool": "ask", "params": {"task": "anything"}}))
+        await ws.send(json.dumps({"id": 1, "tool": tool, "params": params}))
         answer: dict[str, Any] = json.loads(await ws.recv())
     assert not answer["success"], answer
     assert answer["error"]["code"] == "FORBIDDEN"

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import logging
+import os
 
 import pytest
 from websockets.asyncio.client import connect
@@ -141,3 +142,50 @@ async def test_the_local_token_from_a_credential_mode_checked(
     assert daemon.local.token == "from-systemd"
     assert not (daemon.state_dir / "local-token").exists()
     assert (await local(daemon, "get url")).startswith("[t1]")
+
+
+async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp_path):
+    """The relays and the local channel start while Chromium launches; a command that comes
+    before the browser is up waits for it and is answered, and READY waits for both."""
+    from nostr_browserd.browser.config import BrowserConfig
+    from nostr_browserd.daemon.app import Daemon
+    from tests.fixtures.daemon import daemon_config
+
+    launched, gate = tmp_path / "launched", tmp_path / "gate"
+    os.mkfifo(gate)
+    chromium = tmp_path / "chromium"  # holds the launch until the test opens the gate
+    chromium.write_text(
+        f'#!/bin/sh\ntouch "{launched}"\nread _ < "{gate}"\n'
+        f'exec "{BrowserConfig().find_executable()}" "$@"\n'
+    )
+    chromium.chmod(0o700)
+    config = daemon_config(
+        tmp_path / "state", [nostr_relay_url], browser={"executable": str(chromium)}
+    )
+    daemon = Daemon(config)
+    starting = asyncio.create_task(daemon.start())
+    opened = False
+
+    def open_gate() -> None:
+        with gate.open("w") as writer:
+            writer.write("go\n")
+
+    try:
+        await wait_until(launched.exists)
+        await wait_until(lambda: daemon.link is not None and daemon.link.listening)
+        await wait_until(lambda: daemon.local is not None and daemon.local.port != 0)
+        async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
+            await ws.send(json.dumps({"id": 1, "tool": "get_url"}))
+            assert not starting.done()  # the browser is still held at the gate
+            await asyncio.to_thread(open_gate)
+            opened = True
+            while (answer := json.loads(await ws.recv())).get("type") == "event":
+                pass
+        assert answer["success"], answer
+        assert answer["data"]["tab"] == "t1"
+        await starting
+    finally:
+        if not opened:
+            await asyncio.to_thread(open_gate)
+        await asyncio.gather(starting, return_exceptions=True)
+        await daemon.stop()

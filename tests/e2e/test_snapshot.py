@@ -396,3 +396,43 @@ async def test_a_left_out_subtree_can_be_scoped_to(call, site_url):
         scoped = (await snapshot(call, f"snapshot @{ref}"))["snapshot"].splitlines()
         assert scoped[0].startswith(f'- region "{name}" [ref={ref}]')
         assert len(scoped) == int(count.replace(",", ""))
+
+
+async def test_delta_sends_what_changed_with_the_same_refs(call, site_url):
+    await call(f"open {site_url}/form.html")
+    first = await snapshot(call, "snapshot --delta")
+    assert first["delta"] is False and "no earlier snapshot" in first["note"]
+    name = re.search(r'textbox "Name" \[ref=(\w+)\]', first["snapshot"]).group(1)
+    send = re.search(r'button "Send" \[ref=(\w+)\]', first["snapshot"]).group(1)
+    same = await snapshot(call, "snapshot --delta")
+    assert same["delta"] is True and same["snapshot"].startswith("[delta: nothing changed")
+    assert (await call(f"fill @{name} Ada"))["success"]
+    assert (await call(f"click @{send}"))["success"]
+    sent = await snapshot(call, "snapshot --delta")
+    lines = sent["snapshot"].splitlines()
+    assert sent["delta"] is True and lines[0].startswith("[delta since this tab's last snapshot")
+    assert f'  - textbox "Name" [ref={name}]:' in lines  # unmarked: it places the change
+    assert any(line.startswith("+ ") and "Ada" in line for line in lines)
+    assert any(line.startswith("+ ") and "sent Ada" in line for line in lines)
+    assert 'textbox "Email"' not in sent["snapshot"]
+    assert len(sent["snapshot"]) < len(first["snapshot"]) // 2
+    # a ref from the first, full snapshot still acts after the delta
+    assert (await call(f"fill @{name} Bea"))["success"]
+    assert "Bea" in (await snapshot(call, "snapshot --delta"))["snapshot"]
+    other = await snapshot(call, "snapshot -i --delta")
+    assert other["delta"] is False and "other options" in other["note"]
+    await call(f"open {site_url}/form.html")
+    again = await snapshot(call, "snapshot -i --delta")
+    assert again["delta"] is False and "navigated" in again["note"]
+    assert 'button "Send"' in again["snapshot"]
+
+
+async def test_delta_of_a_checked_box_marks_its_line_changed(call, site_url):
+    await call(f"open {site_url}/form.html")
+    full = await snapshot(call, "snapshot -i")
+    agree = re.search(r'checkbox "Agree" \[ref=(\w+)\]', full["snapshot"]).group(1)
+    assert (await call(f"check @{agree}"))["success"]
+    delta = await snapshot(call, "snapshot -i --delta")
+    assert delta["delta"] is True and "1 changed (~)" in delta["snapshot"]
+    assert f'~ - checkbox "Agree" [checked] [ref={agree}]' in delta["snapshot"].splitlines()
+    assert delta["refs"] == 1

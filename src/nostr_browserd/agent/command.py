@@ -1,8 +1,8 @@
-"""The ``ask`` command as the registry declares it: its params, its text form, its help.
+"""The ``ask`` and ``resume`` commands as the registry declares them: params, text form, help.
 
-The dispatcher runs it (a turn of the model loop needs the controller, the key store and the
-person's consent, which a tool handler does not have); the handler here only refuses to run
-anywhere else, such as inside a batch.
+The dispatcher runs them (a turn of the model loop needs the controller, the key store and
+the person's consent, which a tool handler does not have); the handlers here only refuse to
+run anywhere else, such as inside a batch.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..commands.registry import Params, Registry
+from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
@@ -46,3 +46,20 @@ async def ask(session: Any, params: AskParams) -> dict[str, Any]:
     conversation; --new starts a new one; --stop ends a running turn.
     """
     raise BrowserdError(ErrorCode.INVALID_PARAMS, "ask runs only as a message of its own.")
+
+
+@TOOLS.tool(
+    "resume",
+    family="agent",
+    gated=False,  # it gives the turn back; each step after it is judged on its own
+    params=NoParams,
+    read_only=False,  # the turn goes on, and its steps may change the page
+    spends=True,
+)
+async def resume(session: Any, params: NoParams) -> dict[str, Any]:
+    """Give the browser back to the model when your ask turn handed it to you (handoff).
+
+    The turn goes on after your commands sent before it, from the page as you left it; a
+    gated step after it still asks you.
+    """
+    raise BrowserdError(ErrorCode.INVALID_PARAMS, "resume runs only as a message of its own.")

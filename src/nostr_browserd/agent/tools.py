@@ -9,6 +9,7 @@ itself is never offered.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..commands.registry import Registry
@@ -39,8 +40,9 @@ DEFAULT_TOOLS = (
     "fill_credential",
     "login_with",
 )
-# ask itself; and the vault's management: a model is never given a value, nor may it drop one.
-NEVER_OFFERED = frozenset({"ask", "vault_add", "vault_remove"})
+# ask and resume themselves (the person's), and the vault's management: a model is never
+# given a value, nor may it drop one.
+NEVER_OFFERED = frozenset({"ask", "resume", "vault_add", "vault_remove"})
 
 
 def unknown_tools(registry: Registry, names: Iterable[str]) -> list[str]:
@@ -74,3 +76,32 @@ def progress_line(tool: str, target: str, params: dict[str, Any]) -> str:
     if tool == "scrape":
         return f"fetching {str(params.get('url', ''))[:100]}"
     return f"{tool} {target}".strip()
+
+
+@dataclass
+class Snapshots:
+    """Which tabs the model was shown a snapshot of in this turn: its next snapshot of one of
+    them is a delta (``snapshot --delta``), unless it asks otherwise.
+
+    Only this turn counts: the transcript of earlier turns may be trimmed, and a model must
+    never be sent the changes to a page it no longer has.  The daemon's delta is against
+    the tab's last snapshot, of the same document and options, or it is the whole page.
+    """
+
+    tabs: set[str] = field(default_factory=set)
+    tab: str | None = None  # the active tab, as the last result said
+
+    def params(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The call's params, with ``delta`` on for a snapshot of a tab the model has seen."""
+        if tool == "snapshot" and "delta" not in params and self.tab in self.tabs:
+            return {**params, "delta": True}
+        return params
+
+    def saw(self, response: dict[str, Any]) -> None:
+        """Note which tab is active after a call, and whether the model got its snapshot."""
+        data = response.get("data")
+        if not response.get("success") or not isinstance(data, dict):
+            return
+        self.tab = data.get("tab") or self.tab
+        if isinstance(data.get("snapshot"), str) and self.tab is not None:
+            self.tabs.add(self.tab)

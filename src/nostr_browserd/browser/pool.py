@@ -33,6 +33,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
+Launched = tuple[Playwright, Endpoint]
+
+
+async def launch_local(config: BrowserConfig) -> Launched:
+    """Playwright and the local Chromium, for a pool made later (``BrowserPool(early=…)``).
+
+    ``nostr-browserd run`` begins this before it imports the rest of the daemon, whose
+    imports take about as long as Chromium's launch.
+    """
+    playwright = await async_playwright().start()
+    endpoint = Endpoint(None, config)
+    try:
+        await endpoint.open(playwright)
+    except BaseException:
+        await playwright.stop()
+        raise
+    return playwright, endpoint
 
 
 class BrowserPool:
@@ -45,12 +62,15 @@ class BrowserPool:
         shelf: StateShelf | None = None,
         vault: Keeper | None = None,
         initial_state: StateHook | None = None,
+        early: Awaitable[Launched] | None = None,
     ) -> None:
         """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
         vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
-        context starts with (its saved session), if anything."""
+        context starts with (its saved session), if anything; ``early``: the local browser's
+        launch, begun before the pool was made (``launch_local``)."""
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
+        self._early = early
         urls = self.config.endpoints
         self.endpoints = [Endpoint(url, self.config) for url in urls] or [
             Endpoint(None, self.config)
@@ -65,6 +85,10 @@ class BrowserPool:
         # The live view's viewers (the local WebSocket's connections) and their counters.
         self.frames = Fanout()
         self.initial_state = initial_state
+        # Set once ``start`` has ended: the daemon serves while its browser launches, and a
+        # command that needs a context waits for it (``revive``); the launch's error, if any.
+        self._started = asyncio.Event()
+        self._start_error: BaseException | None = None
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
@@ -76,6 +100,18 @@ class BrowserPool:
         The local browser must start.  Browser servers that do not answer yet are tried again
         in the background: a worker may start before its browser servers do.
         """
+        try:
+            await self._start()
+        except BaseException as exc:
+            self._start_error = exc
+            raise
+        finally:
+            self._started.set()
+
+    async def _start(self) -> None:
+        if self._early is not None:
+            early, self._early = self._early, None
+            self._playwright, self.endpoints[0] = await early
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:
@@ -92,7 +128,8 @@ class BrowserPool:
                         endpoint.shown,
                     )
         if self.endpoints[0].kind == LOCAL:
-            await self.endpoints[0].open(self._playwright)
+            if not self.endpoints[0].alive:
+                await self.endpoints[0].open(self._playwright)
             return
         opened = await asyncio.gather(
             *(e.open(self._playwright) for e in self.endpoints), return_exceptions=True
@@ -154,8 +191,14 @@ class BrowserPool:
     async def revive(self, session: Session) -> bool:
         """Give ``session`` a live context: relaunch a dead local browser, or move it.
 
-        Returns True when the session had a context that died (its tabs are gone).
+        Returns True when the session had a context that died (its tabs are gone).  Waits
+        for ``start`` to end first; when it failed, its error is this command's.
         """
+        await self._started.wait()
+        if self._start_error is not None:
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE, f"The browser did not start: {self._start_error}"
+            )
         async with self._lock:
             local = self.endpoints[0]
             if local.kind == LOCAL and not local.alive:

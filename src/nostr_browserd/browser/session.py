@@ -32,7 +32,7 @@ from .pagelog import PageLog
 from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
-from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab
+from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab, consume
 
 if TYPE_CHECKING:
     from ..vault.entry import Keeper
@@ -371,11 +371,11 @@ class Session:
 
     # --- what the tabs tell it (the session is their TabOwner) --------------------
 
-    def _on_title(self, source: dict[str, Any], title: Any) -> None:
+    def _on_title(self, source: dict[str, Any], title: Any, at_load: Any = False) -> None:
         """The title observer's report from a tab's top document (a binding per window)."""
         for tab in self.tabs.values():
             if tab.page is source["page"] and isinstance(title, str):
-                tab.title_reported(title)
+                tab.title_reported(title, at_load is True)
 
     def loaded(self, tab: Tab) -> None:
         """A tab loaded: a screencast started while it was opening starts again."""
@@ -446,7 +446,7 @@ class Session:
                 self._dialog_opened.clear()
                 inner = self._dialog_watchers > depth
                 if not (task.done() or inner) and self._dialog_count != start and self.dialog:
-                    task.add_done_callback(_consume)
+                    task.add_done_callback(consume)
                     return True, None
             return False, task.result()
         finally:
@@ -569,8 +569,3 @@ class Session:
 async def _quietly(awaitable: Any) -> None:
     with contextlib.suppress(Exception):
         await awaitable
-
-
-def _consume(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()

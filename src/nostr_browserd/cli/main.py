@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -194,17 +195,35 @@ def _setup_logging(verbose: bool) -> None:
 
 
 def _run(path: Path | None, verbose: bool) -> int:
-    from ..daemon.app import Daemon
-
     config = _load(path)
     _setup_logging(verbose)
-    daemon = Daemon(config, path)
     try:
-        return asyncio.run(daemon.run(on_ready=lambda: print(banner(daemon), flush=True)))
+        return asyncio.run(_serve(config, path))
     except (BrowserdError, OSError) as exc:
         message = exc.message if isinstance(exc, BrowserdError) else str(exc)
         print(f"nostr-browserd: cannot start: {message}", file=sys.stderr)
         return EXIT_FAILED
+
+
+async def _serve(config: Config, path: Path | None) -> int:
+    """Launch the local Chromium first, and import the daemon in a thread meanwhile: each
+    takes about as long as the other, and the launch needs the event loop to go on."""
+    from ..browser.pool import launch_local
+    from ..daemon.timeline import Timeline
+
+    timeline = Timeline()
+    early = None
+    if not config.browser.endpoints:
+        early = asyncio.ensure_future(timeline.timed("launch", launch_local(config.browser)))
+    try:
+        with timeline.step("daemon imports"):
+            app = await asyncio.to_thread(importlib.import_module, "nostr_browserd.daemon.app")
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
+    daemon = app.Daemon(config, path, early=early, timeline=timeline)
+    return int(await daemon.run(on_ready=lambda: print(banner(daemon), flush=True)))
 
 
 def banner(daemon: Any) -> str:

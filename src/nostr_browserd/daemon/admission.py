@@ -29,6 +29,9 @@ from .key_tools import KEY_TOOLS
 
 LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
 LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
+# A controller's own ask turn: ask starts or stops it, resume gives back a turn it handed
+# over.  Only a controller has turns (never the local owner, never the model itself).
+TURN_TOOLS = frozenset({"ask", "resume"})
 NO_STREAM_BY_MESSAGE = (
     "{} works only on the local control channel (the live view): a relay is no video "
     "channel. Over messages, follow along with watch and screenshot."
@@ -103,7 +106,7 @@ def check_place(registry: Registry, caller: Caller, request: Request, logged_in:
     if tool not in LOGIN_TOOLS and not logged_in:
         raise BrowserdError(ErrorCode.NOT_LOGGED_IN, NOT_LOGGED_IN_MESSAGE)
     if caller.standing is Standing.ASK:
-        if tool in LOCAL_ONLY or tool == "ask" or registry.local_only(tool, params):
+        if tool in LOCAL_ONLY or tool in TURN_TOOLS or registry.local_only(tool, params):
             raise BrowserdError(ErrorCode.FORBIDDEN, f"{tool} is not for ask.")
     elif caller.standing is Standing.CONTROLLER:
         if tool in LOCAL_ONLY:
@@ -113,10 +116,10 @@ def check_place(registry: Registry, caller: Caller, request: Request, logged_in:
             )
         if registry.local_only(tool, params):
             raise BrowserdError(ErrorCode.FORBIDDEN, NO_STREAM_BY_MESSAGE.format(tool))
-    elif tool == "ask":
+    elif tool in TURN_TOOLS:
         raise BrowserdError(
             ErrorCode.FORBIDDEN,
-            "ask works over direct messages only: its steps are approved by DM.",
+            f"{tool} works over direct messages only: an ask turn's steps are approved by DM.",
         )
     if not (caller.is_local and tool in LOCAL_ONLY):  # the daemon's own, not the registry's
         registry.get(tool)  # UNKNOWN_TOOL before anything else
@@ -128,7 +131,10 @@ def permits(registry: Registry, role: Role, tool: str, params: dict[str, Any]) -
     The registry judges a request by every tool it would run (a batch's commands, a find's
     action), so neither can smuggle a gated tool past a "read" role or a tool list.  A "read"
     role never runs what ``spends`` the owner's model keys (``ask``): a list must name it.
+    ``resume`` gives back one's own turn: whoever may ask may resume.
     """
+    if tool == "resume":
+        tool, params = "ask", {}
     if role == "full":
         return True
     if role == "read":

@@ -1,12 +1,13 @@
 """The daemon: login, relays, inbox, dispatcher, outbox, browser and local channel, joined.
 
-Start order: state store → identity → (embedded relay) → browser → worker row and heartbeat
-→ relay pool → inbox subscription → announcements (kind 10050, 10002, 0) → local channel →
-``READY=1``.  Stop order is the reverse, after a drain: the worker takes nothing new, the
-dispatcher finishes the running and queued commands and sends their replies, and the worker
-saves its controllers' sessions and releases their leases.  A read-only identity starts
-everything except the inbox: it serves the local channel and status, and says plainly that it
-cannot read or answer direct messages.
+Start order: state store → the browser's launch, and beside it identity → (embedded relay) →
+worker row and heartbeat → local channel → relay pool → inbox subscription → announcements
+(kind 10050, 10002, 0); ``READY=1`` once both are done, with the start's timeline logged (a
+command that comes before the browser is up waits for it).  Stop order is the reverse, after
+a drain: the worker takes nothing new, the dispatcher finishes the running and queued
+commands and sends their replies, and the worker saves its controllers' sessions and
+releases their leases.  A read-only identity starts everything except the inbox: it serves
+the local channel and status, and says plainly that it cannot read or answer direct messages.
 With no identity (``[identity] method = "none"``, or logged out) only the local channel
 runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon waits for
 ``login`` there.
@@ -15,17 +16,17 @@ runs, every tool but the login tools answers ``NOT_LOGGED_IN``, and the daemon w
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent.keys import KeyStore
-from ..browser.pool import BrowserPool
+from ..browser.pool import BrowserPool, Launched
 from ..catalog import REGISTRY
-from ..contextvm.server import ContextVmServer
 from ..dm.link import NostrLink
 from ..dm.messages import ReplyAddress, Scheme, is_dm
 from ..dm.push import EventForwarder
@@ -44,7 +45,6 @@ from .allow_list import AllowList
 from .ask import AskRunner, check_ask_config
 from .compose import Core, open_core
 from .config import Config, ConfigError, ControllerConfig, IdentityConfig, load_config
-from .contextvm_link import contextvm_server, tool_names
 from .dispatch import Dispatcher
 from .embedded_relay import EmbeddedRelay
 from .key_tools import KEY_TOOLS, run_key_tool
@@ -53,7 +53,11 @@ from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .status import Running, daemon_status
 from .store import Store
+from .timeline import Timeline
 from .workers import Worker
+
+if TYPE_CHECKING:
+    from ..contextvm.server import ContextVmServer
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +81,20 @@ def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod | Non
 class Daemon:
     """One running nostr-browserd."""
 
-    def __init__(self, config: Config, config_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        config_path: Path | None = None,
+        early: Awaitable[Launched] | None = None,
+        timeline: Timeline | None = None,
+    ) -> None:
+        """``early``: the local browser's launch, begun before this module was imported;
+        ``timeline``: the start's, begun with it (by default: now)."""
         self.config, self.config_path = config, config_path
+        self._early = early
         self.state_dir = config.state.dir
         self.started_at = time.time()
+        self.timeline = timeline or Timeline()
         self.identity = IdentityManager(nsigner_binary=config.identity.nsigner.binary)
         self.allowed = AllowList.of(config)  # shared: the inbox, link, dispatcher, worker
         self.embedded: EmbeddedRelay | None = None
@@ -99,15 +113,13 @@ class Daemon:
     # --- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bring everything up; raises with a clear message when something cannot start."""
+        """Bring everything up; raises with a clear message when something cannot start.
+
+        The browser launches while the rest starts beside it (``_start_beside``): a command
+        that arrives before it is up waits for it.  READY once both are done.
+        """
         check_ask_config(self.config, REGISTRY)
         self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        configured = login_params(self.config.identity, self.state_dir)
-        if configured is not None:
-            await self.identity.login(configured)
-        if self.config.nostr.uses_embedded_relay:
-            self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
-            self.relays.insert(0, await self.embedded.start())
         self.core = await open_core(
             self.config,
             self.allowed,
@@ -119,13 +131,35 @@ class Daemon:
             vault=lambda store: Vault(store, self.signer),
             worker=self._make_worker,
             asker=self._make_asker,
+            beside=self._start_beside,
+            timeline=self.timeline,
+            early=self._early,
         )
-        dispatcher = self.core.dispatcher
-        self.core.browser.on_event(self._browser_event)
+        notify("READY=1")
+        self._notify_identity()
+        interval = watchdog_interval()
+        if interval:
+            self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
+        log.info("%s", self.timeline.summary())
+
+    async def _start_beside(self, core: Core) -> None:
+        """What does not wait for the browser: login, relays, worker, local channel."""
+        self.core = core  # from here on ``stop`` closes it, should the start fail
+        with self.timeline.step("login"):
+            configured = login_params(self.config.identity, self.state_dir)
+            if configured is not None:
+                await self.identity.login(configured)
+        if self.config.nostr.uses_embedded_relay:
+            with self.timeline.step("embedded relay"):
+                self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
+                self.relays.insert(0, await self.embedded.start())
+        dispatcher = core.dispatcher
+        core.browser.on_event(self._browser_event)
         assert isinstance(dispatcher.worker, Worker)
         self.worker = dispatcher.worker
         self._files(dispatcher)
-        await self.worker.start()
+        with self.timeline.step("worker"):
+            await self.worker.start()
         try:
             await self._serve(dispatcher)
         except BaseException:  # the worker's name is free at once for the next start
@@ -134,10 +168,11 @@ class Daemon:
             raise
 
     async def _serve(self, dispatcher: Dispatcher) -> None:
-        """After the worker has its name: the relays, the local channel, READY."""
-        await self._connect_nostr()
-        if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
-            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+        """After the worker has its name: the local channel, then the relays.
+
+        The local channel needs no relay, so it answers while they connect.  A login there
+        meanwhile rewires the Nostr side after this first connection (``_identity_changed``).
+        """
         self.identity.add_listener(self._identity_changed)
         if self.config.local.enabled:
             local = self.config.local
@@ -150,14 +185,15 @@ class Daemon:
                 frames=dispatcher.browser.frames,
                 live=self._live,
             )
-            await self.local.start()
+            with self.timeline.step("local channel"):
+                await self.local.start()
             dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
+        with self.timeline.step("relays"):
+            self._rewiring = asyncio.create_task(self._connect_nostr())
+            await self._rewiring
+        if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
+            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
         self._tasks.append(asyncio.create_task(self._prune_store()))
-        interval = watchdog_interval()
-        if interval:
-            self._tasks.append(asyncio.create_task(watchdog(interval, stopped_readers)))
-        notify("READY=1")
-        self._notify_identity()
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""
@@ -305,6 +341,11 @@ class Daemon:
             log.warning("%s", READ_ONLY_MESSAGE)
         assert self.dispatcher is not None and self.store is not None
         signer, readonly = self.identity.signer, self.identity.readonly
+        # The MCP SDK under the ContextVM server takes longer to import than Chromium takes to
+        # launch: imported in a thread, the event loop goes on with the launch meanwhile.
+        await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
+        from .contextvm_link import contextvm_server, tool_names
+
         server = None
         if not readonly:
             server = contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self._publish)
@@ -343,7 +384,11 @@ class Daemon:
         if self._stop.is_set():
             return
 
+        previous = self._rewiring  # the start's connection, or the last rewiring
+
         async def rewire() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
             await self._disconnect_nostr()
             if not self.identity.logged_in and self.core is not None:
                 await self.core.browser.release_all()

@@ -20,7 +20,7 @@ from ..agent.keys import KeyStore
 from ..agent.loop import Denied, Outcome, TimedOut, Turn, TurnResult, trim, without_images
 from ..agent.progress import Progress
 from ..agent.providers import ProviderSettings, ToolCall, ToolSpec, make_provider
-from ..agent.tools import DEFAULT_TOOLS, progress_line, tool_specs, unknown_tools
+from ..agent.tools import DEFAULT_TOOLS, Snapshots, progress_line, tool_specs, unknown_tools
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
@@ -77,25 +77,9 @@ class AskRunner:
         self._stops: dict[str, asyncio.Event] = {}
         self._handoffs: dict[str, asyncio.Event] = {}
 
-    def resume(self, owner: str) -> bool:
-        """Give ``owner``'s handed-over turn back to the model; False when none waits."""
-        event = self._handoffs.get(owner)
-        if event is None:
-            return False
-        event.set()
-        return True
-
     def handing_over(self, owner: str) -> bool:
         """Whether ``owner``'s turn waits for them to send ``resume``."""
         return owner in self._handoffs
-
-    def stop(self, owner: str) -> bool:
-        """End ``owner``'s running turn; False when none runs."""
-        event = self._stops.get(owner)
-        if event is None:
-            return False
-        event.set()
-        return True
 
     def stop_all(self) -> None:
         """End every running turn (the daemon is stopping)."""
@@ -105,11 +89,24 @@ class AskRunner:
     async def run(
         self, owner: str, request: Request, controller: ControllerConfig
     ) -> dict[str, Any]:
-        """One turn (or ``--new`` alone); the reply's data: status, answer, reason, steps."""
+        """One turn (or ``--new`` alone); the reply's data: status, answer, reason, steps.
+        ``ask --stop`` ends the running turn, ``resume`` gives back a handed-over one: both
+        come here at once, not behind the turn (``dispatch.controls_turn``)."""
+        if request.tool == "resume":
+            resumed = _set(self._handoffs.get(owner))
+            note = (
+                "The model has the browser again."
+                if resumed
+                else "No ask turn waits for you: resume gives back the browser after the"
+                " model handed it to you (handoff)."
+            )
+            return {"id": request.id, "success": True, "data": {"resumed": resumed, "note": note}}
         _, model = self.registry.validate("ask", request.params)
         assert isinstance(model, AskParams)
-        if model.stop:  # ask --stop reaches the queue only when no turn was running
-            return {"id": request.id, "success": True, "data": {"stopped": False}}
+        if model.stop:
+            stopped = _set(self._stops.get(owner))
+            note = "Stopping the running ask turn." if stopped else "No ask turn is running."
+            return {"id": request.id, "success": True, "data": {"stopped": stopped, "note": note}}
         if owner in self._handoffs:  # its commands run beside the paused turn: not another
             raise BrowserdError(
                 ErrorCode.UNAVAILABLE,
@@ -133,8 +130,9 @@ class AskRunner:
         return {"id": request.id, "success": True, "data": result.to_dict()}
 
     async def _hand_over(self, owner: str, reason: str) -> Outcome:
-        """Pause the turn until the person sends ``resume`` (their commands run meanwhile);
-        then the page as they left it.  ``ask --stop`` ends the wait (the loop's stop)."""
+        """Pause the turn until the person sends ``resume`` (their commands run meanwhile,
+        in the lane beside it); then, after those they sent before it, the page as they left
+        it.  ``ask --stop`` ends the wait (the loop's stop), and so does the timeout."""
         event = self._handoffs[owner] = asyncio.Event()
         try:
             screen = await self.dispatcher.show_screen(owner)
@@ -152,6 +150,7 @@ class AskRunner:
                 raise TimedOut(f"nobody sent resume within {wait:g} s of the handoff") from None
         finally:
             del self._handoffs[owner]
+            await self.dispatcher.hand_back(owner)
         page = await self.dispatcher.page_now(owner)
         note = "The person is done and gave the browser back; the page as it is now follows."
         return Outcome({**page, "data": {"note": note, **(page.get("data") or {})}})
@@ -182,15 +181,22 @@ class AskRunner:
         specs = tool_specs(
             self.registry, [n for n in names if permits(self.registry, controller.role, n, {})]
         )
-        specs.append(HANDOFF)
+        if self.dispatcher.in_chat(owner):  # someone there to hand over to, who can resume
+            specs.append(HANDOFF)
         offered = {spec.name for spec in specs}
         cap = ask.max_tool_calls or self.config.max_tool_calls
         progress = Progress(
             lambda text: self.dispatcher.notify(owner, text), self.config.progress_interval
         )
         calls = 0
+        snapshots = Snapshots()
 
         async def act(call: ToolCall, reason: str) -> Outcome:
+            outcome = await run_call(call, reason)
+            snapshots.saw(outcome.response)
+            return outcome
+
+        async def run_call(call: ToolCall, reason: str) -> Outcome:
             nonlocal calls
             if call.name not in offered:
                 error = BrowserdError(
@@ -202,7 +208,7 @@ class AskRunner:
                 return await self._hand_over(owner, reason or str(call.args.get("reason", "")))
             step = progress_line(call.name, "", call.args)
             progress.note(f"{step} ({calls} of {cap} steps)")
-            request = Request(tool=call.name, params=call.args)
+            request = Request(tool=call.name, params=snapshots.params(call.name, call.args))
             try:
                 response, target = await self.dispatcher.agent_step(
                     owner, controller, request, reason
@@ -233,3 +239,11 @@ class AskRunner:
             await provider.close()
             kept = trim(without_images(transcript), MAX_TRANSCRIPT_CHARS)
             await self.store.save_conversation(owner, kept)
+
+
+def _set(event: asyncio.Event | None) -> bool:
+    """Set ``event``; False when there is none (no turn, or none handed over)."""
+    if event is None:
+        return False
+    event.set()
+    return True

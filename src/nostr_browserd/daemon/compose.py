@@ -1,18 +1,20 @@
 """The service's core, built in one place: state store, browser pool and dispatcher.
 
 The daemon and ``mcp --local`` both run it; only the daemon adds a worker (leases, fencing,
-saved sessions) and ``ask``.  Every piece gets what it uses when it is made, nothing is set
-on it afterwards.  The worker and ``ask`` are built around the dispatcher and the dispatcher
-calls them, so the dispatcher is handed how to make them (``Dispatcher(worker=…, asker=…)``)
-and makes them itself, passing itself in.
+saved sessions) and ``ask``, and starts the rest of itself while the browser launches.  Every
+piece gets what it uses when it is made, nothing is set on it afterwards.  The worker and
+``ask`` are built around the dispatcher and the dispatcher calls them, so the dispatcher is
+handed how to make them (``Dispatcher(worker=…, asker=…)``) and makes them itself, passing
+itself in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..browser.pool import BrowserPool, StateHook
+from ..browser.pool import BrowserPool, Launched, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList
@@ -20,6 +22,7 @@ from .config import Config, make_browser_dirs
 from .dispatch import Dispatcher, LocalTools, MakeAsker, MakeWorker, Reply, Send
 from .store import Store, open_store
 from .store.state_files import import_state_files
+from .timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -43,21 +46,32 @@ async def open_core(
     vault: Callable[[Store], Keeper] | None = None,
     worker: MakeWorker | None = None,
     asker: MakeAsker | None = None,
+    beside: Callable[[Core], Awaitable[None]] | None = None,
+    timeline: Timeline | None = None,
+    early: Awaitable[Launched] | None = None,
 ) -> Core:
-    """Open the store (moving old state files into it), start the browser, make the
-    dispatcher.  ``initial_state(owner)``: what a new browser context starts with (the
+    """Open the store (moving old state files into it), make the browser pool and the
+    dispatcher, and start the browser while ``beside(core)`` runs: the daemon signs in,
+    connects its relays and opens its local channel meanwhile, and a command that needs the
+    browser before it is up waits for it (``BrowserPool.revive``).  Returns once both are
+    done; when one fails the other is stopped (a launch is let finish, for ``close``) and
+    its error raised.  ``initial_state(owner)``: what a new browser context starts with (the
     daemon's worker keeps each controller's session); ``vault(store)``: the credential vault
-    on that store (the daemon's, sealed by its identity)."""
+    on that store (the daemon's, sealed by its identity); ``timeline``: where the store's
+    and the browser's start are recorded; ``early``: the local browser's launch, begun before
+    (``BrowserPool``)."""
+    timeline = timeline or Timeline()
     make_browser_dirs(config.browser)
-    store = await open_store(config.state)
-    await import_state_files(config.browser.state_dir, store)
+    with timeline.step("store"):
+        store = await open_store(config.state)
+        await import_state_files(config.browser.state_dir, store)
     browser = BrowserPool(
         config.browser,
         shelf=store,
         vault=None if vault is None else vault(store),
         initial_state=initial_state,
+        early=early,
     )
-    await browser.start()
     dispatcher = Dispatcher(
         registry=REGISTRY,
         browser=browser,
@@ -73,4 +87,24 @@ async def open_core(
         worker=worker,
         asker=asker,
     )
-    return Core(store, browser, dispatcher)
+    core = Core(store, browser, dispatcher)
+    launch = asyncio.ensure_future(_launch(browser, timeline))
+    if beside is None:
+        await launch
+        return core
+    rest = asyncio.ensure_future(beside(core))
+    try:
+        await asyncio.wait({launch, rest}, return_when=asyncio.FIRST_EXCEPTION)
+        if launch.done() and launch.exception() is not None:
+            rest.cancel()
+        await asyncio.gather(launch, rest, return_exceptions=True)
+    finally:
+        rest.cancel()
+    launch.result()  # the launch's error first: what ran beside it was stopped for it
+    rest.result()
+    return core
+
+
+async def _launch(browser: BrowserPool, timeline: Timeline) -> None:
+    with timeline.step("browser"):
+        await browser.start()

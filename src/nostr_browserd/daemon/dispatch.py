@@ -12,6 +12,8 @@
 - One ``Lane`` per controller: its commands run one after another, in the order they
   arrived; different controllers run concurrently, each in its own browser session.  The
   queue is bounded: a flood gets ``UNAVAILABLE`` instead of memory.  A per-command timeout.
+  While the controller's ``ask`` turn waits for them (a handoff), their commands run in a
+  lane beside it, on the same path (held, fenced, saved), and the turn keeps its place.
 - One path for every transport: ``Dispatcher.handle`` parses, admits, runs, encodes
   (``protocol.encode``, with the configured result cap), delivers and audits a command,
   whether it came by DM, on the local channel or over MCP.
@@ -43,6 +45,7 @@ from ..files.outgoing import FileSender
 from ..redact import redact
 from .admission import (
     LOCAL_ONLY,
+    TURN_TOOLS,
     Caller,
     Standing,
     check_place,
@@ -83,26 +86,19 @@ class Answer:
 
 
 class Asker(Protocol):
-    """Runs ``ask`` turns (daemon/ask.py); the dispatcher routes ask and ask --stop to it."""
+    """Runs ``ask`` turns (daemon/ask.py); the dispatcher routes ask, ask --stop and resume
+    (``admission.TURN_TOOLS``) to it."""
 
     async def run(self, owner: str, request: Request, controller: ControllerConfig) -> Response:
-        """One turn for ``owner``; the response carries status, answer and steps."""
-        ...
-
-    def stop(self, owner: str) -> bool:
-        """End ``owner``'s running turn; False when none runs."""
+        """``owner``'s ask (a turn: status, answer and steps), ask --stop or resume."""
         ...
 
     def stop_all(self) -> None:
         """End every running turn (the daemon is stopping)."""
         ...
 
-    def resume(self, owner: str) -> bool:
-        """Give ``owner``'s handed-over turn back to the model; False when none waits."""
-        ...
-
     def handing_over(self, owner: str) -> bool:
-        """Whether ``owner``'s turn waits for them (their commands then run at once)."""
+        """Whether ``owner``'s turn waits for them (their commands then run beside it)."""
         ...
 
 
@@ -113,26 +109,38 @@ def error_response(request_id: Any, error: BrowserdError) -> Response:
 
 @dataclass(frozen=True)
 class Queued:
-    """A controller's command in its queue, and the write that holds it in the store."""
+    """A controller's command in its queue, the tool it names (None when it does not
+    parse), and the write that holds it in the store."""
 
     incoming: Incoming
+    tool: str | None
     held: asyncio.Future[None]
 
 
 @dataclass
 class Lane:
     """One controller's place on this worker: its commands in arrival order, the task that
-    runs them one after another, and the tool running now."""
+    runs them one after another, and the command running now (an ask's message is where
+    its handoff screenshot goes)."""
 
     queue: asyncio.Queue[Queued | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
-    running: str | None = None
-    # The message whose command runs now (an ask's: where its handoff screenshot goes).
-    current: Incoming | None = None
+    current: Queued | None = None
+    # While this lane's ask turn waits for the person (a handoff): their commands' lane.
+    aside: Lane | None = None
+
+    @property
+    def running(self) -> str | None:
+        """The tool running now, for the status page."""
+        return None if self.current is None else self.current.tool
 
     def idle(self) -> bool:
         """Nothing runs or waits here."""
-        return self.running is None and self.queue.empty()
+        return self.current is None and self.queue.empty()
+
+    def waiting(self) -> int:
+        """How many commands wait here and, during a handoff, in the person's lane."""
+        return self.queue.qsize() + (0 if self.aside is None else self.aside.waiting())
 
 
 class Dispatcher:
@@ -204,6 +212,29 @@ class Dispatcher:
             lane = self._lanes[controller] = Lane()
         return lane
 
+    def _next_lane(self, controller: str) -> Lane:
+        """Where ``controller``'s next command waits: its lane, or while its ask turn waits
+        for them (a handoff), the lane beside it, made then, where their commands run one
+        after another while the paused turn keeps its place."""
+        lane = self._lane(controller)
+        if self.asker is None or not self.asker.handing_over(controller):
+            return lane
+        if lane.aside is None:
+            lane.aside = Lane()
+        return lane.aside
+
+    async def hand_back(self, controller: str) -> None:
+        """The handoff is over: ``controller``'s next commands wait behind the turn again;
+        returns when those sent during it are answered (the turn goes on after them)."""
+        lane = self._lanes.get(controller)
+        aside = None if lane is None else lane.aside
+        if lane is None or aside is None:
+            return
+        lane.aside = None
+        aside.queue.put_nowait(None)
+        if aside.task is not None:
+            await asyncio.gather(aside.task, return_exceptions=True)
+
     def submit(self, incoming: Incoming) -> None:
         """Take an authenticated message; never blocks the inbox.
 
@@ -217,15 +248,8 @@ class Dispatcher:
             self._spawn(self._decide(incoming, match[1].lower() == "approve", match[2].upper()))
             return
         asking = incoming.refusal is None and incoming.sender in self.controllers
-        stop = ask_stop(self.registry, incoming.content) if asking and self.asker else None
-        if stop is not None:
-            self._spawn(self._stop_ask(incoming, stop))
-            return
-        if asking and self.asker and incoming.content.strip().lower() == "resume":
-            self._spawn(self._resume_ask(incoming))
-            return
-        if asking and self.asker and self.asker.handing_over(incoming.sender):
-            # The paused turn holds the queue: the person's own commands run beside it.
+        if asking and self.asker and controls_turn(self.registry, incoming.content):
+            # ask --stop and resume act on the running turn: answered at once, not behind it.
             self._spawn(self._handle(incoming))
             return
         if incoming.refusal is not None or incoming.sender not in self.controllers:
@@ -237,9 +261,9 @@ class Dispatcher:
         if self._closing:
             self._spawn(self._handle(incoming, _stopping()))
             return
-        lane = self._lane(incoming.sender)
+        lane = self._next_lane(incoming.sender)
         if lane.task is None:
-            lane.task = asyncio.create_task(self._work(lane.queue))
+            lane.task = asyncio.create_task(self._work(lane))
         queue = lane.queue
         if queue.qsize() >= self.queue_size:
             error = BrowserdError(
@@ -250,14 +274,15 @@ class Dispatcher:
             return
         if is_dm(incoming.scheme):  # a ContextVM caller's pushed events still go by DM
             self._schemes[incoming.sender] = incoming.scheme
-        # Held at once, in arrival order; the queue's worker waits for it before running.
-        queue.put_nowait(Queued(incoming, asyncio.ensure_future(self._hold(incoming))))
-
-    async def _hold(self, incoming: Incoming) -> None:
-        """Record the queued command, so a daemon killed before answering answers it later."""
         request = None
         with contextlib.suppress(BrowserdError):
             request = parse_request(incoming.content, self.registry)
+        # Held at once, in arrival order; the queue's worker waits for it before running.
+        held = asyncio.ensure_future(self._hold(incoming, request))
+        queue.put_nowait(Queued(incoming, request.tool if request else None, held))
+
+    async def _hold(self, incoming: Incoming, request: Request | None) -> None:
+        """Record the queued command, so a daemon killed before answering answers it later."""
         await self.store.hold(
             outer_id=incoming.outer_id,
             event_id=incoming.event_id,
@@ -274,12 +299,13 @@ class Dispatcher:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _work(self, queue: asyncio.Queue[Queued | None]) -> None:
-        """One controller's commands, in order.  A command whose hold could not be written
-        (a full disk, a lost database) is answered with that error and not run: it could not
-        be answered after a crash.  Whatever one raises past its own error handling (after
-        its reply: the audit) is logged, and the queue goes on."""
-        while (queued := await queue.get()) is not None:
+    async def _work(self, lane: Lane) -> None:
+        """One lane's commands, in order: hold, fenced start, follow, handle (the lane's
+        ``current`` meanwhile), keep the session, release.  A command whose hold could not
+        be written (a full disk, a lost database) is answered with that error and not run:
+        it could not be answered after a crash.  Whatever one raises past its own error
+        handling (after its reply: the audit) is logged, and the queue goes on."""
+        while (queued := await lane.queue.get()) is not None:
             incoming = queued.incoming
             try:
                 try:
@@ -291,8 +317,11 @@ class Dispatcher:
                     continue  # another worker took the controller over, and answers it
                 if self.worker is not None:  # it moved here: its pages first
                     await self.worker.follow(incoming.sender)
-                self._lane(incoming.sender).current = incoming
-                answer = await self._handle(incoming, fenced=self.worker is not None)
+                lane.current = queued  # started: what the status page calls running
+                try:
+                    answer = await self._handle(incoming, fenced=self.worker is not None)
+                finally:
+                    lane.current = None
                 if self.worker is not None:  # its pages always, its login if it may change
                     login = self._changes_state(answer.request)
                     await self.worker.keep_state(incoming.sender, login=login)
@@ -458,12 +487,7 @@ class Dispatcher:
             if deliver is not None:
                 await deliver(notice(request.id, request.tool, seconds, as_text), request.id)
 
-        lane = self._lane(owner)
-        lane.running = request.tool
-        try:
-            return await self._execute(Caller.of(owner, controller), request, waiting)
-        finally:
-            lane.running = None
+        return await self._execute(Caller.of(owner, controller), request, waiting)
 
     async def _handle(
         self, incoming: Incoming, refusal: BrowserdError | None = None, fenced: bool = False
@@ -647,7 +671,7 @@ class Dispatcher:
             else:
                 data = await self._local_tools(request.tool, request.params or {})
                 return {"id": request.id, "success": True, "data": data}
-        if caller.standing is Standing.CONTROLLER and request.tool == "ask":
+        if caller.standing is Standing.CONTROLLER and request.tool in TURN_TOOLS:
             assert caller.controller is not None
             if self.asker is None:
                 raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
@@ -701,31 +725,23 @@ class Dispatcher:
     async def show_screen(self, owner: str) -> str:
         """An annotated screenshot of ``owner``'s page, sent as a file message answering the
         command running now (their ask); the line naming it, empty when none was sent."""
-        incoming = self._lane(owner).current
-        if self.files_out is None or incoming is None:
+        running = self._lane(owner).current
+        if self.files_out is None or running is None:
             return ""
         request = Request(tool="screenshot_annotated")
         shot = await self._run(await self.browser.session(owner), request)
-        shown = await self.files_out.attach(incoming, request, shot)
+        shown = await self.files_out.attach(running.incoming, request, shot)
         return str(shown.get("data", {}).get("file") or "")
 
     async def page_now(self, owner: str) -> Response:
         """``owner``'s page as it is (a snapshot), for a turn the person hands back."""
         return await self._run(await self.browser.session(owner), Request(tool="snapshot"))
 
-    async def _resume_ask(self, incoming: Incoming) -> None:
-        assert self.asker is not None
-        resumed = self.asker.resume(incoming.sender)
-        note = "The model has the browser again." if resumed else "No ask turn waits for you."
-        await self._deliver(incoming, note, None)
-
-    async def _stop_ask(self, incoming: Incoming, request: Request) -> None:
-        assert self.asker is not None
-        stopped = self.asker.stop(incoming.sender)
-        note = "Stopping the running ask turn." if stopped else "No ask turn is running."
-        response = {"id": request.id, "success": True, "data": {"stopped": stopped, "note": note}}
-        await self._deliver(incoming, self.encode(response, is_text(incoming.content)), request.id)
-        await self._audit(incoming.sender, incoming.scheme, request, response, time.perf_counter())
+    def in_chat(self, owner: str) -> bool:
+        """Whether ``owner``'s command running now came by direct message: a chat, where a
+        handoff's message reaches a person who can answer it with ``resume``."""
+        running = self._lane(owner).current
+        return running is not None and is_dm(running.incoming.scheme)
 
     async def notify(self, recipient: str, text: str) -> bool:
         """A message to a controller outside any reply (ask's progress), in its scheme."""
@@ -767,7 +783,7 @@ class Dispatcher:
         every worker come from the store)."""
         return {
             "running": {pk: lane.running for pk, lane in self._lanes.items() if lane.running},
-            "queued": {pk: n for pk, lane in self._lanes.items() if (n := lane.queue.qsize())},
+            "queued": {pk: n for pk, lane in self._lanes.items() if (n := lane.waiting())},
         }
 
 
@@ -780,12 +796,15 @@ def _stopping() -> BrowserdError:
     return BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; send this again later.")
 
 
-def ask_stop(registry: Registry, content: str) -> Request | None:
-    """The request when ``content`` is ``ask --stop`` (text or JSON), else None."""
-    if "stop" not in content:
-        return None
+def controls_turn(registry: Registry, content: str) -> bool:
+    """Whether ``content`` is ``ask --stop`` or ``resume`` (text or JSON, ``Resume`` as a
+    phone capitalises it too)."""
+    lowered = content.lower()
+    if "stop" not in lowered and "resume" not in lowered:
+        return False
     try:
         request = parse_request(content, registry)
     except BrowserdError:
-        return None
-    return request if request.tool == "ask" and request.params.get("stop") is True else None
+        return False
+    stop = request.tool == "ask" and request.params.get("stop") is True
+    return stop or request.tool == "resume"

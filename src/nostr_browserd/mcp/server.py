@@ -16,7 +16,6 @@ import mcp.types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from .. import __version__
@@ -25,6 +24,7 @@ from ..commands.registry import Registry
 from ..mcpshape.content import Shelf, shelved, to_result
 from ..mcpshape.listing import Selection, listed, mcp_tool
 from .backend import Backend
+from .stdio import stdio_streams
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ class BrowserMcp:
 
     async def run_stdio(self) -> None:
         """Serve one host over stdin/stdout until it closes them."""
-        async with stdio_server() as (read, write):
+        async with stdio_streams() as (read, write):
             await self.backend.start()
             try:
                 await self.server.run(read, write, self.server.create_initialization_options())

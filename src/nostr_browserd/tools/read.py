@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from ..browser.delta import compare
 from ..browser.session import Session
 from ..browser.snapshot import Options, Rendered, take
 from ..browser.tab import Snapshot
@@ -34,6 +35,16 @@ class SnapshotParams(OptionalTarget):
     )
 
 
+class SnapshotToolParams(SnapshotParams):
+    """A snapshot's options, and whether to send only what changed since the last one."""
+
+    delta: bool = Field(
+        False,
+        description="only what changed since this tab's last snapshot (same options), "
+        "with the same refs; the full snapshot when there is none or the page navigated",
+    )
+
+
 FLAGS = {
     "i": "interactive",
     "c": "compact",
@@ -43,26 +54,56 @@ FLAGS = {
 }
 
 
-def snapshot_tool(registry: Registry, name: str, family: str) -> Callable[[Handler], Handler]:
+def snapshot_tool(
+    registry: Registry, name: str, family: str, params: type[SnapshotParams] = SnapshotParams
+) -> Callable[[Handler], Handler]:
     """Register a free tool that takes a snapshot's options: snapshot and diff_snapshot."""
     return registry.tool(
-        name, family=family, gated=False, params=SnapshotParams, args=("target",), flags=FLAGS
+        name, family=family, gated=False, params=params, args=("target",), flags=FLAGS
     )
 
 
-@snapshot_tool(TOOLS, "snapshot", "read")
-async def snapshot(session: Session, params: SnapshotParams) -> dict[str, Any]:
+@snapshot_tool(TOOLS, "snapshot", "read", SnapshotToolParams)
+async def snapshot(session: Session, params: SnapshotToolParams) -> dict[str, Any]:
     """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.
 
     Refs stay valid until the element changes role or name or the page navigates.
+    --delta sends only what changed since this tab's last snapshot.
     """
+    previous = session.tab.snapshot if session.tab is not None else None
     rendered = await remembered_snapshot(session, params)
-    return {
+    full = {
         "snapshot": rendered.text,
         "refs": rendered.refs,
         "truncated": rendered.truncated,
         "next": rendered.next,
     }
+    if not params.delta:
+        return full
+    why = no_delta(previous, session.tab.snapshot if session.tab is not None else None)
+    change = compare(previous.text, rendered.text) if why is None and previous else None
+    if change is None or len(change.text) >= len(rendered.text):
+        return {
+            **full,
+            "delta": False,
+            "note": f"The full snapshot: {why or 'it is shorter than what changed'}.",
+        }
+    return {"snapshot": change.text, "refs": change.refs, "delta": True}
+
+
+def no_delta(previous: Snapshot | None, current: Snapshot | None) -> str | None:
+    """Why ``current`` cannot be sent as a delta from ``previous``, or None when it can."""
+    if previous is None or current is None:
+        return "this tab has no earlier snapshot to compare with"
+    if current.document is None or previous.document != current.document:
+        return "the page navigated since this tab's last snapshot, and its refs are new"
+    if previous.frame is not current.frame:
+        return "the last snapshot was of another frame"
+    if previous.params != current.params:
+        return "the last snapshot was taken with other options"
+    if previous.truncated or current.truncated:
+        return "a snapshot cut into pages is sent whole"
+    return None
 
 
 async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rendered:
@@ -78,10 +119,18 @@ async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rende
         max_chars=min(params.max_chars or cap, cap),
         start=params.start,
     )
-    page, frame = session.page, session.active_frame
+    page, frame, tab = session.page, session.active_frame, session.tab
+    document = tab.document if tab is not None else None
     rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
-    if session.tab is not None:
-        session.tab.snapshot = Snapshot(params.model_dump(), rendered.text)
+    if tab is not None:
+        kept = SnapshotParams.model_fields.keys()  # the options, not how it is sent (delta)
+        tab.snapshot = Snapshot(
+            params.model_dump(include=set(kept)),
+            rendered.text,
+            document=document if document == tab.document else None,
+            frame=frame,
+            truncated=rendered.truncated,
+        )
     return rendered
 
 

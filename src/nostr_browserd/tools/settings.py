@@ -12,9 +12,7 @@ session keeps its tabs, cookies and storage.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import contextlib
 import re
 import weakref
 import zoneinfo
@@ -69,21 +67,6 @@ async def apply(page: Page, settings: dict[str, Any], keys: set[str]) -> None:
         await (await cdp(page)).send("Emulation.setUserAgentOverride", override)
 
 
-BACKGROUND: set[asyncio.Task[None]] = set()
-
-
-def in_background(page: Page, settings: dict[str, Any]) -> None:
-    """Apply ``settings`` to a tab that just opened (an event handler cannot await)."""
-
-    async def run() -> None:
-        with contextlib.suppress(PlaywrightError):  # the tab closed before it got them
-            await apply(page, settings, set(settings))
-
-    task = asyncio.ensure_future(run())
-    BACKGROUND.add(task)
-    task.add_done_callback(BACKGROUND.discard)
-
-
 async def settle(session: Session, **changes: Any) -> None:
     """Record ``changes`` for the session and apply them to every tab, now and later."""
     settings = SETTINGS.setdefault(session, {})
@@ -92,7 +75,9 @@ async def settle(session: Session, **changes: Any) -> None:
     context = session.page.context
     if context not in WATCHED:
         WATCHED.add(context)
-        context.on("page", lambda page: in_background(page, settings))
+        # A tab that opens gets them in the background (an event handler cannot await); the
+        # command that opened it waits for that before it answers (``Session.settle``).
+        context.on("page", lambda page: session.background(apply(page, settings, set(settings))))
     try:
         for tab in list(session.tabs.values()):
             await apply(tab.page, settings, set(changes))

@@ -8,7 +8,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.pool import BrowserPool, launch_local
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 
@@ -45,6 +45,26 @@ async def test_killed_browser_is_relaunched(browser_pool, dispatcher, site_url):
         assert browser_pool.alive
     finally:
         await session.close()
+
+
+async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
+    """``run`` launches Chromium before the pool exists; the pool places contexts on that
+    browser, launches no second one, and closes it."""
+    config = BrowserConfig(**TEST_BROWSER)
+    early = asyncio.ensure_future(launch_local(config))
+    pool = BrowserPool(config, early=early)
+    _, endpoint = await early
+    launched = endpoint.browser
+    await pool.start()
+    try:
+        assert pool.browser is launched and launched.is_connected()
+        session = await pool.session("early")
+        opened = await command(local_dispatcher(pool, tmp_path), session, f"open {site_url}")
+        assert opened["success"], opened
+        assert session.context.browser is launched
+    finally:
+        await pool.close()
+    assert not launched.is_connected()
 
 
 async def test_events_reach_listeners(session, call, site_url):
@@ -85,6 +105,32 @@ async def test_state_title_follows_the_page(call, site_url):
     await settled_state(call, lambda state: state["title"] == "Form, later")
     assert (await call(f"open {site_url}/popup.html"))["data"]["title"] == "Popup"
     assert (await call("get url"))["data"]["title"] == "Popup"
+
+
+async def test_open_reports_the_title_its_load_handler_set(session, call, site_url, monkeypatch):
+    """The title ``open`` and its load event carry is the page's after its load handlers ran,
+    and the page reports it itself: nothing asks the page for it after the load."""
+    await call(f"open {site_url}/index.html")
+    page, asked = session.page, []
+    title = page.title
+
+    async def counted() -> str:
+        asked.append(page.url)
+        return await title()
+
+    monkeypatch.setattr(page, "title", counted)
+    events = []
+    session.on_event(events.append)
+    opened = await call(f"open {site_url}/load_title.html")
+    assert opened["data"]["title"] == "Loaded"
+    assert [e["data"]["title"] for e in events if e["event"] == "load"] == ["Loaded"]
+    assert (await call("reload"))["data"]["title"] == "Loaded"
+    assert (await call("get url"))["data"]["title"] == "Loaded"
+    assert asked == []
+    # After the load, a command that may retitle the page asks it, and reports the new title.
+    assert (await call("eval document.title = 'Changed'"))["data"]["title"] == "Changed"
+    assert asked
+    assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
 
 
 async def test_popup_becomes_a_tracked_tab(call, site_url):

@@ -134,8 +134,10 @@ def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
         {"page": "a", "tool": "Playwright raw", "ms": [10]},
         {"page": "a", "tool": "ours", "ms": [11]},
     ]
+    measured = {"navigation": navigation, "snapshots": snapshots}
     page = {
-        t.name: t for t in targets.page_targets({"navigation": navigation, "snapshots": snapshots})
+        t.name: t
+        for t in [*targets.snapshot_targets(measured), *targets.navigation_targets(measured)]
     }
     assert (page["open"].value, page["open"].ok) == ("1.05–1.50×, 1 of 2 pages", False)
     assert (page["snapshot"].value, page["snapshot"].ok) == ("1.10–1.10×, 1 of 1 pages", True)
@@ -153,3 +155,37 @@ def test_the_phone_figure_is_the_file_message_over_the_json_parts() -> None:
     phone = {"phone": {way: [{"ms": t} for t in times] for way, times in ms.items()}}
     (target,) = targets.phone_targets({"phone": phone})
     assert (target.value, target.ok) == ("0.20×", True)
+
+
+def remote_rows(times: dict[tuple[str, str, str], list[float]]) -> dict[str, Any]:
+    rows = [{"page": p, "side": s, "tool": t, "ms": ms} for (p, s, t), ms in times.items()]
+    return {"remote_mcp": {"rows": rows}}
+
+
+def test_the_remote_call_is_mcp_to_over_contextvm_against_playwright_mcp_per_page_and_tool():
+    """Every page's snapshot and click must hold; DM and --local rows are not the target."""
+    times = {
+        ("a", "playwright-mcp", "snapshot"): [20, 22, 90],  # median 22
+        ("a", "ours contextvm", "snapshot"): [28, 30, 31],  # 1.36×: missed
+        ("a", "ours dm", "snapshot"): [90],
+        ("a", "playwright-mcp", "click"): [600],
+        ("a", "ours contextvm", "click"): [90],
+        ("a", "ours local", "floor"): [3],  # get_url: no playwright-mcp call to compare
+    }
+    (target,) = targets.remote_targets(remote_rows(times))
+    assert (target.value, target.ok) == ("0.15–1.36×, 1 of 2 calls", False)
+    assert target.section == targets.REMOTE
+    times[("a", "ours contextvm", "snapshot")] = [28]
+    assert targets.remote_targets(remote_rows(times))[0].ok
+
+
+def test_the_job_is_ours_over_the_smallest_peer_and_needs_every_step_readable() -> None:
+    chars = {"ours": [30, 10], "playwright-mcp": [200, 100], "agent-browser": [60, 20]}
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": True}})
+    assert (target.value, target.ok) == ("0.50× agent-browser", True)
+    chars["ours"] = [31, 10]
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": True}})
+    assert not target.ok
+    chars["ours"] = [10, 10]
+    (target,) = targets.job_targets({"job": {"chars": chars, "readable": False}})
+    assert not target.ok and "not readable" in target.value

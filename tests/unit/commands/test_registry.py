@@ -42,13 +42,15 @@ def test_the_policy_fields_agree_with_each_other():
     assert delegating == {"batch"} | {t.name for t in REGISTRY if t.name.startswith("find_")}
     assert [t.name for t in REGISTRY if t.delegates_only] == ["batch"]
     free_but_acting = {t.name for t in REGISTRY if not t.gated and not t.read_only}
-    # scrolling moves the page; tab_switch, which tab the next command reads; the live view's
-    # switches change the daemon, not the page
+    # scrolling moves the page; tab_switch, which tab the next command reads; ask and resume
+    # start and give back a turn whose steps are each judged; the live view's switches
+    # change the daemon, not the page
     assert free_but_acting == {
         "scroll",
         "scroll_into_view",
         "tab_switch",
         "ask",
+        "resume",
         "stream_enable",
         "stream_disable",
     }
@@ -64,7 +66,7 @@ def test_the_policy_fields_agree_with_each_other():
     ]
     secrets = {"cookies_get", *storage, "network_requests", "network_request", "clipboard_read"}
     assert {t.name for t in REGISTRY if t.reads_secrets} == secrets
-    assert [t.name for t in REGISTRY if t.spends] == ["ask"]
+    assert [t.name for t in REGISTRY if t.spends] == ["ask", "resume"]  # resume: the turn goes on
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import is_text
 from nostr_browserd.daemon.admission import permits
 from nostr_browserd.daemon.approvals import APPROVAL
+from nostr_browserd.daemon.dispatch import controls_turn
 from nostr_browserd.errors import BrowserdError
 
 APPROVAL_CODE = re.compile(r'"approve ([A-Z0-9]+)"')
@@ -30,6 +31,11 @@ BATCH_OF_READS = {"commands": [{"tool": "get_url"}, {"tool": "get_title"}]}
         (["get_url"], "batch", BATCH_OF_READS, False),
         (["get_url"], "get_title", {}, False),
         (["open"], "open", {"url": "x"}, True),
+        # resume gives back one's own ask turn: whoever may ask may resume.
+        ("full", "resume", {}, True),
+        (["ask"], "resume", {}, True),
+        ("read", "resume", {}, False),
+        (["snapshot", "click"], "resume", {}, False),
     ],
 )
 def test_permits(role, tool, params, allowed):
@@ -345,3 +351,22 @@ async def test_logged_out_an_ask_step_runs_nothing_either(tmp_path):
     assert refused.value.code == ErrorCode.NOT_LOGGED_IN and pool.sessions() == []
     await dispatcher.close()
     await dispatcher.store.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "controls"),
+    [
+        ("resume", True),
+        ("Resume", True),  # as a phone capitalises it
+        ('{"id": 1, "tool": "resume", "params": {}}', True),
+        ("ask --stop", True),
+        ("Ask --stop", True),
+        ('{"tool": "ask", "params": {"stop": true}}', True),
+        ("ask stop the music", False),  # a task that says stop
+        ('fill @e1 "resume"', False),
+        ("get url", False),
+    ],
+)
+def test_ask_stop_and_resume_are_told_apart_from_other_commands(content, controls):
+    """What is answered at once instead of waiting behind the running turn."""
+    assert controls_turn(REGISTRY, content) is controls
