@@ -19,7 +19,8 @@ from tests.fixtures.signers import NIP06, private_file
 ENTRY = "import sys; from nostr_browserd.cli.bunker import main; sys.exit(main(sys.argv[1:]))"
 
 
-async def run_bunker(*args: str) -> asyncio.subprocess.Process:
+async def run_bunker(*args: str, background: bool = False) -> asyncio.subprocess.Process:
+    """``background``: started as a shell's background job is, with SIGINT ignored."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
@@ -27,6 +28,7 @@ async def run_bunker(*args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if background else None,
     )
 
 
@@ -116,6 +118,27 @@ async def test_cli_writes_a_reusable_url_file_for_several_workers(tmp_path, loca
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 20)
     assert proc.returncode == 0 and b"shared-pairing-secret" not in out + err
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+async def test_cli_stops_cleanly_on_sigterm_and_on_sigint_in_the_background(
+    tmp_path, local_relay_factory, stop
+) -> None:
+    """systemd stops it with SIGTERM; a shell's background job (or CI's) has SIGINT ignored
+    from its start, and Ctrl-C's signal must stop it all the same: exit 0, relays closed."""
+    relay = await local_relay_factory()
+    key_file = private_file(tmp_path, "key", nsec_encode(KeySigner.generate().secret))
+    proc = await run_bunker("--relay", relay.url, "--nsec-file", str(key_file), background=True)
+    assert proc.stdout is not None
+    await asyncio.wait_for(proc.stdout.readline(), 20)
+    proc.send_signal(stop)
+    try:
+        await asyncio.wait_for(proc.communicate(), 20)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
 
 
 async def test_cli_refuses_a_readable_key_file(tmp_path) -> None:

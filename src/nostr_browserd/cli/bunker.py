@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,17 +116,26 @@ async def _run(args: BunkerOptions) -> None:
             _write_url_file(args.url_file, url)
             print_url(f"the bunker:// URL is in {args.url_file}")
 
-    await serve_bunker(
-        signer,
-        args.relay,
-        secret=read_private_file(args.secret_file) if args.secret_file else None,
-        policy=args.policy,
-        perms=ALL_PERMS if args.perms == "all" else nip46.parse_perms(args.perms),
-        transport=KeySigner.generate() if args.separate_transport_key else None,
-        nostrconnect=args.nostrconnect,
-        reusable_secret=args.reusable_secret,
-        on_ready=ready,
+    serving = asyncio.ensure_future(
+        serve_bunker(
+            signer,
+            args.relay,
+            secret=read_private_file(args.secret_file) if args.secret_file else None,
+            policy=args.policy,
+            perms=ALL_PERMS if args.perms == "all" else nip46.parse_perms(args.perms),
+            transport=KeySigner.generate() if args.separate_transport_key else None,
+            nostrconnect=args.nostrconnect,
+            reusable_secret=args.reusable_secret,
+            on_ready=ready,
+        )
     )
+    # SIGTERM (systemd) and SIGINT stop it cleanly, SIGINT too where it was ignored from the
+    # start (a shell's background job): the relays are closed either way.
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, serving.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await serving
 
 
 def main(argv: list[str]) -> int:
