@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-import mcp.types as types
+import mcp_types as types
 
 from .. import __version__
 from ..commands.registry import Registry

@@ -341,8 +341,8 @@ class Daemon:
             log.warning("%s", READ_ONLY_MESSAGE)
         assert self.dispatcher is not None and self.store is not None
         signer, readonly = self.identity.signer, self.identity.readonly
-        # The MCP SDK under the ContextVM server takes longer to import than Chromium takes to
-        # launch: imported in a thread, the event loop goes on with the launch meanwhile.
+        # The MCP wire types under the ContextVM server take a tenth of a second to import:
+        # imported in a thread, the event loop goes on with the launch meanwhile.
         await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
         from .contextvm_link import contextvm_server, tool_names
 

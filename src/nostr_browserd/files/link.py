@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from typing import Any
-
-import mcp.types as types
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BrowserdError, ErrorCode
-from ..mcpshape.content import LINK_META, binary_content, default_name
 from . import blossom
 from .sealed import Sealed, Unsealable, file_tags, read_file_message, unseal
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 LINK_AT_LEAST = 256 * 1024  # bytes of file; smaller ones go in parts (a link's fixed cost)
 FETCH_SECONDS = 60.0
@@ -93,6 +93,9 @@ async def inline(response: dict[str, Any]) -> dict[str, Any]:
 async def inline_result(result: types.CallToolResult) -> types.CallToolResult:
     """A ContextVM result whose file came by link (its ``_meta``), with the file's content in
     front of its text, as the base64 would have made it."""
+    # here, not at the top: the daemon imports this module, and the MCP types slow its start
+    from ..mcpshape.content import LINK_META, binary_content, default_name
+
     meta = result.meta or {}
     link = meta.get(LINK_META)
     if not isinstance(link, dict):

@@ -20,7 +20,7 @@ import secrets
 from collections import OrderedDict
 from typing import Any
 
-import mcp.types as types
+import mcp_types as types
 
 from ..commands.render import render_text
 

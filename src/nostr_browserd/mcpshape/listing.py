@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import mcp.types as types
+import mcp_types as types
 
 from ..commands.registry import Registry, Tool
 

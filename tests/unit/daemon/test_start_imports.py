@@ -1,0 +1,39 @@
+"""The daemon's start imports only what every start needs.
+
+``nostr-browserd run`` imports ``cli.main``, then ``daemon.app`` while Chromium launches
+(``cli.main._serve``), then ``daemon.contextvm_link`` when the relays connect; those imports
+compete with the launch and the first command (issue 24 §4, bench/report.md "Cold start").
+The packages below serve only some commands or configs (``mcp``, ``mcp --to``, PostgreSQL,
+a model provider's SDK, charts) and take tenths of a second to import, so the modules that
+need them import them where they are used.  (The ContextVM server needs only the MCP wire
+types, ``mcp_types``, not the SDK ``mcp`` whose ``mcp.types`` mirrors them.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+ONLY_SOME_NEED = (
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "sse_starlette",
+    "httpx2",
+    "psycopg",
+    "psycopg_pool",
+    "anthropic",
+    "openai",
+    "matplotlib",
+    "numpy",
+)
+
+
+def test_the_daemons_start_imports_no_package_only_some_commands_need():
+    code = (
+        "import sys, nostr_browserd.cli.main, nostr_browserd.daemon.app, "
+        "nostr_browserd.daemon.contextvm_link\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(run.stdout.split()) & set(ONLY_SOME_NEED) == set()
