@@ -4,6 +4,8 @@ SDK's stdio client, against a one-tool server (tests/fixtures/stdio_echo.py)."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +41,11 @@ async def test_a_long_line_goes_through_and_stray_output_misses_the_wire(tmp_pat
     assert "stray output on fd 1" in stderr and "a stray print" in stderr
 
 
-def test_stdin_from_a_file_is_served_the_sdks_way(tmp_path: Path):
-    """Neither a pipe nor a socket (a file here, or a terminal): the SDK's threads read it."""
+def test_stdin_from_a_terminal_is_served_the_sdks_way():
+    """Neither a pipe nor a socket (a terminal here, or a file): the SDK's threads read it.
+
+    A terminal, not a file: a file's end would close the session while the call still runs
+    (the SDK's serve loop ends with its read side), and the answer would race it."""
     messages = [
         {
             "jsonrpc": "2.0",
@@ -57,16 +62,25 @@ def test_stdin_from_a_file_is_served_the_sdks_way(tmp_path: Path):
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "from a file"}},
+            "params": {"name": "echo", "arguments": {"text": "from a terminal"}},
         },
     ]
-    requests = tmp_path / "requests.jsonl"
-    requests.write_text("".join(json.dumps(m) + "\n" for m in messages))
-    with requests.open("rb") as stdin:
-        done = subprocess.run(
-            SERVER, stdin=stdin, capture_output=True, cwd=REPO, timeout=60, check=True
-        )
-    answers = {m.get("id"): m for m in map(json.loads, done.stdout.decode().splitlines())}
+    terminal, its_end = pty.openpty()
+    proc = subprocess.Popen(
+        SERVER, stdin=its_end, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO
+    )
+    os.close(its_end)
+    try:
+        os.write(terminal, "".join(json.dumps(m) + "\n" for m in messages).encode())
+        assert proc.stdout is not None
+        answers: dict[int, dict] = {}
+        while 2 not in answers and (line := proc.stdout.readline()):
+            message = json.loads(line)
+            answers[message.get("id")] = message
+    finally:
+        os.close(terminal)  # the terminal hangs up: the server's stdin ends
+        _, stderr = proc.communicate(timeout=60)
     answer = json.loads(answers[2]["result"]["content"][0]["text"])
-    assert answer["text"] == "from a file"
-    assert b"stray output on fd 1" in done.stderr
+    assert answer["text"] == "from a terminal"
+    assert [t for t in answer["threads"] if "worker" in t.lower()], answer["threads"]
+    assert b"stray output on fd 1" in stderr
