@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import websockets
-from playwright.async_api import async_playwright
+from playwright.async_api import Page, async_playwright
 
 from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.endpoints import LAUNCH_ARGS
@@ -33,8 +33,15 @@ from nostr_browserd.commands.protocol import parse_request, run
 from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapshot_text
 from .sites import BENCH_BROWSER, SANDBOX, free_port
 
+CONTROL = "Playwright goto, again"  # a second plain context: the method's own spread
 REF = re.compile(r"\[ref=[a-z0-9]+\]")
-SMALL_MS = 300  # a page whose goto takes less gets three times the repetitions
+SMALL_MS = 300  # a page whose goto takes less is cheap to repeat, and noisier: it gets
+SNAPSHOT_ROUNDS = 3  # this many times the repetitions of snapshots,
+NAVIGATION_ROUNDS = 5  # and this many of navigations (library/index's open spread 61–160 ms)
+# Before each navigation: the page the tool before it loaded is still painting and running its
+# idle work when its load event has fired.  Straight after Playwright's goto, a second plain
+# context of the same browser took 1.35× goto's time on library/index; after this pause, 1.02×.
+QUIET_S = 0.3
 Probe = Callable[[], Awaitable[tuple[float, str]]]
 
 
@@ -67,9 +74,16 @@ class Tools:
         self.session = await self.pool.session("bench")
         # Playwright itself, in a plain context of the same browser: both pay the same machine.
         assert self.pool.browser is not None
-        self.raw_page = await (await self.pool.browser.new_context()).new_page()
-        self.raw_page.set_default_timeout(TIMEOUT_MS)
+        self.raw_page = await self.plain_page()
+        # The same again, measured alike: how far the method itself puts goto from goto.
+        self.control_page = await self.plain_page()
         await self.mcp.start()
+
+    async def plain_page(self) -> Page:
+        assert self.pool.browser is not None
+        page = await (await self.pool.browser.new_context()).new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        return page
 
     async def close(self) -> None:
         await self.mcp.close()
@@ -103,8 +117,8 @@ class Tools:
         }
 
     def navigate_probes(self, url: str) -> dict[str, Callable[[], Awaitable[float]]]:
-        async def goto() -> float:
-            return (await timed(self.raw_page.goto(url)))[0]
+        async def goto(page: Page) -> float:
+            return (await timed(page.goto(url)))[0]
 
         async def mine() -> float:
             return (await timed(ours(self.session, {"tool": "open", "params": {"url": url}})))[0]
@@ -116,30 +130,34 @@ class Tools:
             return (await self.agent.timed("open", url))[0] * 1000
 
         return {
-            "Playwright goto": goto,
+            "Playwright goto": lambda: goto(self.raw_page),
+            CONTROL: lambda: goto(self.control_page),
             "ours open": mine,
             "playwright-mcp navigate": mcp,
             "agent-browser open": agent,
         }
 
 
-async def visit(tools: Tools, url: str) -> int:
-    """Every tool to ``url`` once (a warm-up); how many rounds a page gets per repetition."""
-    for tool, navigate in tools.navigate_probes(url).items():
-        ms = await navigate()
-        if tool == "Playwright goto":
-            per_rep = 3 if ms < SMALL_MS else 1  # a small page: cheap to repeat, and noisier
-    return per_rep
+async def visit(tools: Tools, url: str) -> bool:
+    """Every tool to ``url`` once (a warm-up); whether it is a small page (``SMALL_MS``)."""
+    times = {tool: await navigate() for tool, navigate in tools.navigate_probes(url).items()}
+    return times["Playwright goto"] < SMALL_MS
 
 
 async def navigation(tools: Tools, pages: dict[str, str], reps: int) -> list[dict[str, Any]]:
-    """Per page: each tool's navigation time, one round of each tool after another."""
+    """Per page: each tool's navigation time, one round of each tool after another.
+
+    Each navigation starts after ``QUIET_S``, and every other round runs the tools in the
+    reverse order, so that no tool is always the one after another's page.
+    """
     navs: list[dict[str, Any]] = []
     for name, url in pages.items():
         print(f"  {name}", flush=True)
         runs: dict[str, list[float]] = {}
-        for _ in range(reps * await visit(tools, url)):
-            for tool, navigate in tools.navigate_probes(url).items():
+        for round_ in range(reps * (NAVIGATION_ROUNDS if await visit(tools, url) else 1)):
+            probes = list(tools.navigate_probes(url).items())
+            for tool, navigate in probes[:: -1 if round_ % 2 else 1]:
+                await asyncio.sleep(QUIET_S)
                 runs.setdefault(tool, []).append(await navigate())
         navs += [{"page": name, "tool": t, "ms": ms} for t, ms in runs.items()]
     return navs
@@ -150,7 +168,7 @@ async def snapshots(tools: Tools, pages: dict[str, str], reps: int) -> list[dict
     snaps: list[dict[str, Any]] = []
     for name, url in pages.items():
         print(f"  {name}", flush=True)
-        rounds = reps * await visit(tools, url)
+        rounds = reps * (SNAPSHOT_ROUNDS if await visit(tools, url) else 1)
         runs: dict[str, dict[str, list[float]]] = {}
         for rep in range(rounds + 1):
             for tool, probe in tools.snapshot_probes().items():
@@ -169,7 +187,7 @@ async def snapshots(tools: Tools, pages: dict[str, str], reps: int) -> list[dict
 
 RAW_COLD = """
 import asyncio, sys
-from playwright.async_api import async_playwright
+from playwright.async_api import Page, async_playwright
 async def main():
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=sys.argv[1])
