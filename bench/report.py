@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import textwrap
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -139,15 +140,19 @@ def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
         f"## {targets.NAVIGATION}",
         "",
         f"Milliseconds (median, min–max) and the ratio to {NAV_BASE} on the same page.",
-        "Every tool loads the page once as a warm-up, then in rounds, one navigation of each",
-        f"tool after another ({browser_bench.NAVIGATION_ROUNDS}× the repetitions on a page",
-        f"under {browser_bench.SMALL_MS} ms), every other round in the reverse order; each",
-        f"navigation starts after a {browser_bench.QUIET_S * 1000:.0f} ms pause, so that the",
-        "page the tool before it loaded has done its after-load work (straight after goto, a",
-        "second plain context of the same browser took 1.35× goto's time). Ours is `open`",
-        "through the protocol layer on a session of the same browser as Playwright's own plain",
-        f"contexts. {browser_bench.CONTROL} is a second plain context measured the same way:",
-        "its ratio is how far this method puts goto from itself in this run.",
+        *textwrap.wrap(
+            "Every tool loads the page once as a warm-up, then in rounds, one navigation of "
+            f"each tool after another ({browser_bench.NAVIGATION_ROUNDS}× the repetitions on "
+            f"a page under {browser_bench.SMALL_MS} ms), every other round in the reverse "
+            f"order; each navigation starts after a {browser_bench.QUIET_S * 1000:.0f} ms "
+            "pause, so that the page the tool before it loaded has done its after-load work "
+            "(straight after goto, a second plain context of the same browser took 1.35× "
+            "goto's time). Ours is `open` through the protocol layer, on a session of the "
+            f"browser Playwright's plain contexts are in. `{browser_bench.CONTROL}` is a "
+            "second plain context measured the same way: its ratio is how far this method "
+            "puts goto from itself in this run.",
+            90,
+        ),
         "",
         "| page | " + " | ".join(tools) + " |",
         "| --- |" + " ---: |" * len(tools),
