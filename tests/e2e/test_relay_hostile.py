@@ -237,6 +237,35 @@ async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:
     assert before - SINCE_MARGIN <= resent["future"]["since"] <= time.time() - SINCE_MARGIN
 
 
+async def test_an_event_is_stored_until_its_relays_eose_again_after_a_reconnect() -> None:
+    secret = generate_secret()
+    sent = [note(secret, name) for name in ("stored", "live", "stored again", "live again")]
+
+    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
+        async for frame in relay.frames(ws):
+            if frame[0] == "REQ":
+                first = len(relay.reqs()) == 1
+                stored, live = sent[:2] if first else sent[2:]
+                await send(ws, "EVENT", frame[1], stored)
+                await send(ws, "EOSE", frame[1])
+                await send(ws, "EVENT", frame[1], live)
+                if first:
+                    await ws.close()
+
+    async with (
+        ScriptedRelay(script) as relay,
+        RelayPool([relay.url], backoff_base=0.05, backoff_cap=0.2) as pool,
+    ):
+        sub = pool.subscribe([{"kinds": [1]}], advance_since=False)
+        got = []
+        for _ in sent:
+            event = await next_event(sub)
+            got.append((event["content"], sub.stored))
+
+    # what came before the EOSE of each REQ may have been handled before: the inbox looks it up
+    assert got == [("stored", True), ("live", False), ("stored again", True), ("live again", False)]
+
+
 async def test_slow_consumer_loses_events_not_memory() -> None:
     secret = generate_secret()
     events = [note(secret, str(i)) for i in range(10)]

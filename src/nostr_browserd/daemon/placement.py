@@ -9,6 +9,8 @@ around it: it asks the store, and acts on these answers.
   live workers that are not draining;
 - *may take*: whether this worker may ask the store for a controller's lease now;
 - *freshness*: whether a lease held here is surely still this worker's without asking;
+- *elsewhere*: whether a lease the store just refused is surely still another live worker's
+  without asking again (a wrap for that controller then costs this worker no statement);
 - *hand-over*: none while this worker lives.  A controller leaves its worker only when that
   one drains (and releases its leases) or dies (and they expire): a move reloads its pages, so
   a controller is not moved to balance the load, not even to an idle worker that joined later
@@ -53,6 +55,8 @@ class Placement:
     def __init__(self, name: str, lease: float) -> None:
         self.name, self.lease = name, lease
         self.held: dict[str, Held] = {}
+        # controller -> when the store refused its lease here, and the live workers then
+        self.refusals: dict[str, tuple[float, list[str]]] = {}
         self.live: list[str] = [name]
         self.live_at = -math.inf  # when ``live`` was read
         self.draining = False
@@ -98,15 +102,39 @@ class Placement:
         takes its controller well within it."""
         return self.lease
 
-    def may_take(self, controller: str, waited: float) -> bool:
+    def may_take(self, controller: str, waited: float, now: float) -> bool:
         """Whether to ask the store for ``controller``'s lease: held here already, its message
-        waited out the :meth:`grace` (its preferred worker does not see it), or preferred."""
-        held = controller in self.held
-        return held or waited >= self.grace() or self.prefers_me(controller)
+        waited out the :meth:`grace` (its preferred worker does not see it), or preferred
+        and not :meth:`elsewhere`."""
+        if controller in self.held or waited >= self.grace():
+            return True
+        return self.prefers_me(controller) and not self.elsewhere(controller, now)
+
+    def refused(self, controller: str, now: float) -> None:
+        """The store refused ``controller``'s lease here at ``now``: another worker holds it."""
+        self.lost(controller)
+        self.refusals[controller] = (now, self.live)
+
+    def elsewhere(self, controller: str, now: float) -> bool:
+        """Whether ``controller``'s lease is surely another worker's without asking again:
+        the store refused it less than a third of the lease ago, and the live workers read
+        since are the same.  A holder that drains leaves that list as it releases its leases,
+        and one that dies leaves it as they expire (both are silent for a lease), so this
+        worker asks again as soon as the lease may be free; until then a preferred worker
+        that merely sees another's controller asks nothing for its messages."""
+        refusal = self.refusals.get(controller)
+        if refusal is None:
+            return False
+        at, live = refusal
+        if now - at < self.lease / 3 and live == self.live:
+            return True
+        del self.refusals[controller]
+        return False
 
     def granted(self, controller: str, asked: float) -> bool:
         """The store granted ``controller``'s lease, asked at ``asked``; True when it was not
         held here before (what another worker left must be answered)."""
+        self.refusals.pop(controller, None)
         held = self.held.get(controller)
         if held is None:
             self.held[controller] = Held(asked, asked)

@@ -240,11 +240,11 @@ class Worker:
                 return True
             if placement.needs_live(controller, waited, time.monotonic()):
                 await self._refresh_live()
-            if not placement.may_take(controller, waited):
+            if not placement.may_take(controller, waited, time.monotonic()):
                 return False
             asked = time.monotonic()
             if not await self.store.take_lease(controller, self.name, self.lease):
-                placement.lost(controller)
+                placement.refused(controller, asked)
                 return False
             if placement.granted(controller, asked):
                 self._orphaned.pop(controller, None)

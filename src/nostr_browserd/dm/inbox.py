@@ -6,8 +6,11 @@ The order of the checks is the point of this module:
    is addressed to us;
 2. an outer id already processed, or already rejected, is skipped before any decryption (three
    relays, one command; a restart's re-delivery of two days of strangers' wraps): copies of
-   an event already waiting are dropped as they arrive, and what arrived is checked against
-   the store in one query (:meth:`Inbox.sort`) before it joins the backlog;
+   an event already waiting are dropped as they arrive, and what a relay had stored (it came
+   before the relay's EOSE) is checked against the store in one query (:meth:`Inbox.sort`)
+   before it joins the backlog.  A live event is not: it was published after the
+   subscription started, so only a relay's copy could have come before it, and the relay pool
+   drops those by id; the claim (step 6) still decides whether it runs;
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
    never trusted on its own.  A gift wrap's own signature (a one-time key's) was verified by
@@ -189,13 +192,14 @@ class Inbox:
         self.dropped = RateLimitedLog(log)
         self.budget = StrangerBudget(stranger_budget)
         self.backlog_size = backlog_size
-        self._arrivals: deque[Event] = deque()  # not yet checked against the store
+        self._arrivals: deque[tuple[Event, bool]] = deque()  # (event, stored), not yet sorted
         self._queued: set[str] = set()  # ids arrived, waiting or being opened: copies go
         self._known: deque[Event] = deque()  # kind 4 from allowed keys: no budget needed
         self._wraps: deque[Event] = deque()  # gift wraps, sender unknown until decrypted
         self._flooded = False  # the budget ran out: both ends of the backlog until it empties
         self._newest_next = True
         self._arrived = asyncio.Event()
+        self.checked = 0  # events checked against the store before opening
 
     def status(self) -> dict[str, int]:
         """For the status page: a flood shows here before anywhere else."""
@@ -203,6 +207,7 @@ class Inbox:
             "stranger_budget_per_minute": self.budget.per_minute,
             "stranger_decryptions": self.budget.spent,
             "wraps_waiting": len(self._wraps),
+            "checked_in_store": self.checked,
         }
 
     def _addressed(self, event: Event) -> bool:
@@ -213,19 +218,21 @@ class Inbox:
         """Neither processed nor rejected before.  A store that cannot answer says nothing:
         the claim decides (and answers ``UNAVAILABLE`` when it cannot be written either)."""
         event_id = event.get("id", "")
+        self.checked += 1
         try:
             return event_id not in await self.store.known([event_id])
         except BrowserdError as exc:
             self.dropped.warning("store", "%s", exc.message)
             return True
 
-    def take(self, event: Event) -> None:
+    def take(self, event: Event, stored: bool = True) -> None:
         """Sort a relay event without decrypting it: keep what may be a command, drop the rest.
 
         The relay subscription is drained as fast as events come, so a flood waits here,
         where a controller's kind 4 goes ahead of every gift wrap, and not in the
         subscription's queue.  Nothing here waits for the store: :meth:`sort` checks what
-        arrived, all of it at once, before it is opened.
+        arrived, all of it at once, before it is opened; ``stored`` False (a live event: see
+        the module's step 2) is not checked.
         """
         event_id = event.get("id", "")
         if not self._addressed(event) or event_id in self._queued:
@@ -233,23 +240,27 @@ class Inbox:
         if event["kind"] == DM_KIND and not self._allowed(event["pubkey"], "nip04"):
             return
         if len(self._arrivals) >= self.backlog_size:
-            self._drop(self._arrivals.popleft())
+            self._drop(self._arrivals.popleft()[0])
         self._queued.add(event_id)
-        self._arrivals.append(event)
+        self._arrivals.append((event, stored))
         self._arrived.set()
 
     async def sort(self) -> None:
-        """Drop what arrived and was processed or rejected before (one query for all of it),
-        and queue the rest: a controller's kind 4 ahead of the gift wraps."""
+        """Drop what a relay had stored and was processed or rejected before (one query for
+        all of it, none when all is live), and queue the rest in arrival order: a
+        controller's kind 4 ahead of the gift wraps."""
         while self._arrivals:
             batch = list(self._arrivals)
             self._arrivals.clear()
-            try:
-                known = await self.store.known(event["id"] for event in batch)
-            except BrowserdError as exc:  # checked again before opening; the claim decides
-                self.dropped.warning("store", "%s", exc.message)
-                known = set()
-            for event in batch:
+            known: set[str] = set()
+            stored = [event["id"] for event, was_stored in batch if was_stored]
+            if stored:
+                self.checked += len(stored)
+                try:
+                    known = await self.store.known(stored)
+                except BrowserdError as exc:  # the claim decides
+                    self.dropped.warning("store", "%s", exc.message)
+            for event, _ in batch:
                 if event["id"] in known:
                     self._queued.discard(event["id"])
                 elif event["kind"] == DM_KIND:
@@ -362,13 +373,17 @@ class Inbox:
                 self.budget.hold(-1)
 
     async def open(self, event: Event) -> Incoming | None:
-        """The command ``event`` carries, claimed, or None when it must be ignored."""
+        """The command ``event`` carries, claimed, or None when it must be ignored (one event
+        at a time: it is checked against the store first, as :meth:`sort` does)."""
+        if not await self._unknown(event):
+            return None
         incoming = await self.authenticate(event)
         return None if incoming is None else await self.claimed(incoming)
 
     async def authenticate(self, event: Event) -> Incoming | None:
-        """The command ``event`` carries, not yet claimed, or None when it must be ignored."""
-        if not self._addressed(event) or not await self._unknown(event):
+        """The command ``event`` carries, not yet claimed, or None when it must be ignored.
+        Whether it was seen before is the caller's to ask (:meth:`sort`, or :meth:`open`)."""
+        if not self._addressed(event):
             return None
         if event["kind"] == DM_KIND:
             return await self._open_nip04(event)

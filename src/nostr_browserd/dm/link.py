@@ -207,7 +207,7 @@ class NostrLink:
         try:
             async for event in sub:
                 try:
-                    inbox.take(event)
+                    inbox.take(event, stored=sub.stored)
                 except Exception:  # one bad event must never stop the inbox
                     log.exception("could not sort event %s", str(event.get("id", "?"))[:12])
         finally:

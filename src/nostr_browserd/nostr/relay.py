@@ -208,6 +208,10 @@ class Subscription:
     If the consumer falls ``queue_size`` events behind, the oldest waiting event is dropped
     for each new one and counted in ``dropped`` (the pool must not grow without bound or stall
     other subscriptions; what just arrived, a command behind a flood, is what matters most).
+
+    ``stored`` says of the event iteration returned last whether its relay had it stored
+    (it came before that relay's EOSE for this REQ, a reconnect's included) rather than live:
+    only a stored event may be one this process, or an earlier one, has handled before.
     """
 
     def __init__(
@@ -229,7 +233,8 @@ class Subscription:
         self._pool = pool
         self._queue_size = queue_size
         self._dedup_size = dedup_size
-        self._items: deque[Event] = deque()
+        self._items: deque[tuple[Event, bool]] = deque()  # (event, stored)
+        self.stored = True
         self._wakeup = asyncio.Event()
         self._seen: OrderedDict[str, int] = OrderedDict()  # id -> created_at
         self._latest: dict[str, int] = {}  # relay url -> newest created_at it delivered
@@ -245,7 +250,8 @@ class Subscription:
                 raise StopAsyncIteration
             self._wakeup.clear()
             await self._wakeup.wait()
-        return self._items.popleft()
+        event, self.stored = self._items.popleft()
+        return event
 
     async def __aenter__(self) -> Subscription:
         return self
@@ -305,7 +311,7 @@ class Subscription:
     def _deliver(self, url: str, event: Event) -> None:
         self._note(url, event["created_at"])
         if len(self._items) >= self._queue_size:
-            oldest = self._items.popleft()
+            oldest, _ = self._items.popleft()
             self._seen.pop(oldest["id"], None)  # a later copy from another relay may get through
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
@@ -313,7 +319,7 @@ class Subscription:
         self._seen[event["id"]] = event["created_at"]
         if len(self._seen) > self._dedup_size:
             self._seen.popitem(last=False)
-        self._items.append(event)
+        self._items.append((event, url not in self.eose))
         self._wakeup.set()
 
 
@@ -796,6 +802,7 @@ class RelayPool:
         for sub in list(self._subs.values()):
             if self._subs.get(sub.id) is sub:  # not closed while we waited for room
                 sub.closed_by.pop(conn.url, None)
+                sub.eose.discard(conn.url)  # what comes before its next EOSE is stored
                 await conn.send(req_message(sub.id, *sub._filters_for(conn.url)))
 
     def _relay_changed(self, relay: _Relay) -> None:

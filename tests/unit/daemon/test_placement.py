@@ -38,11 +38,11 @@ def test_a_free_controller_is_taken_by_its_preferred_worker_or_after_a_lease_per
     placement = Placement("w1", LEASE)
     placement.read_live(["w1", "w2"], now=0.0)
     mine, theirs = (controller_preferring(w, ["w1", "w2"]) for w in ("w1", "w2"))
-    assert placement.may_take(mine, waited=0.0)
-    assert not placement.may_take(theirs, waited=LEASE - 0.1), "it may be merely slow"
-    assert placement.may_take(theirs, waited=LEASE), "its preferred worker does not see it"
+    assert placement.may_take(mine, waited=0.0, now=0.0)
+    assert not placement.may_take(theirs, waited=LEASE - 0.1, now=0.0), "it may be merely slow"
+    assert placement.may_take(theirs, waited=LEASE, now=0.0), "its preferred worker does not see it"
     placement.granted(theirs, asked=1.0)
-    assert placement.may_take(theirs, waited=0.0), "held here: renewed here"
+    assert placement.may_take(theirs, waited=0.0, now=0.0), "held here: renewed here"
 
 
 def test_the_live_workers_are_read_again_only_to_place_a_free_controller():
@@ -72,3 +72,19 @@ def test_a_lease_missing_from_the_renewal_was_taken_by_another_worker():
     assert placement.renewed({"b", "x"}, asked=5.0) == ["a", "c"]
     assert set(placement.held) == {"b"}
     assert placement.fresh("b", now=5.0 + LEASE / 3 - 0.01), "renewed at 5"
+
+
+def test_a_refused_lease_is_not_asked_for_again_until_it_may_be_free():
+    placement = Placement("w1", LEASE)
+    placement.read_live(["w1", "w2"], now=0.0)
+    mine = controller_preferring("w1", ["w1", "w2"])
+    placement.refused(mine, now=1.0)  # w2 holds it: it took it while w1 was away
+    assert not placement.may_take(mine, waited=0.0, now=1.0 + LEASE / 3 - 0.1)
+    assert placement.may_take(mine, waited=0.0, now=1.0 + LEASE / 3), "asked again in time"
+    placement.refused(mine, now=10.0)
+    assert placement.may_take(mine, waited=LEASE, now=10.0), "waited out the grace"
+    placement.read_live(["w1"], now=10.5)  # w2 drained or died: its leases are free
+    assert placement.may_take(mine, waited=0.0, now=10.5)
+    placement.refused(mine, now=11.0)
+    placement.granted(mine, asked=12.0)
+    assert placement.may_take(mine, waited=0.0, now=12.0), "held here"
