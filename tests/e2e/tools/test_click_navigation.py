@@ -6,6 +6,7 @@ its load handler, as the Django admin builds its widgets: a reply that came at t
 would name the title "Loading…", and the next command would find no button.
 """
 
+import asyncio
 import socket
 
 
@@ -43,9 +44,15 @@ async def test_a_link_to_a_new_tab_answers_with_that_tab_loaded(call, navigation
     assert (await call("get text #built"))["data"]["text"] == "Built at load"
 
 
-async def test_a_click_that_opens_nothing_waits_for_nothing(call, navigation_url):
+async def test_a_click_that_opens_nothing_waits_for_nothing(
+    call, navigation_url, session, monkeypatch
+):
+    """With the action's timeout raised to two minutes, a click that starts no navigation
+    still answers inside a bound far below it: it waits for no page to come."""
     await leave(call, navigation_url)
-    data = (await call("click #noop"))["data"]
+    monkeypatch.setattr(session.config, "timeout_ms", 120_000)
+    async with asyncio.timeout(20):  # a bound, not a measurement: a wait would take 120 s
+        data = (await call("click #noop"))["data"]
     assert data["verified"] is False and data["note"].startswith("NOT VERIFIED"), data
     assert data["changes"] == [] and data["title"] == "Navigate", data
 
