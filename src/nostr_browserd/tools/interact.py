@@ -99,7 +99,8 @@ async def has_focus(locator: Locator) -> bool:
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
 async def click(session: Session, params: Target) -> dict[str, Any]:
-    """Click one element, unless something covers it; says whether the page changed."""
+    """Click one element, unless something covers it; says what changed, once a page it
+    opened has loaded."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     opens_tab = await locator.evaluate(OPENS_TAB_JS)
@@ -152,7 +153,8 @@ class PressParams(OptionalTarget):
 
 @TOOLS.tool("press", family="interact", gated=True, params=PressParams, args=("key", "target"))
 async def press(session: Session, params: PressParams) -> dict[str, Any]:
-    """Press a key (Enter, Tab, Control+a…) on an element or on the focused element."""
+    """Press a key (Enter, Tab, Control+a…) on an element or on the focused element; answers
+    once a page it opened has loaded."""
     locator = await session.locate(**params.target()) if params.has_target else None
     action = locator.press(params.key) if locator else session.page.keyboard.press(params.key)
     try:
