@@ -66,16 +66,15 @@ async def act_and_compare(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(session.tab_opened.wait(), navigation.left())
         new_tabs = [t for t in session.tabs if t not in tabs_before]
-        if new_tabs:
-            loaded = [await navigation.load(session.tabs[t].page) for t in new_tabs]
-            result = {"verified": True, "changes": [*reasons, "new tab opened"]}
-            if not all(loaded):
-                result["note"] = navigation.not_loaded()
-            return {**result, "new_tabs": new_tabs}
-    result: dict[str, Any] = {"verified": bool(reasons), "changes": reasons}
-    if not reasons:
-        result["note"] = NOT_VERIFIED
-    return result
+        if not new_tabs and not reasons:
+            return {"verified": False, "changes": [], "note": NOT_VERIFIED}
+        if not new_tabs:
+            return {"verified": True, "changes": reasons}
+        loaded = [await navigation.load(session.tabs[t].page) for t in new_tabs]
+    result: dict[str, Any] = {"verified": True, "changes": [*reasons, "new tab opened"]}
+    if not all(loaded):
+        result["note"] = navigation.not_loaded()
+    return {**result, "new_tabs": new_tabs}
 
 
 async def acted(action: Awaitable[Any], navigation: NavigationWatch) -> None:
