@@ -98,8 +98,7 @@ async def has_focus(locator: Locator) -> bool:
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
 async def click(session: Session, params: Target) -> dict[str, Any]:
-    """Click one element, unless something covers it; says what changed, once a page it
-    opened has loaded."""
+    """Click one element unless covered; says what changed, after a page it opened loads."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     opens_tab = await locator.evaluate(OPENS_TAB_JS)
@@ -152,8 +151,7 @@ class PressParams(OptionalTarget):
 
 @TOOLS.tool("press", family="interact", gated=True, params=PressParams, args=("key", "target"))
 async def press(session: Session, params: PressParams) -> dict[str, Any]:
-    """Press a key (Enter, Tab, Control+a…) on an element or on the focused element; answers
-    once a page it opened has loaded."""
+    """Press a key (Enter, Tab, Control+a…) on an element or the focus; awaits a page it opens."""
     locator = await session.locate(**params.target()) if params.has_target else None
     action = locator.press(params.key) if locator else session.page.keyboard.press(params.key)
     try:
