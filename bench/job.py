@@ -31,9 +31,10 @@ from .sites import BENCH_BROWSER
 PATH = "admin/auth/user/add/"
 PASSWORD = "Bench-pw-1234!"
 MESSAGE_JS = "() => document.querySelector('.messagelist').innerText"
-# A click that opens a page may answer before the page is there (ours, agent-browser's): the
-# read waits for the message, then for the load event, after which the admin's widgets are
-# built.  playwright-mcp's click waits for the page itself.
+# How each tool reads the message the page after Save shows.  Ours answers a click that opens a
+# page once that page has loaded, as playwright-mcp's does, so the read is one command, as a
+# model would send it.  agent-browser's click may answer before the page is there: its read
+# waits for the message, then for the load event, after which the admin's widgets are built.
 STEPS = (
     "open the add-user form",
     "interactive snapshot",
@@ -87,7 +88,7 @@ def ours_step(session: Session, json_chars: list[int]) -> Step:
         commands = {
             "open": [f"open {arg}"],
             "snapshot": ["snapshot -i --delta"],
-            "read": [f"wait for {arg}", "wait for load", f"get text {arg}"],
+            "read": [f"get text {arg}"],
         }.get(kind) or [_action(kind, arg)]
         replies = [await one(command) for command in commands]
         json_chars.append(sum(chars for _, chars in replies))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from playwright.async_api import Frame, Locator, Page
@@ -106,11 +107,20 @@ LABELS = {
 
 
 async def changes(
-    page: Page, before: dict[str, Any] | None, frame: Frame | None = None
+    page: Page,
+    before: dict[str, Any] | None,
+    frame: Frame | None = None,
+    settle: Callable[[], Awaitable[object]] | None = None,
 ) -> list[str]:
-    """What differs from ``before``: re-checked a few frames later for late handlers."""
+    """What differs from ``before``: re-checked a few frames later for late handlers.
+
+    ``settle`` is awaited before each look: it waits for a page the action opened to load
+    (``NavigationWatch.settle``), so that a late handler's navigation is seen loaded too.
+    """
     for delay in (0, 0.05, 0.15, 0.3):
         await asyncio.sleep(delay)
+        if settle is not None:
+            await settle()
         if before is None:
             return ["page reloaded"]
         after = await fingerprint(page, frame)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
@@ -23,6 +24,7 @@ from ..browser.checks import (
     owner_frame,
     refuse_if_covered,
 )
+from ..browser.navigation import NavigationWatch
 from ..browser.refs import first_line
 from ..browser.session import Session
 from ..commands.params import OptionalTarget, Target
@@ -40,29 +42,45 @@ async def act_and_compare(
 
     Focus landing on the element acted on is a side effect of any click, not a change.
     Without a target the chosen frame (frame_switch) is watched as well as the page.
-    A link with a target opens its tab in a new process, which can take a while: with
-    ``opens_tab`` we wait for it (up to the timeout) instead of calling the click a no-op.
+    An action that starts a navigation of the tab answers once the new page has loaded (or
+    failed, or the timeout is up: ``NavigationWatch``), and says so instead of comparing two
+    documents.  A link with a target opens its tab in a new process, which can take a while:
+    with ``opens_tab`` we wait for it (up to the timeout) instead of calling the click a
+    no-op; a tab the action opened is reported once it has loaded too.
     """
     page = session.page
     tabs_before = set(session.tabs)
     session.tab_opened.clear()
     frame = await owner_frame(target) if target is not None else session.active_frame
     before = await fingerprint(page, frame)
-    if await session.race_dialog(action):
-        return {"verified": True, "changes": ["a dialog opened"]}
-    reasons = await changes(page, before, frame)
-    if reasons == ["focus moved"] and target is not None and await has_focus(target):
-        reasons = []
-    if opens_tab and not reasons:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(session.tab_opened.wait(), session.config.timeout_ms / 1000)
-    new_tabs = [t for t in session.tabs if t not in tabs_before]
-    if new_tabs:
-        return {"verified": True, "changes": [*reasons, "new tab opened"], "new_tabs": new_tabs}
-    result: dict[str, Any] = {"verified": bool(reasons), "changes": reasons}
-    if not reasons:
-        result["note"] = NOT_VERIFIED
-    return result
+    with NavigationWatch(page, session.config.timeout_ms) as navigation:
+        if await session.race_dialog(acted(action, navigation)):
+            return {"verified": True, "changes": ["a dialog opened"]}
+        reasons = await changes(page, before, frame, navigation.settle)
+        opened = await navigation.settle()
+        if opened is not None:
+            return {"verified": True, **opened}
+        if reasons == ["focus moved"] and target is not None and await has_focus(target):
+            reasons = []
+        if opens_tab and not reasons:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(session.tab_opened.wait(), navigation.left())
+        new_tabs = [t for t in session.tabs if t not in tabs_before]
+        if not new_tabs and not reasons:
+            return {"verified": False, "changes": [], "note": NOT_VERIFIED}
+        if not new_tabs:
+            return {"verified": True, "changes": reasons}
+        loaded = [await navigation.load(session.tabs[t].page) for t in new_tabs]
+    result: dict[str, Any] = {"verified": True, "changes": [*reasons, "new tab opened"]}
+    if not all(loaded):
+        result["note"] = navigation.not_loaded()
+    return {**result, "new_tabs": new_tabs}
+
+
+async def acted(action: Awaitable[Any], navigation: NavigationWatch) -> None:
+    """The action, then the page it opened, loaded: a dialog during either interrupts."""
+    await action
+    await navigation.settle()
 
 
 OPENS_TAB_JS = """el => {
@@ -80,7 +98,7 @@ async def has_focus(locator: Locator) -> bool:
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
 async def click(session: Session, params: Target) -> dict[str, Any]:
-    """Click one element, unless something covers it; says whether the page changed."""
+    """Click one element unless covered; says what changed, after a page it opened loads."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     opens_tab = await locator.evaluate(OPENS_TAB_JS)
@@ -133,7 +151,7 @@ class PressParams(OptionalTarget):
 
 @TOOLS.tool("press", family="interact", gated=True, params=PressParams, args=("key", "target"))
 async def press(session: Session, params: PressParams) -> dict[str, Any]:
-    """Press a key (Enter, Tab, Control+a…) on an element or on the focused element."""
+    """Press a key (Enter, Tab, Control+a…) on an element or the focus; awaits a page it opens."""
     locator = await session.locate(**params.target()) if params.has_target else None
     action = locator.press(params.key) if locator else session.page.keyboard.press(params.key)
     try:

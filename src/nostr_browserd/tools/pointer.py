@@ -36,7 +36,7 @@ def target_of(word: str) -> dict[str, str | None]:
 
 @TOOLS.tool("dblclick", family="interact", gated=True, params=Target, args=("target",))
 async def dblclick(session: Session, params: Target) -> dict[str, Any]:
-    """Double-click one element, unless something covers it; says whether the page changed."""
+    """Double-click one element unless covered; says what changed, after a page it opened loads."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     return await act_and_compare(session, locator.dblclick(), locator)
