@@ -79,7 +79,7 @@ MASK = "••••••••"
 DESCRIPTION = 20
 # The listboxes among the refs that are <select multiple> elements, whose options
 # ``select`` picks by label (a custom listbox's options are clicked, by their refs).
-SELECT_JS = "els => els.length === 1 && els[0].tagName === 'SELECT'"
+SELECT_JS = "e => e.tagName === 'SELECT'"
 LISTBOX = re.compile(r"^ *- '?listbox\b.*?\[ref=((?:f\d+)?e\d+)\]", re.MULTILINE)
 # A text field printed with its value: only then can a password be on show.
 SHOWS_VALUE = re.compile(r"^ *- '?(?:textbox|searchbox)\b.*\]'?: ", re.MULTILINE)
@@ -703,9 +703,12 @@ async def select_refs(page: Page, raw: str) -> frozenset[str]:
     """The refs of the listboxes in ``raw`` that are ``<select>`` elements."""
 
     async def is_select(ref: str) -> bool:
+        # Counted first, which does not wait, as evaluate would for an element gone away
+        # (evaluate_all, which does not wait either, finds nothing by aria-ref).
+        locator = page.locator(f"aria-ref={ref}")
         try:
-            return bool(await page.locator(f"aria-ref={ref}").evaluate_all(SELECT_JS))
-        except PlaywrightError:  # its frame went away: printed as any listbox
+            return await locator.count() == 1 and await locator.evaluate(SELECT_JS)
+        except PlaywrightError:  # it or its frame went away: printed as any listbox
             return False
 
     listboxes = LISTBOX.findall(raw)
