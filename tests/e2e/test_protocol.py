@@ -315,7 +315,7 @@ async def test_text_replies_show_nested_results_without_reprs_or_base64(message,
     help_fill = await text("help fill")
     assert "\n  value (string, required): the text to put in the field\n" in help_fill
     shot = await text("screenshot")
-    assert re.match(r"<png, \d+ KB: ask in JSON for the data>\n", shot)
+    assert re.fullmatch(r"<png, \d+ KB: ask in JSON for the data>", shot)  # the tab: unmoved
     annotated = await text("screenshot_annotated")
     assert re.search(r"^  - n: 1, ref: @e\d+, role: button, name: Log$", annotated, re.M)
     for reply in (console, cookies, help_fill, shot, annotated):
