@@ -362,7 +362,8 @@ async def test_the_tab_line_comes_when_it_is_news(message, call, site_url):
     assert clicked.splitlines()[-1] == f"[t1] Saved {site_url}/lists.html"  # the title changed
     assert "[t1]" not in await message("get text main")
     assert await message("get title") == f"[t1] Saved {site_url}/lists.html"  # its answer
-    assert (await message("reload")).splitlines()[-1] == place  # navigating: always said
+    for _ in range(2):  # navigating says where, even when the last reply said the same
+        assert (await message("reload")).splitlines()[-1] == place
     # JSON keeps the tab's state in every result, and says it is unchanged
     data = (await call("get text main"))["data"]
     assert (data["tab"], data["url"], data["same_place"]) == ("t1", f"{site_url}/lists.html", True)
