@@ -138,10 +138,17 @@ def agent_step(agent: AgentBrowser) -> Step:
 
 
 def readable(replies: list[str], staff_checked: str) -> bool:
-    """Whether ours' snapshot steps stand alone: each says what it is, and the last one
-    names the box it ticked, checked, by the ref it had."""
+    """Whether ours' steps stand alone: each snapshot says what it is, the last one names
+    the box it ticked, checked, by the ref it had, and once Save moved the tab to the user's
+    page a reply said so (the tab's line comes only when it is news)."""
     snapshots = [replies[STEPS.index(s)] for s in ("interactive snapshot", "snapshot again")]
-    return "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1]
+    moved = replies[STEPS.index("click Save") : STEPS.index("read the message") + 1]
+    told = any(
+        line.startswith("[t1] ") and line.endswith("/change/")
+        for reply in moved
+        for line in reply.splitlines()
+    )
+    return "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1] and told
 
 
 async def measure(admin: str) -> dict[str, Any]:

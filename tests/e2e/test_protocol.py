@@ -315,7 +315,7 @@ async def test_text_replies_show_nested_results_without_reprs_or_base64(message,
     help_fill = await text("help fill")
     assert "\n  value (string, required): the text to put in the field\n" in help_fill
     shot = await text("screenshot")
-    assert re.match(r"<png, \d+ KB: ask in JSON for the data>\n", shot)
+    assert re.fullmatch(r"<png, \d+ KB: ask in JSON for the data>", shot)  # the tab: unmoved
     annotated = await text("screenshot_annotated")
     assert re.search(r"^  - n: 1, ref: @e\d+, role: button, name: Log$", annotated, re.M)
     for reply in (console, cookies, help_fill, shot, annotated):
@@ -349,3 +349,21 @@ async def test_a_dm_text_reply_keeps_to_the_configured_result_cap(
     whole, cut = answers
     assert "x" * 30_000 in whole and "cut" not in whole  # the default cap (20,000) would cut it
     assert "y" * 40_000 in cut and "y" * 50_000 not in cut and "cut" in cut
+
+
+async def test_the_tab_line_comes_when_it_is_news(message, call, site_url):
+    opened = await message(f"open {site_url}/lists.html")
+    place = f"[t1] Lists {site_url}/lists.html"
+    assert opened.splitlines()[-1] == place  # opening: where the tab is, is the answer
+    snap = await message("snapshot -i")
+    assert "[t1]" not in snap  # nothing moved since the open said where
+    save = re.search(r'button "Save" \[ref=(\w+)\]', snap).group(1)
+    clicked = await message(f"click @{save}")
+    assert clicked.splitlines()[-1] == f"[t1] Saved {site_url}/lists.html"  # the title changed
+    assert "[t1]" not in await message("get text main")
+    assert await message("get title") == f"[t1] Saved {site_url}/lists.html"  # its answer
+    for _ in range(2):  # navigating says where, even when the last reply said the same
+        assert (await message("reload")).splitlines()[-1] == place
+    # JSON keeps the tab's state in every result, and says it is unchanged
+    data = (await call("get text main"))["data"]
+    assert (data["tab"], data["url"], data["same_place"]) == ("t1", f"{site_url}/lists.html", True)

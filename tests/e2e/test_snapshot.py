@@ -237,12 +237,8 @@ async def test_result_carries_page_state(call, site_url):
     await call(f"open {site_url}/form.html")
     data = await snapshot(call, "snapshot -i")
     assert data["url"] == f"{site_url}/form.html"
-    assert (data["title"], data["tab"], data["dialog"], data["truncated"]) == (
-        "Form",
-        "t1",
-        None,
-        False,
-    )
+    assert (data["title"], data["tab"], data["dialog"]) == ("Form", "t1", None)
+    assert "truncated" not in data  # said only when cut
     assert data["refs"] == len(REFS.findall(data["snapshot"]))
 
 
@@ -380,7 +376,7 @@ async def test_a_big_page_reads_in_pages(call, session, site_url):
         page = data["snapshot"].splitlines()
         assert len(data["snapshot"]) <= 1000
         lines += page[:-1] if page[-1].startswith("[snapshot") else page
-        pages, start = pages + 1, data["next"]
+        pages, start = pages + 1, data.get("next")  # said only when there is a next page
         if start is None:
             break
     assert pages >= 5 and lines == whole.text.splitlines()
@@ -436,3 +432,62 @@ async def test_delta_of_a_checked_box_marks_its_line_changed(call, site_url):
     assert delta["delta"] is True and "1 changed (~)" in delta["snapshot"]
     assert f'~ - checkbox "Agree" [checked] [ref={agree}]' in delta["snapshot"].splitlines()
     assert delta["refs"] == 1
+
+
+# --- the interactive view, as short as acting allows (tests/site/lists.html) -----------
+
+
+def ref_in(text: str, line_start: str) -> str:
+    """The ref on the line of ``text`` that starts ``- {line_start}``."""
+    match = re.search(rf"^- {re.escape(line_start)}[^\n]*?\[ref=(\w+)\]", text, re.MULTILINE)
+    assert match, text
+    return match.group(1)
+
+
+async def test_a_selects_options_ride_on_its_line(call, site_url):
+    await call(f"open {site_url}/lists.html")
+    text = (await snapshot(call, "snapshot -i"))["snapshot"]
+    lines = text.splitlines()
+    colours, perms = ref_in(text, 'listbox "Colours"'), ref_in(text, 'listbox "Permissions"')
+    assert f'- listbox "Colours" [ref={colours}]: "Red", "Green", "Blue"' in lines
+    summary = f"5 options, none selected (all: snapshot @{perms})"
+    assert f'- listbox "Permissions" [ref={perms}]: {summary}' in lines
+    assert 'option "Red"' not in text and "Can add user" not in text
+    # a custom listbox is no <select>: its options are clicked, so they keep their refs
+    assert re.search(r'^- option "One" \[ref=\w+\]$', text, re.MULTILINE), text
+    # select picks them by label, several at once (a list: JSON), and the line then says which
+    several = {"tool": "select", "params": {"ref": f"@{colours}", "value": ["Green", "Blue"]}}
+    assert (await call(several))["success"]
+    assert (await call(f'select @{perms} "Sessions | session | Can view session"'))["success"]
+    after = (await snapshot(call, "snapshot -i"))["snapshot"].splitlines()
+    assert (
+        f'- listbox "Colours" [ref={colours}]: "Red", "Green" [selected], "Blue" [selected]'
+        in after
+    )
+    chosen = f'5 options, selected "Sessions | session | Can view session" (all: snapshot @{perms})'
+    assert f'- listbox "Permissions" [ref={perms}]: {chosen}' in after
+    every = (await snapshot(call, f"snapshot @{perms}"))["snapshot"]
+    assert 'option "Administration | log entry | Can add log entry"' in every
+
+
+async def test_a_label_icon_and_a_repeated_description_are_left_out(call, session, site_url):
+    await call(f"open {site_url}/lists.html")
+    raw = await session.page.aria_snapshot(mode="ai")
+    icon = 'generic "Type into this box to filter the colours."'
+    assert icon in raw and 'listbox "Colours Choose colours by selecting' in raw
+    text = (await snapshot(call, "snapshot -i"))["snapshot"]
+    assert "generic" not in text and "Choose colours" not in text
+    box = ref_in(text, 'textbox "Type into this box to filter the colours."')
+    assert (await call(f"fill @{box} red"))["success"]
+    assert ref_in(text, 'listbox "Colours"')
+    # the tree view, which shows the description as prose beside it, is as it was
+    tree = (await snapshot(call))["snapshot"]
+    assert icon in tree and 'listbox "Colours Choose colours by selecting' in tree
+
+
+async def test_open_with_a_snapshot_is_the_tabs_delta_baseline(call, site_url):
+    opened = await call(f"open {site_url}/form.html --snapshot")
+    assert 'button "Send"' in opened["data"]["snapshot"]
+    delta = await snapshot(call, "snapshot -i --delta")
+    assert delta["delta"] is True, delta
+    assert delta["snapshot"].startswith("[delta: nothing changed")

@@ -140,9 +140,10 @@ def compare(before: str, after: str) -> Delta:
         )
         if n
     )
+    placed = ", placed by the unmarked lines" if context else ""
     head = (
-        f"[delta since this tab's last snapshot: {counts}, placed by the unmarked lines; its "
-        f"other {len(new) - len(marks) - len(context):,} lines and their refs are unchanged]"
+        f"[delta since this tab's last snapshot: {counts}{placed}; its other "
+        f"{len(new) - len(marks) - len(context):,} lines and their refs are unchanged]"
     )
     refs = sum(1 for j in marks.keys() | context if REF.search(new[j]))
     return Delta("\n".join([head, *out]), len(came), removed, len(changed), refs)

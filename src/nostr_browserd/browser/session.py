@@ -106,6 +106,8 @@ class Session:
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
         self.last_alert: dict[str, Any] | None = None
+        # (tab, url, title, frame) as the controller's last reply told them (protocol.run).
+        self.place_told: tuple[Any, ...] | None = None
         self._next_tab = 1
         self._listeners: list[EventCallback] = []
         self._dialog_opened = asyncio.Event()

@@ -9,9 +9,11 @@ are printed exactly as Playwright assigned them, so ``aria-ref=`` still resolves
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page
 
 from ..errors import BrowserdError, ErrorCode
@@ -73,6 +75,12 @@ KEY = re.compile(
     r'^(?P<role>[^\s"\[:]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)$'
 )
 MASK = "••••••••"
+# Prose at least this long, ending a control's name, is a description the name repeats.
+DESCRIPTION = 20
+# The listboxes among the refs that are <select multiple> elements, whose options
+# ``select`` picks by label (a custom listbox's options are clicked, by their refs).
+SELECT_JS = "e => e.tagName === 'SELECT'"
+LISTBOX = re.compile(r"^ *- '?listbox\b.*?\[ref=((?:f\d+)?e\d+)\]", re.MULTILINE)
 # A text field printed with its value: only then can a password be on show.
 SHOWS_VALUE = re.compile(r"^ *- '?(?:textbox|searchbox)\b.*\]'?: ", re.MULTILINE)
 
@@ -262,10 +270,14 @@ class Printer:
     """Prints a filtered forest line by line; ``cut`` then fits it to the budget."""
 
     def __init__(
-        self, options: Options, view: tuple[float, float, float, float] | None = None
+        self,
+        options: Options,
+        view: tuple[float, float, float, float] | None = None,
+        selects: frozenset[str] = frozenset(),
     ) -> None:
         self.options = options
         self.view = view
+        self.selects = selects  # refs of listboxes that are <select> elements
         self.lines: list[str] = []
         self.owners: list[Node] = []  # the node each line was printed for
         self.with_ref: list[bool] = []  # whether that line shows a ref
@@ -381,18 +393,87 @@ class Printer:
         return quote(text)
 
     def flat(self, nodes: list[Node], offset: tuple[float, float]) -> None:
-        """The interactive view: one line per element an agent can act on."""
-        for node in nodes:
+        """The interactive view: one line per element an agent can act on.
+
+        A ``<select>`` listbox carries its options on its own line (``select @ref "label"``
+        picks them, so they need no refs), and a named generic that only repeats the name
+        of the control beside it (a label's tooltip icon) is left out.
+        """
+        for i, node in enumerate(nodes):
             start = len(self.lines)
-            if node.actionable and self.visible(node, offset):
+            shown = node.actionable and self.visible(node, offset)
+            if shown and not repeats_neighbour(nodes, i):
                 inline = node.inline
                 if node.role == "combobox":
                     inline = next((c.name for c in node.children if "selected" in c.attrs), inline)
+                elif node.ref in self.selects:
+                    inline = self.options_of(node)
                 elif node.name is None and not inline:
                     inline = text_of(node) or None
                 self.emit(node, "- " + self.head(node, inline=inline))
-            self.flat(node.children, inner_offset(node, offset))
+            if not (shown and node.ref in self.selects):
+                self.flat(node.children, inner_offset(node, offset))
             node.span = (start, len(self.lines))
+
+    def options_of(self, listbox: Node) -> str | None:
+        """A ``<select multiple>``'s options on one line: all of them when they fit in
+        ``text_limit``, else how many there are and which are selected."""
+        options = [n for n in descendants(listbox) if n.role == "option" and n.name is not None]
+        if not options:
+            return None
+        named = [f'"{o.name}"' + (" [selected]" if "selected" in o.attrs else "") for o in options]
+        everything = ", ".join(named)
+        limit = self.options.text_limit
+        if not limit or len(everything) <= limit:
+            return everything
+        chosen = [f'"{o.name}"' for o in options if "selected" in o.attrs]
+        picked = f"selected {', '.join(chosen)}" if chosen else "none selected"
+        return f"{len(options):,} options, {picked} (all: snapshot @{listbox.ref})"
+
+
+def descendants(node: Node) -> list[Node]:
+    """Every node under ``node``, in document order."""
+    return [n for child in node.children for n in (child, *descendants(child))]
+
+
+def repeats_neighbour(siblings: list[Node], i: int) -> bool:
+    """Whether ``siblings[i]`` is a childless named generic whose name is the name of the
+    actionable sibling beside it: the icon of a label whose title names the field too."""
+    node = siblings[i]
+    if node.role != "generic" or not node.name or node.children:
+        return False
+    beside = siblings[max(0, i - 1) : i] + siblings[i + 1 : i + 2]
+    return any(n.actionable and n.role != "generic" and n.name == node.name for n in beside)
+
+
+def shed_descriptions(nodes: list[Node]) -> None:
+    """Cut from a control's name the description it ends with (``listbox "Available groups
+    Choose groups by selecting them…"``): the page shows that text as prose of its own, and
+    the interactive view, which leaves prose out, needs only the label to tell controls
+    apart."""
+    every = [n for root in nodes for n in (root, *descendants(root))]
+    prose = {
+        unquote(n.inline)
+        for n in every
+        if not n.actionable and n.inline and len(unquote(n.inline)) >= DESCRIPTION
+    }
+    for node in every:
+        if not (node.actionable and node.name and prose):
+            continue
+        name = unescape(node.name)
+        for text in prose:
+            if len(name) > len(text) + 1 and name.endswith(" " + text):
+                node.name = escape(name[: -len(text) - 1])
+                break
+
+
+def unescape(name: str) -> str:
+    """A name as the ai snapshot quotes it (``\\"``, ``\\\\``) → its text."""
+    return re.sub(r"\\(.)", r"\1", name)
+
+
+def escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def inner_offset(node: Node, offset: tuple[float, float]) -> tuple[float, float]:
@@ -408,11 +489,13 @@ def render(
     scopes: list[str] | None = None,
     secrets: set[str] | None = None,
     view: tuple[float, float, float, float] | None = None,
+    selects: frozenset[str] = frozenset(),
 ) -> Rendered:
     """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``.
 
     ``scopes`` limits it to the subtrees under those refs; ``view`` (x, y, width, height)
-    to nodes whose boxes meet it, for a snapshot taken with ``boxes=True``.
+    to nodes whose boxes meet it, for a snapshot taken with ``boxes=True``; ``selects``
+    names the listboxes that are ``<select>`` elements (``select_refs``).
     """
     nodes = parse(raw)
     if scopes is not None:
@@ -422,8 +505,9 @@ def render(
         nodes = [root for root in roots if root is not None]
     if secrets:
         redact(nodes, secrets)
-    printer = Printer(options, view)
+    printer = Printer(options, view, selects)
     if options.interactive:
+        shed_descriptions(nodes)
         printer.flat(nodes, (0, 0))
     else:
         printer.tree(printer.tidy(nodes), 0, (0, 0))
@@ -611,7 +695,25 @@ async def take(
     raw = await page.aria_snapshot(mode="ai", boxes=options.viewport or None)
     shows = SHOWS_VALUE.search(raw)
     secrets = await password_values(page) | masked(page.context) if shows else set()
-    return render(raw, options, scopes=scopes, secrets=secrets, view=view)
+    selects = await select_refs(page, raw) if options.interactive else frozenset()
+    return render(raw, options, scopes=scopes, secrets=secrets, view=view, selects=selects)
+
+
+async def select_refs(page: Page, raw: str) -> frozenset[str]:
+    """The refs of the listboxes in ``raw`` that are ``<select>`` elements."""
+
+    async def is_select(ref: str) -> bool:
+        # Counted first, which does not wait, as evaluate would for an element gone away
+        # (evaluate_all, which does not wait either, finds nothing by aria-ref).
+        locator = page.locator(f"aria-ref={ref}")
+        try:
+            return await locator.count() == 1 and await locator.evaluate(SELECT_JS)
+        except PlaywrightError:  # it or its frame went away: printed as any listbox
+            return False
+
+    listboxes = LISTBOX.findall(raw)
+    found = await asyncio.gather(*(is_select(ref) for ref in listboxes))
+    return frozenset(ref for ref, yes in zip(listboxes, found, strict=True) if yes)
 
 
 async def selector_scope(page: Page | Frame, selector: str) -> list[str]:

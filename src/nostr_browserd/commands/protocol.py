@@ -95,6 +95,7 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
                 await session.settle()
                 state = await session.state(fresh=acts_on_page(tool))
+                state |= place_told(session, state, tool, data)
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}
     except (BrowserdError, PlaywrightError) as exc:
@@ -103,6 +104,28 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
         log.exception("tool %s failed", request.tool)
         error = BrowserdError(ErrorCode.INTERNAL, f"Unexpected {type(exc).__name__}: {exc}")
     return {"id": request.id, "success": False, "error": error.to_dict()}
+
+
+# Tools whose answer is where the tab is: their text always ends with the tab's line.
+PLACE_FAMILIES = frozenset({"navigate", "tabs", "windows"})
+PLACE_KEYS = ("tab", "url", "title", "frame")
+
+
+def place_told(
+    session: Any, state: dict[str, Any], tool: Tool[Any], data: dict[str, Any]
+) -> dict[str, Any]:
+    """``{"same_place": True}`` when the tab, its address, title and frame are what this
+    controller's previous reply carried: the text reply then leaves the tab's line out,
+    since nothing in it is news (``render.state_lines``).  JSON keeps them all.
+
+    A tool that goes somewhere, or answers with the address or title itself (``get url``),
+    always shows the line: there it is the answer.
+    """
+    place = tuple(state.get(key) for key in PLACE_KEYS)
+    answers = tool.family in PLACE_FAMILIES or any(key in data for key in PLACE_KEYS)
+    same = not answers and place == getattr(session, "place_told", None)
+    session.place_told = place
+    return {"same_place": True} if same else {}
 
 
 def acts_on_page(tool: Tool[Any]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 from ..browser.config import BrowserConfig
 
 BINARY_KEYS = frozenset({"base64"})
-STATE_KEYS = ("url", "title", "tab", "dialog", "alert")
+STATE_KEYS = ("url", "title", "tab", "dialog", "alert", "same_place")
 VERBATIM_KEYS = ("snapshot", "text", "html", "usage")
 DEFAULT_LIMIT: int = BrowserConfig.model_fields["result_cap"].default
 EMPTY: tuple[object, ...] = (None, "", [], {})
@@ -55,11 +55,12 @@ def answer_lines(data: dict[str, Any]) -> list[str]:
 
 
 def state_lines(data: dict[str, Any]) -> list[str]:
-    """The note, the tab (id, title, address), an alert that was accepted and a dialog."""
+    """The note, the tab (id, title, address) unless the previous reply said the same, an
+    alert that was accepted and a dialog."""
     lines = []
     if data.get("note"):
         lines.append(f"⚠ {data['note']}")
-    if data.get("tab") or data.get("url"):
+    if (data.get("tab") or data.get("url")) and not data.get("same_place"):
         lines.append(
             f"[{data.get('tab')}] {data.get('title') or ''} {data.get('url') or ''}".strip()
         )

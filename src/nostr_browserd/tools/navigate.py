@@ -10,11 +10,11 @@ from pydantic import Field
 
 from ..browser.refs import first_line
 from ..browser.session import Session
-from ..browser.snapshot import Options, take
 from ..browser.urls import resolve
 from ..commands.params import Url
 from ..commands.registry import NoParams, Registry
 from ..errors import BrowserdError, ErrorCode
+from .read import SnapshotParams, remembered_snapshot
 
 TOOLS = Registry()
 
@@ -60,9 +60,9 @@ async def open_(session: Session, params: OpenParams) -> dict[str, Any]:
         await session.new_tab()
     page = session.page
     result = await goto(session, page, params.url)
-    if params.snapshot:
-        snap = await take(page, Options(interactive=True, max_chars=session.config.result_cap))
-        result["snapshot"] = snap.text
+    if params.snapshot:  # kept as the tab's last snapshot: a later --delta compares with it
+        rendered = await remembered_snapshot(session, SnapshotParams(interactive=True))
+        result["snapshot"] = rendered.text
     return result
 
 

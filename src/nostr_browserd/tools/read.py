@@ -72,12 +72,9 @@ async def snapshot(session: Session, params: SnapshotToolParams) -> dict[str, An
     """
     previous = session.tab.snapshot if session.tab is not None else None
     rendered = await remembered_snapshot(session, params)
-    full = {
-        "snapshot": rendered.text,
-        "refs": rendered.refs,
-        "truncated": rendered.truncated,
-        "next": rendered.next,
-    }
+    full: dict[str, Any] = {"snapshot": rendered.text, "refs": rendered.refs}
+    if rendered.truncated:  # said only when cut, as other reads do
+        full |= {"truncated": True, "next": rendered.next}
     if not params.delta:
         return full
     why = no_delta(previous, session.tab.snapshot if session.tab is not None else None)
