@@ -21,7 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig
 from .egress import EgressProxy
-from .endpoints import LOCAL, Endpoint
+from .endpoints import LOCAL, Endpoint, Launched
 from .netpolicy import NetworkPolicy
 from .screencast import Fanout
 from .session import EventCallback, Session
@@ -33,23 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
-Launched = tuple[Playwright, Endpoint]
-
-
-async def launch_local(config: BrowserConfig) -> Launched:
-    """Playwright and the local Chromium, for a pool made later (``BrowserPool(early=…)``).
-
-    ``nostr-browserd run`` begins this before it imports the rest of the daemon, whose
-    imports take about as long as Chromium's launch.
-    """
-    playwright = await async_playwright().start()
-    endpoint = Endpoint(None, config)
-    try:
-        await endpoint.open(playwright)
-    except BaseException:
-        await playwright.stop()
-        raise
-    return playwright, endpoint
 
 
 class BrowserPool:
@@ -67,7 +50,7 @@ class BrowserPool:
         """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
         vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
         context starts with (its saved session), if anything; ``early``: the local browser's
-        launch, begun before the pool was made (``launch_local``)."""
+        launch, begun before the pool was made (``endpoints.launch_early``)."""
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
         self._early = early
@@ -111,7 +94,9 @@ class BrowserPool:
     async def _start(self) -> None:
         if self._early is not None:
             early, self._early = self._early, None
-            self._playwright, self.endpoints[0] = await early
+            self._playwright, local = await early
+            if local is not None:
+                self.endpoints[0] = local
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:

@@ -14,7 +14,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..browser.pool import BrowserPool, Launched, StateHook
+from ..browser.endpoints import Launched
+from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList

@@ -6,9 +6,11 @@ import signal
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import async_playwright
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.pool import BrowserPool, launch_local
+from nostr_browserd.browser.endpoints import launch_early
+from nostr_browserd.browser.pool import BrowserPool
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 
@@ -48,10 +50,10 @@ async def test_killed_browser_is_relaunched(browser_pool, dispatcher, site_url):
 
 
 async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
-    """``run`` launches Chromium before the pool exists; the pool places contexts on that
-    browser, launches no second one, and closes it."""
+    """``run`` starts Playwright and launches Chromium before the pool exists; the pool places
+    contexts on that browser, launches no second one, and closes it."""
     config = BrowserConfig(**TEST_BROWSER)
-    early = asyncio.ensure_future(launch_local(config))
+    early = asyncio.ensure_future(launch_early(async_playwright().start(), config))
     pool = BrowserPool(config, early=early)
     _, endpoint = await early
     launched = endpoint.browser
