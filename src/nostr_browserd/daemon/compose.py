@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ..browser.endpoints import Launched
+from ..browser.netpolicy import LOCAL_OWNER
 from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
@@ -72,6 +73,7 @@ async def open_core(
         vault=None if vault is None else vault(store),
         initial_state=initial_state,
         early=early,
+        spare_for=LOCAL_OWNER if config.local.enabled else None,
     )
     dispatcher = Dispatcher(
         registry=REGISTRY,
