@@ -69,6 +69,46 @@ async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
     assert not launched.is_connected()
 
 
+async def loaded_status(page, url: str) -> int | None:
+    """The HTTP status of ``url`` loaded in ``page`` directly (past open's own check): the
+    egress proxy refuses a private address with a 403."""
+    response = await page.goto(url)
+    return None if response is None else response.status
+
+
+async def test_the_spare_window_goes_to_its_owner_under_the_network_policy(site_url):
+    """The window made before the local owner asks is the one its session gets, with the
+    policy a fresh one would have: the egress proxy refuses its tab a loopback address."""
+    config = BrowserConfig(**{**TEST_BROWSER, "block_private_networks": True})
+    pool = BrowserPool(config, spare_for="local")
+    await pool.start()
+    try:
+        assert pool._spare is not None
+        spare = await pool._spare
+        session = await pool.session("local")
+        assert session.context is spare.context and session.tab is not None
+        assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
+    finally:
+        await pool.close()
+
+
+async def test_another_owner_first_gets_a_fresh_window_and_the_spare_is_closed(site_url):
+    """Under the default policy the local owner's spare has no proxy; a DM controller that
+    comes first gets a context of its own, blocked, and the spare is closed."""
+    config = BrowserConfig(**{**TEST_BROWSER, "block_private_networks": None})
+    pool = BrowserPool(config, spare_for="local")
+    await pool.start()
+    try:
+        assert pool._spare is not None
+        spare = await pool._spare
+        session = await pool.session("ab" * 32)
+        assert session.context is not spare.context and session.tab is not None
+        assert spare.context not in pool.browser.contexts
+        assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
+    finally:
+        await pool.close()
+
+
 async def test_events_reach_listeners(session, call, site_url):
     events = []
     session.on_event(events.append)
