@@ -251,8 +251,9 @@ def cold_timeline_section(timelines: list[dict[str, list[float]]]) -> list[str]:
     steps = list(dict.fromkeys(step for spans in timelines for step in spans))
     lines = [
         "Where our cold start goes: the daemon's own timeline (its `started in` log line),",
-        "seconds since the process started, median over the runs; the browser launches while",
-        "the steps beside it run:",
+        "seconds since the process started, median over the runs; Playwright's driver starts",
+        "before the config is read, Chromium launches on it while the daemon imports, and the",
+        "steps after run beside the launch:",
         "",
         "| step | began | ended | took |",
         "| --- | ---: | ---: | ---: |",

@@ -18,8 +18,9 @@ from websockets.asyncio.client import connect
 
 from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.pool import BrowserPool
-from nostr_browserd.browser.session import POPUP_BUDGET, Session
+from nostr_browserd.browser.session import Session
 from nostr_browserd.browser.tab import Tab
+from nostr_browserd.browser.window import POPUP_BUDGET
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 from tests.e2e.test_resilience import chromium_main_processes

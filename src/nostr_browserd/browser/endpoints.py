@@ -16,6 +16,7 @@ import ipaddress
 import json
 import logging
 import os
+from collections.abc import Awaitable
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
@@ -49,6 +50,9 @@ DEVTOOLS_PATH = "/devtools/"
 CONNECT_TIMEOUT_MS = 15_000
 RETRY_FIRST, RETRY_CAP = 1.0, 30.0
 LOCAL: Kind = "local"
+# Playwright started before the pool was made, and the local browser launched on it (none
+# where the pool joins browser servers): ``BrowserPool(early=…)``.
+Launched = tuple[Playwright, "Endpoint | None"]
 
 
 class LaunchSettings(Protocol):
@@ -57,6 +61,7 @@ class LaunchSettings(Protocol):
     executable: str | None
     headless: bool
     sandbox: bool
+    endpoints: list[str]
 
     def find_executable(self) -> str:
         """The Chromium to launch here."""
@@ -255,6 +260,24 @@ class Endpoint:
             "estimated_mb": round(contexts * context_mb, 1),
             "error": None if self.alive else self.error,
         }
+
+
+async def launch_early(driver: Awaitable[Playwright], config: LaunchSettings) -> Launched:
+    """Playwright, once ``driver`` has started it, and the local Chromium launched on it (none
+    when ``config`` names browser servers), for a pool made later (``BrowserPool(early=…)``).
+
+    ``nostr-browserd run`` starts the driver before it reads its config (``cli.run``).
+    """
+    playwright = await driver
+    if config.endpoints:
+        return playwright, None
+    endpoint = Endpoint(None, config)
+    try:
+        await endpoint.open(playwright)
+    except BaseException:
+        await playwright.stop()
+        raise
+    return playwright, endpoint
 
 
 def launch_options(config: LaunchSettings, remote: bool) -> dict[str, Any]:

@@ -21,11 +21,12 @@ from playwright.async_api import Error as PlaywrightError
 from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig
 from .egress import EgressProxy
-from .endpoints import LOCAL, Endpoint
+from .endpoints import LOCAL, Endpoint, Launched
 from .netpolicy import NetworkPolicy
 from .screencast import Fanout
 from .session import EventCallback, Session
 from .shelf import StateShelf
+from .window import Window
 
 if TYPE_CHECKING:
     from ..vault.entry import Keeper
@@ -33,23 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
-Launched = tuple[Playwright, Endpoint]
-
-
-async def launch_local(config: BrowserConfig) -> Launched:
-    """Playwright and the local Chromium, for a pool made later (``BrowserPool(early=…)``).
-
-    ``nostr-browserd run`` begins this before it imports the rest of the daemon, whose
-    imports take about as long as Chromium's launch.
-    """
-    playwright = await async_playwright().start()
-    endpoint = Endpoint(None, config)
-    try:
-        await endpoint.open(playwright)
-    except BaseException:
-        await playwright.stop()
-        raise
-    return playwright, endpoint
 
 
 class BrowserPool:
@@ -63,11 +47,14 @@ class BrowserPool:
         vault: Keeper | None = None,
         initial_state: StateHook | None = None,
         early: Awaitable[Launched] | None = None,
+        spare_for: str | None = None,
     ) -> None:
         """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
         vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
         context starts with (its saved session), if anything; ``early``: the local browser's
-        launch, begun before the pool was made (``launch_local``)."""
+        launch, begun before the pool was made (``endpoints.launch_early``); ``spare_for``: the
+        owner whose first window is made once the local browser is up, before it asks (the
+        local channel's, whose command comes first on a cold start)."""
         self.config = config or BrowserConfig()
         self._playwright: Playwright | None = None
         self._early = early
@@ -89,6 +76,8 @@ class BrowserPool:
         # command that needs a context waits for it (``revive``); the launch's error, if any.
         self._started = asyncio.Event()
         self._start_error: BaseException | None = None
+        self.spare_for = spare_for
+        self._spare: asyncio.Future[Window] | None = None
 
     def on_event(self, callback: EventCallback) -> None:
         """Hear every session's events, each with ``"owner"``: whose session it was."""
@@ -102,6 +91,7 @@ class BrowserPool:
         """
         try:
             await self._start()
+            self._begin_spare()
         except BaseException as exc:
             self._start_error = exc
             raise
@@ -111,7 +101,9 @@ class BrowserPool:
     async def _start(self) -> None:
         if self._early is not None:
             early, self._early = self._early, None
-            self._playwright, self.endpoints[0] = await early
+            self._playwright, local = await early
+            if local is not None:
+                self.endpoints[0] = local
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:
@@ -157,6 +149,7 @@ class BrowserPool:
     async def close(self) -> None:
         """Close every context, let go of the browsers, stop Playwright."""
         await self.release_all()
+        await self._drop_spare()
         for endpoint in self.endpoints:
             await endpoint.close()
         if self._playwright is not None:
@@ -218,6 +211,10 @@ class BrowserPool:
         An endpoint that fails to make one (lost a moment ago, before Playwright says so) is
         passed over for the next.
         """
+        spare = await self._take_spare(session.owner, state)
+        if spare is not None:
+            await session.bind(spare, self.endpoints[0])
+            return
         failed: Exception | None = None
         for endpoint in self._places():
             try:
@@ -228,10 +225,54 @@ class BrowserPool:
                 )
                 failed = exc
                 continue
-            await session.bind(context, endpoint)
+            await session.bind(Window(context), endpoint)
             return
         assert failed is not None
         raise failed
+
+    def _begin_spare(self) -> None:
+        """Make ``spare_for``'s first window on the launched browser, in the background."""
+        local = self.endpoints[0]
+        if self.spare_for is not None and local.kind == LOCAL and local.alive:
+            self._spare = asyncio.ensure_future(self._spare_window(local))
+
+    async def _spare_window(self, endpoint: Endpoint) -> Window:
+        """``spare_for``'s first window, made before it asks: a fresh context with no saved
+        state, prepared as its session would (``Window.prepare``)."""
+        assert self.spare_for is not None
+        context = await self._new_context(endpoint, self.spare_for, None)
+        return await Window(context).prepare(self.config.timeout_ms)
+
+    async def _take_spare(self, owner: str, state: dict[str, Any] | None) -> Window | None:
+        """The spare window, for the first context bound when it is ``spare_for``'s, with no
+        saved state (the settings the spare was made with), on the browser still up.
+
+        The spare goes to that one context or to none: any other first context closes it,
+        as an idle tab would hold memory and a place under ``contexts_per_endpoint``.
+        """
+        if self._spare is None:
+            return None
+        spare, self._spare = self._spare, None
+        try:
+            window = await spare
+        except Exception as exc:  # a fresh context is made instead, and says what fails
+            log.debug("no spare window: %s", exc)
+            return None
+        local = self.endpoints[0]
+        same = owner == self.spare_for and state is None
+        if same and local.alive and window.context.browser is local.browser:
+            return window
+        with contextlib.suppress(Exception):
+            await window.context.close()
+        return None
+
+    async def _drop_spare(self) -> None:
+        """Close the spare window if no session took it."""
+        if self._spare is not None:
+            self._spare.cancel()
+            with contextlib.suppress(BaseException):
+                await (await self._spare).context.close()
+            self._spare = None
 
     def load(self, endpoint: Endpoint) -> int:
         """The contexts this daemon holds on ``endpoint`` (every window counts)."""

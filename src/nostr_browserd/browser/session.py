@@ -32,7 +32,8 @@ from .pagelog import PageLog
 from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
-from .tab import TITLE_BINDING, TITLE_OBSERVER, PendingDialog, Tab, consume
+from .tab import PendingDialog, Tab, consume
+from .window import Window
 
 if TYPE_CHECKING:
     from ..vault.entry import Keeper
@@ -40,15 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EventCallback = Callable[[dict[str, Any]], None]
-# A document may open this many popups; further window.open calls get null, as from a popup
-# blocker.  Creating a window costs Chromium and Playwright a target each: a page opening 500
-# would hold the browser for minutes.  Session.MAX_TABS bounds what gets through another way.
-POPUP_BUDGET = 20
-POPUP_GUARD = f"""(() => {{
-  const open = window.open;
-  let left = {POPUP_BUDGET};
-  window.open = function (...args) {{ return left-- > 0 ? open.apply(this, args) : null; }};
-}})()"""
 
 
 class Pool(Protocol):
@@ -134,8 +126,10 @@ class Session:
 
     # --- lifecycle -----------------------------------------------------------------
 
-    async def bind(self, context: BrowserContext, endpoint: Endpoint) -> None:
-        """Attach a fresh context (first use, or after a relaunch) and open one tab."""
+    async def bind(self, window: Window, endpoint: Endpoint) -> None:
+        """Attach a fresh window (first use, or after a relaunch), with its one tab; the
+        window is prepared here unless it was already (the pool's spare)."""
+        context = window.context
         self.context = context
         self.endpoint = endpoint
         self._context_gone = False
@@ -144,25 +138,21 @@ class Session:
         self.tab = None
         self._frame = None
         self.windows.clear()
-        await self._add_window(context)
+        await self._add_window(window)
 
     async def open_window(self) -> str:
         """A new window: its own context on this session's endpoint, one tab, made active."""
-        return await self._add_window(await self.pool.new_context(self))
+        return await self._add_window(Window(await self.pool.new_context(self)))
 
-    async def _add_window(self, context: BrowserContext) -> str:
-        """Track ``context`` as a window of this session, with one tab, made active."""
-        window = f"w{self._next_window}"
+    async def _add_window(self, window: Window) -> str:
+        """Track ``window`` as a window of this session, with one tab, made active."""
+        name = f"w{self._next_window}"
         self._next_window += 1
-        self.windows[window] = context
-        context.set_default_timeout(self.config.timeout_ms)
-        await context.expose_binding(TITLE_BINDING, self._on_title)
-        await context.add_init_script(TITLE_OBSERVER)
-        await context.add_init_script(POPUP_GUARD)
-        context.on("page", self._on_page)
-        await context.new_page()
+        self.windows[name] = window.context
+        window.adopt(self._on_title, self._on_page)
+        await window.prepare(self.config.timeout_ms)
         await self.settle()  # its tab_changed goes out now, not during the next command
-        return window
+        return name
 
     async def close_window(self, window: str) -> list[str]:
         """Close a window other than w1 and forget its tabs; returns their ids."""

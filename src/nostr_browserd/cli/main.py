@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
-import logging
 import os
 import sys
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..daemon.config import DEFAULT_EMBEDDED_RELAY_PORT, Config, ConfigError, load_config
-from ..daemon.local_ws import load_token
+from ..daemon.config_error import ConfigError
+from ..daemon.ports import DEFAULT_EMBEDDED_RELAY_PORT
 from ..errors import BrowserdError, ErrorCode
-from ..nostr.nip19 import Bech32Error, npub_encode
 from .options import parsed
+
+if TYPE_CHECKING:
+    from ..daemon.config import Config
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_RUNNING = 0, 1, 2, 3
 
@@ -178,100 +176,23 @@ def _silence_stdout() -> None:
 
 
 def _load(path: Path | None) -> Config:
+    from ..daemon.config import load_config
+
     return load_config(path)
 
 
 # --- run -----------------------------------------------------------------------------------
 
 
-def _setup_logging(verbose: bool) -> None:
-    # Under systemd the journal adds its own timestamps.
-    fmt = "%(levelname)s %(name)s: %(message)s"
-    if "JOURNAL_STREAM" not in os.environ:
-        fmt = "%(asctime)s " + fmt
-    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt)
-    for noisy in ("websockets", "asyncio"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
 def _run(path: Path | None, verbose: bool) -> int:
-    config = _load(path)
-    _setup_logging(verbose)
+    from .run import serve
+
     try:
-        return asyncio.run(_serve(config, path))
+        return asyncio.run(serve(path, verbose))
     except (BrowserdError, OSError) as exc:
         message = exc.message if isinstance(exc, BrowserdError) else str(exc)
         print(f"nostr-browserd: cannot start: {message}", file=sys.stderr)
         return EXIT_FAILED
-
-
-async def _serve(config: Config, path: Path | None) -> int:
-    """Launch the local Chromium first, and import the daemon in a thread meanwhile: each
-    takes about as long as the other, and the launch needs the event loop to go on."""
-    from ..browser.pool import launch_local
-    from ..daemon.timeline import Timeline
-
-    timeline = Timeline()
-    early = None
-    if not config.browser.endpoints:
-        early = asyncio.ensure_future(timeline.timed("launch", launch_local(config.browser)))
-    try:
-        with timeline.step("daemon imports"):
-            app = await asyncio.to_thread(importlib.import_module, "nostr_browserd.daemon.app")
-    except BaseException:
-        if early is not None:
-            early.cancel()
-        raise
-    daemon = app.Daemon(config, path, early=early, timeline=timeline)
-    return int(await daemon.run(on_ready=lambda: print(banner(daemon), flush=True)))
-
-
-def banner(daemon: Any) -> str:
-    """What a person needs after ``run``: who the daemon is, where, and how to talk to it."""
-    config: Config = daemon.config
-    npub = daemon.npub or "none: waiting for login on the local channel (token required)"
-    relays = daemon.relays
-    relay_args = " ".join(f"--relay {url}" for url in relays[:1])
-    lines = [
-        "nostr-browserd is running.",
-        f"  identity:    {npub} ({config.identity.method})",
-        f"  relays:      {', '.join(relays) or 'none'}"
-        + ("  (embedded, loopback only)" if daemon.embedded else ""),
-        f"  state:       {daemon.state_dir}",
-    ]
-    if daemon.local is not None:
-        port = daemon.local.port
-        lines.append(
-            f"  local:       ws://127.0.0.1:{port}/agent   status: http://127.0.0.1:{port}/"
-        )
-        lines.append(f"  local token: {daemon.local_token_path} (Authorization: Bearer …)")
-    lines.append(f"  direct msgs: {daemon.dm_state()}")
-    allowed = config.allowed()
-    if allowed:
-        lines.append("  controllers: " + ", ".join(npub_encode(pk) for pk in allowed))
-    else:
-        lines += [
-            "  controllers: none yet, so no command will run.",
-            "",
-            "To allow a controller, give the daemon its public key, e.g. a new one:",
-            "  nostr-browserd keygen controller.nsec        # prints the controller's npub",
-            "  NOSTR_BROWSERD_NOSTR_CONTROLLERS=npub1… nostr-browserd run",
-            '(or controllers = ["npub1…"] under [nostr] in the config file, then SIGHUP).',
-        ]
-    if daemon.npub is None:
-        lines += [
-            "",
-            "Log it in on the local channel (with the token in the state directory), e.g.:",
-            '  {"tool": "login", "params": {"method": "local", "nsec_file": "/path/key.nsec"}}',
-        ]
-        return "\n".join(lines)
-    lines += [
-        "",
-        "Send it a command (NIP-17; add --nip04 for legacy DMs, --json for JSON):",
-        f"  nostr-browserd send --to {npub} --key controller.nsec {relay_args} open example.com",
-        "  … get title | snapshot -i | click @e2 | screenshot   (send 'help' for every tool)",
-    ]
-    return "\n".join(lines)
 
 
 # --- status --------------------------------------------------------------------------------
@@ -282,6 +203,9 @@ def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | N
 
     A daemon that answers but refuses the token is an error, not "not running".
     """
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(f"http://127.0.0.1:{port}/")
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -300,6 +224,8 @@ def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | N
 
 def _local_token(config: Config) -> str | None:
     """The token a running daemon uses, when this user can read it (else None)."""
+    from ..daemon.local_ws import load_token
+
     try:
         return load_token(config.local.token_path(config.state.dir), generate=False)
     except BrowserdError:
@@ -393,6 +319,8 @@ LEASES_SHOWN = 20
 
 def _print_workers(workers: list[dict[str, Any]], leases: list[dict[str, Any]]) -> None:
     """The workers sharing the state store, the load on each, and who serves which controller."""
+    from ..nostr.nip19 import npub_encode
+
     if not workers:
         return
     print("workers:")
@@ -435,6 +363,7 @@ def _print_recent(entries: list[dict[str, Any]]) -> None:
 
 def _keygen(path: Path) -> int:
     from ..daemon.keyfile import write_new_key
+    from ..nostr.nip19 import Bech32Error, npub_encode
 
     try:
         pubkey = write_new_key(path)

@@ -24,7 +24,7 @@ from typing import Any
 from ..catalog import REGISTRY
 from ..commands.protocol import is_text, parse_request
 from ..commands.render import render_text
-from ..daemon.config import DEFAULT_EMBEDDED_RELAY_PORT
+from ..daemon.ports import DEFAULT_EMBEDDED_RELAY_PORT
 from ..dm.chunks import ReassemblyError
 from ..dm.conversation import Conversation
 from ..dm.pending import as_pending

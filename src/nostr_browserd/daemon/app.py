@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..agent.keys import KeyStore
-from ..browser.pool import BrowserPool, Launched
+from ..browser.endpoints import Launched
+from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
 from ..dm.link import NostrLink
 from ..dm.messages import ReplyAddress, Scheme, is_dm

@@ -14,7 +14,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from ..browser.pool import BrowserPool, Launched, StateHook
+from ..browser.endpoints import Launched
+from ..browser.netpolicy import LOCAL_OWNER
+from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList
@@ -71,6 +73,7 @@ async def open_core(
         vault=None if vault is None else vault(store),
         initial_state=initial_state,
         early=early,
+        spare_for=LOCAL_OWNER if config.local.enabled else None,
     )
     dispatcher = Dispatcher(
         registry=REGISTRY,

@@ -40,20 +40,16 @@ from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
+from .config_error import ConfigError
 from .keyfile import DEFAULT_TOKEN_FILE
+from .ports import DEFAULT_EMBEDDED_RELAY_PORT, DEFAULT_LOCAL_PORT
 
 ENV_PREFIX = "NOSTR_BROWSERD_"
-DEFAULT_LOCAL_PORT = 17777
-DEFAULT_EMBEDDED_RELAY_PORT = 17778
 
 # The browser's file directories and, when unset, where they go under the state directory.
 BROWSER_DIRS = {"state_dir": "browser", "downloads_dir": "downloads", "uploads_dir": "uploads"}
 
 Role = Literal["full", "read"] | list[str]
-
-
-class ConfigError(ValueError):
-    """A configuration problem, phrased so the operator knows which key to fix."""
 
 
 class Section(BaseModel):

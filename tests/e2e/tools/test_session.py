@@ -1,14 +1,19 @@
 """Sessions: one context per owner, crash recovery, events, tabs and popups."""
 
 import asyncio
+import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import async_playwright
 
 from nostr_browserd.browser.config import BrowserConfig
-from nostr_browserd.browser.pool import BrowserPool, launch_local
+from nostr_browserd.browser.endpoints import launch_early
+from nostr_browserd.browser.pool import BrowserPool
+from nostr_browserd.browser.window import Window
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 
 
@@ -48,10 +53,10 @@ async def test_killed_browser_is_relaunched(browser_pool, dispatcher, site_url):
 
 
 async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
-    """``run`` launches Chromium before the pool exists; the pool places contexts on that
-    browser, launches no second one, and closes it."""
+    """``run`` starts Playwright and launches Chromium before the pool exists; the pool places
+    contexts on that browser, launches no second one, and closes it."""
     config = BrowserConfig(**TEST_BROWSER)
-    early = asyncio.ensure_future(launch_local(config))
+    early = asyncio.ensure_future(launch_early(async_playwright().start(), config))
     pool = BrowserPool(config, early=early)
     _, endpoint = await early
     launched = endpoint.browser
@@ -65,6 +70,47 @@ async def test_a_pool_takes_the_browser_launched_before_it(tmp_path, site_url):
     finally:
         await pool.close()
     assert not launched.is_connected()
+
+
+async def loaded_status(page, url: str) -> int | None:
+    """The HTTP status of ``url`` loaded in ``page`` directly (past open's own check): the
+    egress proxy refuses a private address with a 403."""
+    response = await page.goto(url)
+    return None if response is None else response.status
+
+
+@contextlib.asynccontextmanager
+async def spare_pool(
+    block_private_networks: bool | None,
+) -> AsyncIterator[tuple[BrowserPool, Window]]:
+    """A started pool that makes the local owner's window before it asks, and that window."""
+    config = BrowserConfig(**{**TEST_BROWSER, "block_private_networks": block_private_networks})
+    pool = BrowserPool(config, spare_for="local")
+    await pool.start()
+    try:
+        assert pool._spare is not None
+        yield pool, await pool._spare
+    finally:
+        await pool.close()
+
+
+async def test_the_spare_window_goes_to_its_owner_under_the_network_policy(site_url):
+    """The window made before the local owner asks is the one its session gets, with the
+    policy a fresh one would have: the egress proxy refuses its tab a loopback address."""
+    async with spare_pool(True) as (pool, spare):
+        session = await pool.session("local")
+        assert session.context is spare.context and session.tab is not None
+        assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
+
+
+async def test_another_owner_first_gets_a_fresh_window_and_the_spare_is_closed(site_url):
+    """Under the default policy the local owner's spare has no proxy; a DM controller that
+    comes first gets a context of its own, blocked, and the spare is closed."""
+    async with spare_pool(None) as (pool, spare):
+        session = await pool.session("ab" * 32)
+        assert session.context is not spare.context and session.tab is not None
+        assert spare.context not in pool.browser.contexts
+        assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
 
 
 async def test_events_reach_listeners(session, call, site_url):

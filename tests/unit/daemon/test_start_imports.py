@@ -1,7 +1,8 @@
 """The daemon's start imports only what every start needs.
 
-``nostr-browserd run`` imports ``cli.main``, then ``daemon.app`` while Chromium launches
-(``cli.main._serve``), then ``daemon.contextvm_link`` when the relays connect; those imports
+``nostr-browserd run`` imports ``cli.main`` and ``cli.run`` and starts Playwright's driver,
+then loads the config and imports ``daemon.app`` while the driver starts and Chromium
+launches (``cli.run.serve``), then ``daemon.contextvm_link`` when the relays connect; those imports
 compete with the launch and the first command (issue 24 §4, bench/report.md "Cold start").
 The packages below serve only some commands or configs (``mcp``, ``mcp --to``, PostgreSQL,
 a model provider's SDK, charts) and take tenths of a second to import, so the modules that
@@ -37,3 +38,23 @@ def test_the_daemons_start_imports_no_package_only_some_commands_need():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert set(run.stdout.split()) & set(ONLY_SOME_NEED) == set()
+
+
+# What ``run`` loads only beside the driver's start: the config's models, the daemon.
+BESIDE_THE_DRIVER = (
+    "pydantic",
+    "nostr_browserd.daemon.config",
+    "nostr_browserd.daemon.app",
+    "nostr_browserd.browser.pool",
+    "nostr_browserd.nostr.keys",
+    "urllib.request",
+)
+
+
+def test_run_imports_no_more_than_starting_playwrights_driver_needs_before_it_starts():
+    code = (
+        "import sys, nostr_browserd.cli.main, nostr_browserd.cli.run\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(run.stdout.split()) & set(BESIDE_THE_DRIVER) == set()

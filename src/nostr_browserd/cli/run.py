@@ -1,0 +1,78 @@
+"""``nostr-browserd run``: Playwright's driver starts first, everything else beside it.
+
+The driver (a Node process) takes about as long to start as the config and the daemon take
+to import and load, and needs neither.  So ``run`` starts it before it reads the config,
+loads the config in a thread meanwhile, launches Chromium on the driver once the config says
+how (no launch when the browsers are servers elsewhere), and imports the daemon in a thread
+while Chromium launches.  Each step shows in the start's timeline (``daemon.timeline``).
+This module and ``cli.main`` import no more than starting the driver needs
+(tests/unit/daemon/test_start_imports.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from playwright.async_api import Playwright, async_playwright
+
+from ..daemon.timeline import Timeline
+
+if TYPE_CHECKING:
+    from ..daemon.config import Config
+
+
+async def serve(path: Path | None, verbose: bool) -> int:
+    """Start the daemon of the config at ``path`` (none: the local default setup), serve
+    until it is stopped; its exit code."""
+    timeline = Timeline()
+    driver = asyncio.ensure_future(timeline.timed("driver", async_playwright().start()))
+    try:
+        with timeline.step("config"):
+            config = await asyncio.to_thread(_configured, path, verbose)
+    except BaseException:
+        await _stop(driver)
+        raise
+    from ..browser.endpoints import launch_early
+
+    early = asyncio.ensure_future(timeline.timed("launch", launch_early(driver, config.browser)))
+    try:
+        with timeline.step("daemon imports"):
+            app = await asyncio.to_thread(importlib.import_module, "nostr_browserd.daemon.app")
+    except BaseException:
+        early.cancel()
+        raise
+    from .banner import banner
+
+    daemon = app.Daemon(config, path, early=early, timeline=timeline)
+    return int(await daemon.run(on_ready=lambda: print(banner(daemon), flush=True)))
+
+
+def _configured(path: Path | None, verbose: bool) -> Config:
+    """The config at ``path``, and the log set up: the start's work that waits for no driver."""
+    from ..daemon.config import load_config
+
+    config = load_config(path)
+    _setup_logging(verbose)
+    return config
+
+
+async def _stop(driver: asyncio.Future[Playwright]) -> None:
+    """Stop the driver of a daemon that will not start (a bad config, Ctrl-C)."""
+    with contextlib.suppress(Exception):
+        await (await driver).stop()
+
+
+def _setup_logging(verbose: bool) -> None:
+    """Log to stderr, with timestamps unless the journal adds its own (under systemd)."""
+    fmt = "%(levelname)s %(name)s: %(message)s"
+    if "JOURNAL_STREAM" not in os.environ:
+        fmt = "%(asctime)s " + fmt
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, format=fmt)
+    for noisy in ("websockets", "asyncio"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
