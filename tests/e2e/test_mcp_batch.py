@@ -21,6 +21,7 @@ from tests.fixtures.daemon import SdkController, start_daemon_fixture  # noqa: F
 from tests.fixtures.mcp_client import CLI
 
 Stdin = Literal["file", "pipe"]
+WAIT_MS = 300  # a bounded pause, running beside the open (the calls of a batch run at once)
 CUT_OFF = '{"jsonrpc": "2.0", "id": 9, "method": "tools/ca'
 """The last line, without its end: what a writer killed mid-request leaves."""
 
@@ -49,7 +50,7 @@ def batch(site_url: str) -> str:
             "jsonrpc": "2.0",
             "id": 3,
             "method": "tools/call",
-            "params": {"name": "get_title", "arguments": {}},
+            "params": {"name": "wait", "arguments": {"ms": WAIT_MS}},
         },
     ]
     return "".join(json.dumps(m) + "\n" for m in messages) + CUT_OFF
@@ -76,15 +77,16 @@ async def run_batch(
         )  # fmt: skip
         written = text.encode()
     out, err = await asyncio.wait_for(proc.communicate(written), 120)
-    answers = {m.get("id"): m for m in map(json.loads, out.decode().splitlines())}
+    messages = map(json.loads, out.decode().splitlines())
+    answers = {m["id"]: m for m in messages if "id" in m}  # not the notifications
     return proc.returncode or 0, answers, err.decode()
 
 
 def assert_all_answered(code: int, answers: dict[Any, dict[str, Any]], stderr: str) -> None:
     assert code == 0, stderr
-    opened, titled = answers[2].get("result"), answers[3].get("result")
+    opened, waited = answers[2].get("result"), answers[3].get("result")
     assert opened and not opened.get("isError") and "Form" in opened["content"][0]["text"], answers
-    assert titled and not titled.get("isError") and "Form" in titled["content"][0]["text"], answers
+    assert waited and not waited.get("isError") and str(WAIT_MS) in waited["content"][0]["text"]
     assert answers[None]["error"]["code"] == -32700, answers  # JSON-RPC's parse error
     assert set(answers) == {1, 2, 3, None}, answers
 
@@ -104,7 +106,7 @@ async def test_to_answers_every_request_before_it_exits(
     """Each call here is a round trip over the relay: still running when the input ends."""
     agent = SdkController([nostr_relay_url])
     key = agent.write_key(tmp_path / "agent.nsec")
-    role = {"pubkey": agent.npub, "name": "agent", "role": ["open", "get_title"]}
+    role = {"pubkey": agent.npub, "name": "agent", "role": ["open", "wait"]}
     daemon = await start_daemon([nostr_relay_url], controllers=[role])
     args = ["--to", daemon.npub, "--key", str(key), "--relay", nostr_relay_url]
     assert_all_answered(*await run_batch(args, batch(site_url), stdin, tmp_path))
