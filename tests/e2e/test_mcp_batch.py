@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, RequestId
 
 from tests.e2e.test_mcp_local import local_config
 from tests.fixtures.daemon import SdkController, start_daemon_fixture  # noqa: F401
@@ -26,41 +28,59 @@ CUT_OFF = '{"jsonrpc": "2.0", "id": 9, "method": "tools/ca'
 """The last line, without its end: what a writer killed mid-request leaves."""
 
 
+HANDSHAKE: list[dict[str, Any]] = [
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "batch", "version": "0"},
+        },
+    },
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+]
+
+
+def call(request_id: int, tool: str, **arguments: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+def lines(*messages: dict[str, Any]) -> str:
+    return "".join(json.dumps(m) + "\n" for m in [*HANDSHAKE, *messages])
+
+
 def batch(site_url: str) -> str:
     """The handshake, two calls that each take a moment, and a line cut off mid-way."""
-    messages: list[dict[str, Any]] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "batch", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "open", "arguments": {"url": f"{site_url}/form.html"}},
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 3,
-            "method": "tools/call",
-            "params": {"name": "wait", "arguments": {"ms": WAIT_MS}},
-        },
-    ]
-    return "".join(json.dumps(m) + "\n" for m in messages) + CUT_OFF
+    opening = call(2, "open", url=f"{site_url}/form.html")
+    return lines(opening, call(3, "wait", ms=WAIT_MS)) + CUT_OFF
 
 
-async def run_batch(
-    args: list[str], text: str, stdin: Stdin, tmp_path: Path
-) -> tuple[int, dict[Any, dict[str, Any]], str]:
-    """``nostr-browserd mcp ARGS`` with ``text`` as its whole input: exit code, answers by
-    id, stderr."""
+@dataclass
+class Outcome:
+    """What ``mcp`` did with a batch: its exit code, its answers by id, the error codes it
+    gave lines it could not read (id null), and its stderr."""
+
+    code: int
+    answers: dict[RequestId, dict[str, Any]]
+    unread: list[int]
+    stderr: str
+
+    def result(self, request_id: int) -> str:
+        """The text of a call's successful result."""
+        result = self.answers[request_id].get("result")
+        assert result and not result.get("isError"), self
+        return result["content"][0]["text"]
+
+
+async def run_batch(args: list[str], text: str, stdin: Stdin, tmp_path: Path) -> Outcome:
+    """``nostr-browserd mcp ARGS`` with ``text`` as its whole input, from a file or a pipe."""
     if stdin == "file":
         requests = tmp_path / "requests.jsonl"
         requests.write_text(text)
@@ -77,18 +97,20 @@ async def run_batch(
         )  # fmt: skip
         written = text.encode()
     out, err = await asyncio.wait_for(proc.communicate(written), 120)
-    messages = map(json.loads, out.decode().splitlines())
-    answers = {m["id"]: m for m in messages if "id" in m}  # not the notifications
-    return proc.returncode or 0, answers, err.decode()
+    answers = [m for m in map(json.loads, out.decode().splitlines()) if "id" in m]
+    return Outcome(
+        code=proc.returncode or 0,
+        answers={m["id"]: m for m in answers if m["id"] is not None},
+        unread=[m["error"]["code"] for m in answers if m["id"] is None],
+        stderr=err.decode(),
+    )
 
 
-def assert_all_answered(code: int, answers: dict[Any, dict[str, Any]], stderr: str) -> None:
-    assert code == 0, stderr
-    opened, waited = answers[2].get("result"), answers[3].get("result")
-    assert opened and not opened.get("isError") and "Form" in opened["content"][0]["text"], answers
-    assert waited and not waited.get("isError") and str(WAIT_MS) in waited["content"][0]["text"]
-    assert answers[None]["error"]["code"] == -32700, answers  # JSON-RPC's parse error
-    assert set(answers) == {1, 2, 3, None}, answers
+def assert_all_answered(outcome: Outcome) -> None:
+    assert outcome.code == 0, outcome.stderr
+    assert "Form" in outcome.result(2) and str(WAIT_MS) in outcome.result(3)
+    assert outcome.unread == [PARSE_ERROR], outcome
+    assert set(outcome.answers) == {1, 2, 3}, outcome
 
 
 @pytest.mark.parametrize("stdin", ["file", "pipe"])
@@ -96,7 +118,7 @@ async def test_local_answers_every_request_before_it_exits(
     stdin: Stdin, site_url: str, tmp_path: Path
 ) -> None:
     args = ["--local", "--config", str(local_config(tmp_path))]
-    assert_all_answered(*await run_batch(args, batch(site_url), stdin, tmp_path))
+    assert_all_answered(await run_batch(args, batch(site_url), stdin, tmp_path))
 
 
 @pytest.mark.parametrize("stdin", ["file", "pipe"])
@@ -109,4 +131,19 @@ async def test_to_answers_every_request_before_it_exits(
     role = {"pubkey": agent.npub, "name": "agent", "role": ["open", "wait"]}
     daemon = await start_daemon([nostr_relay_url], controllers=[role])
     args = ["--to", daemon.npub, "--key", str(key), "--relay", nostr_relay_url]
-    assert_all_answered(*await run_batch(args, batch(site_url), stdin, tmp_path))
+    assert_all_answered(await run_batch(args, batch(site_url), stdin, tmp_path))
+
+
+async def test_a_call_the_batch_cancels_is_not_waited_for(tmp_path: Path) -> None:
+    """A client that cancels a call expects no answer to it: the end does not wait for one.
+
+    A blank line asks nothing; JSON that is no JSON-RPC message is an invalid request."""
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    text = lines(call(2, "wait", ms=60_000), cancel, call(3, "wait", ms=WAIT_MS))
+    text += "\n" + json.dumps({"jsonrpc": "2.0", "id": 4}) + "\n"
+    args = ["--local", "--config", str(local_config(tmp_path))]
+    outcome = await run_batch(args, text, "file", tmp_path)
+    assert outcome.code == 0, outcome.stderr
+    assert str(WAIT_MS) in outcome.result(3)
+    assert set(outcome.answers) == {1, 3}, outcome
+    assert outcome.unread == [INVALID_REQUEST], outcome
