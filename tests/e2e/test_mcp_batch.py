@@ -20,27 +20,12 @@ from mcp_types import INVALID_REQUEST, PARSE_ERROR, RequestId
 
 from tests.e2e.test_mcp_local import local_config
 from tests.fixtures.daemon import SdkController, start_daemon_fixture  # noqa: F401
-from tests.fixtures.mcp_client import CLI
+from tests.fixtures.mcp_client import CLI, HANDSHAKE
 
 Stdin = Literal["file", "pipe"]
 WAIT_MS = 300  # a bounded pause, running beside the open (the calls of a batch run at once)
 CUT_OFF = '{"jsonrpc": "2.0", "id": 9, "method": "tools/ca'
 """The last line, without its end: what a writer killed mid-request leaves."""
-
-
-HANDSHAKE: list[dict[str, Any]] = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "batch", "version": "0"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-]
 
 
 def call(request_id: int, tool: str, **arguments: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests.fixtures.mcp_client import HANDSHAKE
 from tests.fixtures.paths import REPO
 
 SERVER = [sys.executable, "-m", "tests.fixtures.stdio_echo"]
@@ -48,17 +49,7 @@ def test_stdin_from_a_terminal_is_served_the_sdks_way():
     The user ends the input (Ctrl-D) while the call still runs: it is answered all the same,
     and the server exits 0 (files and pipes: tests/e2e/test_mcp_batch.py)."""
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *HANDSHAKE,
         {
             "jsonrpc": "2.0",
             "id": 2,

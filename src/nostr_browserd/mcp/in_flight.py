@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 Item = SessionMessage | Exception
 CANCELLED = "notifications/cancelled"
+Inner = TypeVar("Inner", ReadStream[Item], WriteStream[SessionMessage])
 
 
 def _rejection(exc: Exception) -> ErrorData | None:
@@ -61,8 +62,7 @@ class _Ledger:
 
     def settled(self, request_id: RequestId | None) -> None:
         """Answered, or cancelled by the client; an id not open (a late cancel) changes nothing."""
-        key = None if request_id is None else coerce_request_id(request_id)
-        if key not in self.open:
+        if request_id is None or (key := coerce_request_id(request_id)) not in self.open:
             return
         self.open[key] -= 1
         if not self.open[key]:
@@ -76,7 +76,24 @@ class _Ledger:
             await self._emptied.wait()
 
 
-class _Answering:
+class _Closing(Generic[Inner]):
+    """A stream in front of ``inner``: closing it (``async with`` too) closes ``inner``."""
+
+    inner: Inner
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _Answering(_Closing[WriteStream[SessionMessage]]):
     """The write stream, settling each request as its answer goes out."""
 
     def __init__(self, inner: WriteStream[SessionMessage], ledger: _Ledger) -> None:
@@ -87,19 +104,8 @@ class _Answering:
         if isinstance(item.message, JSONRPCResponse | JSONRPCError):
             self.ledger.settled(item.message.id)
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
-    async def __aenter__(self) -> _Answering:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-
-class _Patient:
+class _Patient(_Closing[ReadStream[Item]]):
     """The read stream, whose end waits for the answers to the requests it handed over."""
 
     def __init__(
@@ -134,9 +140,6 @@ class _Patient:
         elif isinstance(message, JSONRPCNotification) and message.method == CANCELLED:
             self.ledger.settled(cancelled_request_id_from_params(message.params))
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
     def __aiter__(self) -> _Patient:
         return self
 
@@ -145,14 +148,6 @@ class _Patient:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> _Patient:
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 def answered_before_the_end(
