@@ -13,9 +13,11 @@ from pathlib import Path
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from tests.fixtures.mcp_client import HANDSHAKE
 from tests.fixtures.paths import REPO
 
 SERVER = [sys.executable, "-m", "tests.fixtures.stdio_echo"]
+CTRL_D = b"\x04"  # a terminal's end of input, typed at the start of a line
 LONG = "x" * 300_000  # one line of more than asyncio's default 64 KiB limit
 
 
@@ -44,25 +46,15 @@ async def test_a_long_line_goes_through_and_stray_output_misses_the_wire(tmp_pat
 def test_stdin_from_a_terminal_is_served_the_sdks_way():
     """Neither a pipe nor a socket (a terminal here, or a file): the SDK's threads read it.
 
-    A terminal, not a file: a file's end would close the session while the call still runs
-    (the SDK's serve loop ends with its read side), and the answer would race it."""
+    The user ends the input (Ctrl-D) while the call still runs: it is answered all the same,
+    and the server exits 0 (files and pipes: tests/e2e/test_mcp_batch.py)."""
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *HANDSHAKE,
         {
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": "from a terminal"}},
+            "params": {"name": "echo", "arguments": {"text": "from a terminal", "pause_ms": 200}},
         },
     ]
     terminal, its_end = pty.openpty()
@@ -71,15 +63,13 @@ def test_stdin_from_a_terminal_is_served_the_sdks_way():
     )
     os.close(its_end)
     try:
-        os.write(terminal, "".join(json.dumps(m) + "\n" for m in messages).encode())
-        assert proc.stdout is not None
-        answers: dict[int, dict] = {}
-        while 2 not in answers and (line := proc.stdout.readline()):
-            message = json.loads(line)
-            answers[message.get("id")] = message
+        typed = "".join(json.dumps(m) + "\n" for m in messages)
+        os.write(terminal, typed.encode() + CTRL_D)
+        out, stderr = proc.communicate(timeout=60)
     finally:
-        os.close(terminal)  # the terminal hangs up: the server's stdin ends
-        _, stderr = proc.communicate(timeout=60)
+        os.close(terminal)
+    assert proc.returncode == 0, stderr
+    answers = {m.get("id"): m for m in map(json.loads, out.decode().splitlines())}
     answer = json.loads(answers[2]["result"]["content"][0]["text"])
     assert answer["text"] == "from a terminal"
     assert [t for t in answer["threads"] if "worker" in t.lower()], answer["threads"]

@@ -10,6 +10,9 @@ keeps the SDK's way.
 As in the SDK, fd 0 and fd 1 are moved aside while we serve: the wire is read and written
 through private duplicates, a child that reads stdin gets EOF and stray output (a
 library's print, a browser's log) lands on stderr, never in the middle of a message.
+
+Either way the input's end closes the session only once every request read has been
+answered (:mod:`.in_flight`): ``mcp < requests.jsonl`` loses no answer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from mcp.server.stdio import stdio_server
+
+from .in_flight import answered_before_the_end
 
 LINE_LIMIT = 2**28
 """Bytes of one incoming message line (asyncio's default, 64 KiB, is less than a fill)."""
@@ -99,7 +104,7 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """``stdio_server``'s read and write streams, on the loop's pipes where it can."""
     if not (_is_stream(0) and _is_stream(1)):
         async with stdio_server() as streams:
-            yield streams
+            yield answered_before_the_end(*streams)
         return
     loop = asyncio.get_running_loop()
     null = os.open(os.devnull, os.O_RDONLY)
@@ -117,7 +122,7 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             out: Any = _Out(writer)  # … and writes one
             try:
                 async with stdio_server(lines, out) as streams:
-                    yield streams
+                    yield answered_before_the_end(*streams)
             finally:
                 reading.close()
                 writing.close()  # once what is still buffered has been written
