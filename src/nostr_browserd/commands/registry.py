@@ -51,9 +51,13 @@ Approval = Callable[[Any, dict[str, Any], str], Awaitable[str]]
 
 
 class Params(BaseModel):
-    """Base for every tool's params: unknown keys are an error, not silently dropped."""
+    """Base for every tool's params: unknown keys are an error, not silently dropped.
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    Each model's validator is built on its first use, not at import: the daemon imports
+    every tool's params while Chromium starts, and most tools are never called.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class NoParams(Params):
