@@ -784,8 +784,9 @@ def job_section(result: dict[str, Any]) -> list[str]:
         f"Where the characters go: the {len(shots)} snapshots are {part('ours', shots):,} of "
         f"ours against {part(smallest, shots):,} of {smallest}'s "
         f"({part('ours', shots) / part(smallest, shots):.2f}×), the other {len(rest)} replies "
-        f"{part('ours', rest):,} against {part(smallest, rest):,} (each of ours ends with the "
-        "tab's line, `[t1] title address`).",
+        f"{part('ours', rest):,} against {part(smallest, rest):,} (ours name the tab, "
+        "`[t1] title address`, when it moved: after open and after the click that loaded the "
+        "user's page).",
         "",
         f"Target: ours ≤ {TARGETS['job_chars'].bound}× the smallest peer ({smallest}) over "
         "the whole job, "
