@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.  Both set up first.
-.PHONY: setup run test test-fast fuzz bench lint
+.PHONY: setup run test test-fast fuzz bench lint lock
 
 setup:
 	@./scripts/setup.sh
@@ -29,8 +29,6 @@ fuzz: setup
 bench: setup
 	@[ -d /usr/share/doc/python3.11/html ] || ./scripts/apt-install.sh python3.11-doc
 	@command -v npm >/dev/null 2>&1 || ./scripts/apt-install.sh nodejs npm
-	@[ .venv/.bench-installed -nt pyproject.toml ] \
-	  || { .venv/bin/pip install -q -e '.[test,dev,bench]' && touch .venv/.bench-installed; }
 	@[ bench/node_modules/.package-lock.json -nt bench/package-lock.json ] \
 	  || (cd bench && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 	@# agent-browser's install script (not run: --ignore-scripts) would mark its binary executable
@@ -43,3 +41,10 @@ lint: setup
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy
 	.venv/bin/lint-imports
+
+# The one way versions move: resolve again within pyproject.toml's bounds, upgrading every
+# package, and install the new lock.  Commit uv.lock on its own, after `make test` passed on it.
+lock: setup
+	UV_PYTHON_DOWNLOADS=never .uv/bin/uv lock --upgrade
+	@rm -f .venv/.installed
+	@./scripts/setup.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything nostr-browserd needs on a fresh Debian machine: Chromium from Debian,
-# a virtualenv in .venv, and the package with its test and dev extras.  Idempotent.
+# a virtualenv in .venv with exactly what uv.lock pins, every extra included.  Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,13 +11,23 @@ command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chr
 # `systemd-analyze verify` checks the unit file in the tests (part of Debian's systemd).
 command -v systemd-analyze >/dev/null 2>&1 || ./scripts/apt-install.sh systemd
 
+# Every Python package comes from uv.lock (hashes included); uv itself is the one pin outside
+# it (scripts/pins/uv.txt), in a venv of its own, .uv.  A venv keeps Debian's own Python
+# untouched (PEP 668); Debian's python3 needs python3-venv for that first venv.
 python=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$python" -m venv .venv
+"$python" -c 'import ensurepip' 2>/dev/null || ./scripts/apt-install.sh python3-venv
+if [ ! -x .uv/bin/uv ] || [ scripts/pins/uv.txt -nt .uv/bin/uv ]; then
+  rm -rf .uv
+  "$python" -m venv .uv
+  .uv/bin/pip install -q --disable-pip-version-check --require-hashes -r scripts/pins/uv.txt
+  touch .uv/bin/uv
 fi
-if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,dev]'
+export UV_PYTHON_DOWNLOADS=never
+if [ ! -f .venv/.installed ] || [ uv.lock -nt .venv/.installed ] \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  # --frozen: exactly the lock, never a fresh resolution (make lock moves versions);
+  # every extra, so that the tests, lint and bench share one environment.
+  .uv/bin/uv sync -q --frozen --all-extras --python "$python"
   touch .venv/.installed
 fi
 
@@ -26,8 +36,9 @@ fi
 # A failed install fails the setup (its interop test would skip, and the run look green); the
 # half-made venv goes, so that the next setup tries again.
 if [ ! -x .venv-legacy/bin/python ]; then
-  "$python" -m venv .venv-legacy
-  .venv-legacy/bin/pip install -q nostr-sdk==0.37.0 || {
+  { .uv/bin/uv venv -q .venv-legacy --python "$python" \
+    && .uv/bin/uv pip install -q --python .venv-legacy/bin/python --require-hashes \
+         -r scripts/pins/legacy-signer.txt; } || {
     rm -rf .venv-legacy
     echo "setup: the legacy signer (nostr-sdk 0.37.0) could not be installed" >&2
     exit 1

@@ -2,7 +2,7 @@
 
 Every worker's config loads with the daemon's own loader and the environment compose gives it;
 every command names a CLI subcommand and options that exist; images are public and pinned to the
-installed Playwright; secrets are 0600 files, never values in the YAML; nothing starts before
+Playwright of uv.lock; secrets are 0600 files, never values in the YAML; nothing starts before
 what it needs is healthy.
 """
 
@@ -17,7 +17,6 @@ import stat
 import subprocess
 import sys
 import tomllib
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +38,7 @@ from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.browser import SANDBOX
 from tests.fixtures.cluster import CLI, ClusterController, Workers
 from tests.fixtures.leaks import LEAKS
+from tests.fixtures.lock import locked
 from tests.fixtures.paths import REPO
 from tests.fixtures.postgres import fresh_database
 
@@ -46,7 +46,7 @@ DEPLOY = REPO / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 WORKERS = sorted(name for name in SERVICES if name.startswith("worker-"))
-PLAYWRIGHT = version("playwright")
+PLAYWRIGHT = locked("playwright")
 VENV = "/opt/nostr-browserd"  # the install service's venv, shared by the other services
 
 
@@ -73,6 +73,12 @@ def worker_environment(name: str, controller: str) -> dict[str, str]:
     return {k: re.sub(r"\$\{CONTROLLERS:\?[^}]*\}", controller, v) for k, v in env.items()}
 
 
+def test_the_demo_relay_is_the_locked_nostr_relay() -> None:
+    """The relay service installs its own nostr-relay: the version the suite's relay runs."""
+    relay = " ".join(command(SERVICES["relay"]))
+    assert re.findall(r"nostr-relay==([\w.]+)", relay) == [locked("nostr-relay")]
+
+
 def test_the_parts_the_issue_names_with_public_images_only() -> None:
     assert {"postgres", "bunker", "relay", "browsers-1", "browsers-2"} <= set(SERVICES)
     assert WORKERS == ["worker-1", "worker-2", "worker-3"]
@@ -84,12 +90,14 @@ def test_the_parts_the_issue_names_with_public_images_only() -> None:
         ), f"{name}: {image}"
 
 
-def test_the_browser_servers_run_the_installed_playwright() -> None:
+def test_the_browser_servers_run_the_locked_playwright() -> None:
     """A Playwright client refuses a server of another version: the servers run the driver of
-    the workers' own Playwright (the shared venv), among the browsers of Playwright's image
-    for that version."""
+    the workers' own Playwright (the shared venv, installed from uv.lock), among the browsers of
+    Playwright's image for the locked version."""
     install = " ".join(command(SERVICES["install"]))
-    assert re.findall(r"playwright==([\w.]+)", install) == [PLAYWRIGHT]
+    assert "uv sync --quiet --frozen --no-editable" in install
+    assert "--require-hashes -r /src/scripts/pins/uv.txt" in install
+    assert "pip install" not in install.replace("pip install --no-cache-dir --quiet --require", "")
     assert SERVICES["install"]["image"] == "python:3.11-slim"  # the venv's lib/python3.11
     driver = Path(playwright.__file__).parent.relative_to(sys.prefix) / "driver"
     for name in ("browsers-1", "browsers-2"):
