@@ -425,15 +425,26 @@ class Session:
         with the dialog as state and the action finishes later.  Alerts do not interrupt.
         When calls nest (a batch runs each of its commands this way), the innermost one is
         interrupted and the outer ones wait for their action to return (the batch's summary).
+
+        Cancelled (the command's deadline), it cancels the action and returns only once the
+        action has ended: a stopped command does nothing afterwards, and the session's lock
+        is not released while it still could (pass a task to see how it ended).
         """
         start = self._dialog_count
         self._dialog_watchers += 1
         depth = self._dialog_watchers
+        task = asyncio.ensure_future(action)
         try:
-            task = asyncio.ensure_future(action)
             while not task.done():
                 opened = asyncio.ensure_future(self._dialog_opened.wait())
-                await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+                try:
+                    await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
+                except asyncio.CancelledError:
+                    opened.cancel()
+                    task.cancel()  # Playwright aborts the call in the browser too
+                    await asyncio.wait({task})
+                    consume(task)
+                    raise
                 opened.cancel()
                 self._dialog_opened.clear()
                 inner = self._dialog_watchers > depth

@@ -12,8 +12,10 @@ is the one place a response becomes its wire form, text or JSON, cut to the resu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
@@ -80,17 +82,42 @@ def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
     return Request(**parse_text(raw, registry), text=True)
 
 
-async def run(registry: Registry, session: Any, request: Request) -> dict[str, Any]:
-    """Run one request against ``session``; always returns a response, never raises."""
+@dataclass
+class Progress:
+    """How far a request got: what a deadline's reply may truthfully say (daemon/running.py).
+
+    ``started``: its action began (the session was its own and ready); ``done``: the action
+    ended by itself (returned, failed, or a dialog holds it), so whatever it does was done.
+    Started and not done: it was cancelled, and awaited, in the middle of its action.
+    """
+
+    started: bool = False
+    done: bool = False
+
+
+async def run(
+    registry: Registry, session: Any, request: Request, progress: Progress | None = None
+) -> dict[str, Any]:
+    """Run one request against ``session``; always returns a response, never raises (but
+    a cancellation, which ``progress`` then explains)."""
+    progress = progress or Progress()
     try:
         tool, params = registry.validate(request.tool, request.params)
         if not tool.needs_session:
+            progress.started = True
             data = await tool.run(registry, session, params)
+            progress.done = True
         else:
             async with session.lock:
                 await session.ready()
-                running = tool.run(registry, session, params)
-                interrupted, data = await session.until_dialog(running)
+                progress.started = True
+                action = asyncio.ensure_future(tool.run(registry, session, params))
+                try:
+                    interrupted, data = await session.until_dialog(action)
+                except asyncio.CancelledError:  # the deadline: did it stop, or end first?
+                    progress.done = action.done() and not action.cancelled()
+                    raise
+                progress.done = True  # ended, or a dialog holds it (it ends once answered)
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
                 await session.settle()

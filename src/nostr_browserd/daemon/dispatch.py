@@ -35,7 +35,7 @@ from ..browser.pool import BrowserPool
 from ..browser.session import Session
 from ..browser.target import Element
 from ..catalog import describe
-from ..commands.protocol import Request, encode, is_text, parse_request, run
+from ..commands.protocol import Request, encode, is_text, parse_request
 from ..commands.registry import Registry
 from ..dm.messages import Incoming, ReplyAddress, Scheme, is_dm
 from ..dm.pending import notice
@@ -58,6 +58,7 @@ from .approvals import APPROVAL, Approvals
 from .config import ControllerConfig
 from .consent import commits, describe_action, needs_consent, target_of
 from .lease_holder import LeaseHolder
+from .running import within
 from .store import Pending, Store, quietly
 
 log = logging.getLogger(__name__)
@@ -685,15 +686,7 @@ class Dispatcher:
         return await self._run(await self.browser.session(caller.owner), request)
 
     async def _run(self, session: Session, request: Request) -> Response:
-        try:
-            return await asyncio.wait_for(
-                run(self.registry, session, request), self.command_timeout
-            )
-        except TimeoutError:
-            raise BrowserdError(
-                ErrorCode.TIMEOUT,
-                f"{request.tool} did not finish within {self.command_timeout:g} s and was stopped.",
-            ) from None
+        return await within(self.registry, session, request, self.command_timeout)
 
     # --- ask: a model loop whose steps come back here -----------------------------------
 
