@@ -123,7 +123,7 @@ def replies_of(node: Node) -> list[dict]:
         sent.append(json.loads(text))
         return True
 
-    node.dispatcher._reply = reply
+    node.dispatcher.delivery._reply = reply
     return sent
 
 
@@ -215,7 +215,7 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     assert not await w2.offer(command(controller, 2))
     await until(lambda: w2.claimed)
     assert [p.outer_id for p in answered] == [held.outer_id], "w2 answered w1's command"
-    assert not await w1.dispatcher._start(held), "w1 wakes: it must not run it"
+    assert not await w1.dispatcher.lanes._start(held), "w1 wakes: it must not run it"
 
 
 async def test_a_late_workers_running_command_is_left_to_it_not_answered_as_interrupted(two):
@@ -226,7 +226,7 @@ async def test_a_late_workers_running_command_is_left_to_it_not_answered_as_inte
     running = command(controller, 1)
     assert await w1.offer(running)
     await hold(w1, running)
-    assert await w1.dispatcher._start(running)
+    assert await w1.dispatcher.lanes._start(running)
     for task in w1.worker._tasks:  # its leases lapse, while its row beats on
         task.cancel()
 
@@ -271,7 +271,7 @@ async def test_a_paused_worker_does_not_answer_a_command_taken_over_while_it_ran
     held = command(controller, 1)
     assert await w1.offer(held)
     await hold(w1, held)
-    assert await w1.dispatcher._start(held), "running on w1"
+    assert await w1.dispatcher.lanes._start(held), "running on w1"
     by_w1, by_w2 = replies_of(w1), replies_of(w2)
     await take_over(w1, w2, controller)
     assert [r["error"]["code"] for r in by_w2] == ["INTERRUPTED"]
@@ -323,7 +323,7 @@ async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(
     assert await w2.worker._lease(controller, waited=LEASE), "w2 took it: w1 was paused"
     await hold(w1, late)  # and w1's hold of a command it had claimed lands now
     replies = replies_of(w1)
-    assert not await w1.dispatcher._start(late), "not run on w1"
+    assert not await w1.dispatcher.lanes._start(late), "not run on w1"
     assert [r["error"]["code"] for r in replies] == ["UNAVAILABLE"], "but answered"
     assert "moved to another worker" in replies[0]["error"]["message"]
     assert await w1.dispatcher.store.unanswered("w1") == []

@@ -1,4 +1,8 @@
-"""Who is asking, and what each of them may run: the rules ``Dispatcher.admit`` applies.
+"""Admission, the pipeline's second stage: who is asking, and whether they may run this now.
+
+One entrance for every caller (:class:`Admission`, ``admit``): the login state, where the
+tool may be asked from, the role, and consent, for which a gated command is held while its
+approver is asked by DM (``approvals.Approvals``) and runs only on ``approve <code>``.
 
 Three callers, one value (:class:`Caller`), so that no rule is written twice:
 
@@ -15,17 +19,25 @@ Logged out means logged out for all three: only the login tools run.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from ..browser.pool import BrowserPool
+from ..browser.target import Element
 from ..catalog import describe
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..nostr.nip19 import npub_encode
+from .allow_list import AllowList
+from .approvals import Approvals
 from .config import ControllerConfig, Role
+from .consent import commits, describe_action, needs_consent, target_of
 from .key_tools import KEY_TOOLS
+
+Waiting = Callable[[float], Awaitable[None]]
 
 LOGIN_TOOLS = frozenset({"login_status", "login", "logout", "switch_identity"})
 LOCAL_ONLY = LOGIN_TOOLS | KEY_TOOLS
@@ -179,3 +191,77 @@ def role_catalog(registry: Registry, controller: ControllerConfig) -> dict[str, 
             and not registry.get(t["name"]).local_only
         ],
     }
+
+
+class Admission:
+    """The one gate: ``admit`` says whether a caller may run a request now, or raises why."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        browser: BrowserPool,
+        controllers: AllowList,
+        approvals: Approvals,
+        logged_in: Callable[[], bool],
+    ) -> None:
+        """``logged_in`` says whether an identity is logged in now (the daemon's login);
+        ``approvals`` asks approvers by DM and waits for their answer."""
+        self.registry, self.browser, self.controllers = registry, browser, controllers
+        self.approvals, self.logged_in = approvals, logged_in
+
+    async def admit(
+        self, caller: Caller, request: Request, waiting: Waiting | None = None
+    ) -> Element | None:
+        """Whether ``caller`` may run ``request`` now; raises the reason when not.
+
+        Login state, where the tool may be asked from, the role, and consent, for which a
+        gated command (and an ask step that can send data out) is held here until its
+        approver answers; ``waiting(seconds)`` is told when it is.  Returns the element
+        consent was judged on (an ask step names it in its transcript), when one was read.
+        """
+        check_place(self.registry, caller, request, self.logged_in())
+        if caller.controller is None:
+            return None  # the local owner: full role, no approval
+        if caller.standing is Standing.CONTROLLER and request.tool == "help":
+            return None  # every role may ask what it may run
+        check_role(self.registry, caller.controller, request)
+        if request.tool == "ask":
+            return None  # each of its steps is admitted in turn
+        return await self._consent_for(caller, request, waiting)
+
+    async def _consent_for(
+        self, caller: Caller, request: Request, waiting: Waiting | None
+    ) -> Element | None:
+        """Hold the request for its approver when consent is needed (``consent.needs_consent``
+        for an ask step: a commit always asks); the element it was judged on."""
+        assert caller.controller is not None
+        approver = caller.approver()
+        gated = self.registry.is_gated(request.tool, request.params)
+        element = None
+        if caller.standing is Standing.CONTROLLER:
+            if approver is None or not gated:
+                return None
+            session = await self.browser.session(caller.owner)
+            what = await describe_action(self.registry, session, request)
+        else:
+            sends = self.registry.sends(request.tool, request.params)
+            through = self.registry.get(request.tool).delegates is not None
+            # Read only where consent turns on it: reading costs a full snapshot of the page.
+            judged = gated and not through
+            session = await self.browser.session(caller.owner)
+            element = await target_of(session, request.tool, request.params) if judged else None
+            commit = judged and commits(request.tool, request.params, element)
+            auto = caller.controller.ask.auto_approve
+            if not needs_consent(request.tool, gated or sends, through, commit, auto):
+                return element
+            what = await describe_action(self.registry, session, request, element)
+            what += f". Why: {caller.reason}" if caller.reason else ""
+        assert approver is not None
+        await self.approvals.ask(
+            caller.controller, approver, request.tool, caller.who(), what, waiting
+        )
+        return element
+
+    async def decide(self, sender: str, approve: bool, code: str) -> str:
+        """An ``approve``/``deny`` from a known key; the answer to send it back."""
+        return await self.approvals.decide(sender, approve, code, self.controllers.get(sender))

@@ -26,7 +26,8 @@ from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from .admission import permits
 from .config import AskConfig, Config, ConfigError, ControllerConfig
-from .dispatch import Dispatcher, error_response
+from .delivery import error_response
+from .dispatch import Dispatcher
 from .store import Store
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,8 @@
-"""Running: one admitted request on its owner's session, within the command deadline.
+"""Running, the pipeline's third stage: an admitted request, where it runs, within its deadline.
+
+A request runs in one of four places: the daemon's own tools (login, API keys: the local
+owner's only), a controller's ``ask`` turn (``Asker``), ``help`` from the caller's role, or
+— nearly always — the owner's browser session, under the command deadline.
 
 Stopped means stopped.  When the deadline passes, the request is cancelled, and this
 returns only after it has ended: the tool's action is cancelled and awaited
@@ -11,17 +15,86 @@ run, stopped in the middle, or done but past the deadline.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
+from ..browser.pool import BrowserPool
 from ..browser.session import Session
+from ..catalog import describe
 from ..commands.protocol import Progress, Request, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from .admission import LOCAL_ONLY, TURN_TOOLS, Caller, Standing, role_catalog
+from .config import ControllerConfig
+
+Response = dict[str, Any]
+LocalTools = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+class Asker(Protocol):
+    """Runs ``ask`` turns (daemon/ask.py); ask, ask --stop and resume
+    (``admission.TURN_TOOLS``) run there."""
+
+    async def run(self, owner: str, request: Request, controller: ControllerConfig) -> Response:
+        """``owner``'s ask (a turn: status, answer and steps), ask --stop or resume."""
+        ...
+
+    def stop_all(self) -> None:
+        """End every running turn (the daemon is stopping)."""
+        ...
+
+    def handing_over(self, owner: str) -> bool:
+        """Whether ``owner``'s turn waits for them (their commands then run beside it)."""
+        ...
+
+
+class Running:
+    """Runs admitted requests where they belong; a session's within ``command_timeout``."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        browser: BrowserPool,
+        command_timeout: float,
+        local_tools: LocalTools | None = None,
+    ) -> None:
+        """``local_tools`` runs the daemon's own tools (none in MCP --local: unknown there);
+        ``asker`` (set by the composer, once made) runs ask turns."""
+        self.registry, self.browser = registry, browser
+        self.command_timeout = command_timeout
+        self.local_tools = local_tools
+        self.asker: Asker | None = None
+
+    async def run(self, caller: Caller, request: Request) -> Response:
+        """``request``'s response, run where its tool runs; admitted already."""
+        if caller.is_local and request.tool in LOCAL_ONLY:
+            if self.local_tools is None:
+                self.registry.get(request.tool)  # UNKNOWN_TOOL: no daemon here (MCP --local)
+            else:
+                data = await self.local_tools(request.tool, request.params or {})
+                return {"id": request.id, "success": True, "data": data}
+        if caller.standing is Standing.CONTROLLER and request.tool in TURN_TOOLS:
+            assert caller.controller is not None
+            if self.asker is None:
+                raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
+            return await self.asker.run(caller.owner, request, caller.controller)
+        if caller.controller is not None and request.tool == "help":  # every role may ask
+            _, asked = self.registry.validate("help", request.params)
+            name = getattr(asked, "tool", None)
+            catalog = role_catalog(self.registry, caller.controller)
+            data = describe(self.registry, name) if name else catalog
+            return {"id": request.id, "success": True, "data": data}
+        return await self.on_session(caller.owner, request)
+
+    async def on_session(self, owner: str, request: Request) -> Response:
+        """``request`` on ``owner``'s browser session, within the command deadline."""
+        session = await self.browser.session(owner)
+        return await within(self.registry, session, request, self.command_timeout)
 
 
 async def within(
     registry: Registry, session: Session, request: Request, seconds: float
-) -> dict[str, Any]:
+) -> Response:
     """``request``'s response on ``session``, or ``TIMEOUT`` once ``seconds`` pass, raised
     only after the request has ended."""
     progress = Progress()

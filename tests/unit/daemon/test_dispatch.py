@@ -189,14 +189,14 @@ async def test_logged_out_every_transport_gets_not_logged_in_but_the_login_tools
     pk = "ab" * 32
     pool = BrowserPool()  # never started: nothing may reach it
     dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: ControllerConfig(pubkey=pk)})
-    dispatcher.logged_in = lambda: False
+    dispatcher.admission.logged_in = lambda: False
     ran: list[str] = []
 
     async def login_tool(tool, params):
         ran.append(tool)
         return {"logged_in": False}
 
-    dispatcher._local_tools = login_tool
+    dispatcher.running.local_tools = login_tool
     for tool in ("get_url", "help", "keys_status", "batch"):
         by_dm = await dispatcher.handle(pk, {"tool": tool}, transport="nip17")
         by_local = await dispatcher.handle("local", {"tool": tool}, transport="local", local=True)
@@ -312,7 +312,7 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
     async def reply(incoming, text, request_id):
         return True
 
-    dispatcher._send, dispatcher._reply = send, reply
+    dispatcher.delivery._send, dispatcher.delivery._reply = send, reply
 
     async def approve_when_asked():
         while not asked:
@@ -324,7 +324,7 @@ async def test_a_waiting_approval_is_in_the_store_under_its_worker_until_decided
 
     answering = asyncio.create_task(approve_when_asked())
     async with asyncio.timeout(30):
-        await dispatcher.consent(controller, approver, "click", "agent", "click #go")
+        await dispatcher.approvals.ask(controller, approver, "click", "agent", "click #go")
         code = await answering
     assert holders == ["w1"], "recorded while it waited"
     assert await dispatcher.store.approval_holder(code) is None, "gone once decided"
@@ -345,7 +345,7 @@ async def test_logged_out_an_ask_step_runs_nothing_either(tmp_path):
     pool = BrowserPool()  # never started: nothing may reach it
     controller = ControllerConfig(pubkey=pk)
     dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: controller})
-    dispatcher.logged_in = lambda: False
+    dispatcher.admission.logged_in = lambda: False
     with pytest.raises(BrowserdError) as refused:
         await dispatcher.agent_step(pk, controller, Request(tool="get_url"), "look")
     assert refused.value.code == ErrorCode.NOT_LOGGED_IN and pool.sessions() == []
