@@ -167,7 +167,7 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
         click = {"id": click_id, "tool": "click", "params": {"selector": "#click"}}
         await phone.send(me, json.dumps(click))
         asked = await approval(boss, me)
-        rows = await daemon.store.unanswered(daemon.dispatcher.worker_name)
+        rows = await daemon.store.unanswered(daemon.dispatcher.lanes.worker_name)
         held = {row.request_id: row for row in rows}
         assert click_id in held, "held in the store: a restart would answer it"
         assert held[click_id].tool == "click" and held[click_id].running, "started, fenced"
@@ -191,7 +191,7 @@ async def test_a_command_during_the_handoff_is_held_like_a_queued_one_and_json_r
         assert [s["tool"] for s in data["steps"]] == ["open", "handoff", "get_text"]
         assert click_counter.clicks["held"] == 1
         assert '"text":"1"' in fake_provider.tool_results(3)[-1].replace(" ", ""), "after it"
-        assert await daemon.store.unanswered(daemon.dispatcher.worker_name) == []
+        assert await daemon.store.unanswered(daemon.dispatcher.lanes.worker_name) == []
 
 
 async def test_over_contextvm_the_model_is_not_offered_handoff(

@@ -211,7 +211,7 @@ async def test_a_paused_worker_neither_runs_nor_answers_what_was_taken_over(two)
     async def answer_held(rows):
         answered.extend(rows)
 
-    w2.dispatcher.answer_held = answer_held
+    w2.dispatcher.lanes.answer_held = answer_held
     assert not await w2.offer(command(controller, 2))
     await until(lambda: w2.claimed)
     assert [p.outer_id for p in answered] == [held.outer_id], "w2 answered w1's command"
@@ -242,7 +242,7 @@ async def test_a_late_workers_running_command_is_left_to_it_not_answered_as_inte
     async def answer_held(rows):
         answered.extend(rows)
 
-    w2.dispatcher.answer_held = answer_held
+    w2.dispatcher.lanes.answer_held = answer_held
     alive = asyncio.create_task(beating())
     try:
         assert not await w2.offer(command(controller, 2))

@@ -265,3 +265,12 @@ class Admission:
     async def decide(self, sender: str, approve: bool, code: str) -> str:
         """An ``approve``/``deny`` from a known key; the answer to send it back."""
         return await self.approvals.decide(sender, approve, code, self.controllers.get(sender))
+
+    def check_files_in(self, sender: str) -> None:
+        """``FORBIDDEN`` unless ``sender`` is a controller whose role may upload: a file
+        message is kept only for ``upload``."""
+        controller = self.controllers.get(sender)
+        if controller is None or not may_list(self.registry, controller.role, "upload"):
+            raise BrowserdError(
+                ErrorCode.FORBIDDEN, "Files are kept only for a controller that may upload."
+            )

@@ -193,7 +193,7 @@ class Daemon:
             self._rewiring = asyncio.create_task(self._connect_nostr())
             await self._rewiring
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
-            self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+            self._tasks.append(asyncio.create_task(dispatcher.lanes.answer_unanswered()))
         self._tasks.append(asyncio.create_task(self._prune_store()))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
@@ -413,7 +413,7 @@ class Daemon:
             files, dispatcher.store, self._file_signer, self._send_file, self._say, screen
         )
         dispatcher.files_out = sender
-        dispatcher.files_in = FileReceiver(
+        dispatcher.running.files_in = FileReceiver(
             files.max_mb,
             self.config.browser.uploads_dir,
             browser.policy,
@@ -467,7 +467,7 @@ class Daemon:
 
     async def _send_events(self, owner: str, text: str) -> None:
         if self.dispatcher is not None:
-            await self._send(owner, text, self.dispatcher.scheme_of(owner))
+            await self._send(owner, text, self.dispatcher.delivery.scheme_of(owner))
 
     def signer(self) -> Signer | None:
         """The identity logged in now, which seals the API keys and the vault."""

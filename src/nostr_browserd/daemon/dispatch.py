@@ -27,12 +27,11 @@ from typing import Any
 from ..browser.pool import BrowserPool
 from ..commands.protocol import Request, is_text, parse_request
 from ..commands.registry import Registry
-from ..dm.messages import Incoming, Scheme, is_dm
+from ..dm.messages import Incoming, is_dm
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
-from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
-from .admission import Admission, Caller, Waiting, may_list
+from .admission import Admission, Caller, Waiting
 from .allow_list import AllowList
 from .approvals import APPROVAL, Approvals
 from .config import ControllerConfig
@@ -40,7 +39,7 @@ from .delivery import Answer, Delivery, Reply, Response, Send, error_response
 from .lanes import Lanes
 from .lease_holder import LeaseHolder
 from .running import Asker, LocalTools, Running
-from .store import Pending, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -88,29 +87,15 @@ class Dispatcher:
             self._handle,
             queue_size=queue_size,
             worker_name=worker_name,
-            changes_state=self._changes_state,
+            registry=registry,
         )
         self._tasks: set[asyncio.Task[Any]] = set()
         self.worker = self.lanes.worker = None if worker is None else worker(self)
         self.asker = self.running.asker = None if asker is None else asker(self)
         if self.asker is not None:
             self.lanes.handing_over = self.asker.handing_over
-        # Files in private chats (files/): sent with text replies, received for upload.
+        # Files in private chats (files/): sent with text replies (received: ``running``).
         self.files_out: FileSender | None = None
-        self.files_in: FileReceiver | None = None
-
-    @property
-    def worker_name(self) -> str:
-        """Whose approvals and held commands these are in the store ([state] worker)."""
-        return self.approvals.worker_name
-
-    def scheme_of(self, pubkey: str) -> Scheme:
-        """The DM scheme this key last wrote in (NIP-17 until it has written)."""
-        return self.delivery.scheme_of(pubkey)
-
-    def idle(self, controller: str) -> bool:
-        """Nothing of ``controller``'s runs or waits here (it may move to another worker)."""
-        return self.lanes.idle(controller)
 
     # --- the callers' entrances ----------------------------------------------------------
 
@@ -228,18 +213,6 @@ class Dispatcher:
             response = await attach(request, response)
         return await self._deliver(owner, transport, request, response, started, deliver, as_text)
 
-    async def execute(
-        self,
-        owner: str,
-        request: Request,
-        controller: ControllerConfig | None,
-        waiting: Waiting | None = None,
-    ) -> Response:
-        """Run ``request`` for ``owner`` under ``controller``'s role (None: the local owner);
-        raises what refuses it.  ``waiting(seconds)`` is told when it is held for consent."""
-        caller = Caller.local(owner) if controller is None else Caller.of(owner, controller)
-        return await self._admitted_run(caller, request, waiting)
-
     async def agent_step(
         self, owner: str, controller: ControllerConfig, request: Request, reason: str
     ) -> tuple[Response, str]:
@@ -331,20 +304,13 @@ class Dispatcher:
         )
 
     async def _receive_file(self, incoming: Incoming) -> Answer:
-        """A file message from a controller whose role may upload: kept for ``upload``."""
+        """A file message: kept for ``upload`` when the controller's role may upload."""
         started = time.perf_counter()
         request = Request(tool="file", params={"url": incoming.content})
-        controller = self.controllers.get(incoming.sender)
         try:
-            if self.files_in is None:
-                raise BrowserdError(ErrorCode.UNAVAILABLE, "This daemon keeps no files.")
-            if controller is None or not may_list(self.registry, controller.role, "upload"):
-                raise BrowserdError(
-                    ErrorCode.FORBIDDEN, "Files are kept only for a controller that may upload."
-                )
+            self.admission.check_files_in(incoming.sender)
             tags = [list(tag) for tag in incoming.file_tags or ()]
-            data = await self.files_in.receive(incoming.sender, incoming.content, tags)
-            response: Response = {"id": None, "success": True, "data": data}
+            response = await self.running.receive(incoming.sender, incoming.content, tags)
         except BrowserdError as exc:
             response = error_response(None, exc)
         except Exception:
@@ -364,13 +330,6 @@ class Dispatcher:
         answer = await self.admission.decide(incoming.sender, approve, code)
         await self.delivery.deliver(incoming, answer, None)
 
-    def _changes_state(self, request: Request | None) -> bool:
-        """Whether the command may have changed the session's cookies or storage: any that
-        is not ``read_only`` (the registry's policy field)."""
-        if request is None or request.tool not in self.registry:
-            return False
-        return not self.registry.get(request.tool).read_only
-
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -381,14 +340,6 @@ class Dispatcher:
     async def hand_back(self, controller: str) -> None:
         """The handoff is over (``Lanes.hand_back``)."""
         await self.lanes.hand_back(controller)
-
-    async def answer_unanswered(self) -> None:
-        """At start: answer what this worker held when it was killed."""
-        await self.lanes.answer_unanswered()
-
-    async def answer_held(self, rows: list[Pending]) -> None:
-        """Answer another worker's held commands, taken over (``Lanes.answer_held``)."""
-        await self.lanes.answer_held(rows)
 
     async def show_screen(self, owner: str) -> str:
         """An annotated screenshot of ``owner``'s page, sent as a file message answering the

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..commands.protocol import Request, is_text
+from ..commands.registry import Registry
 from ..dm.messages import Incoming
 from ..errors import BrowserdError, ErrorCode
 from .delivery import Answer, Delivery, error_response
@@ -66,10 +67,6 @@ class Lane:
         """The tool running now, for the status page."""
         return None if self.current is None else self.current.tool
 
-    def idle(self) -> bool:
-        """Nothing runs or waits here."""
-        return self.current is None and self.queue.empty()
-
     def waiting(self) -> int:
         """How many commands wait here and, during a handoff, in the person's lane."""
         return self.queue.qsize() + (0 if self.aside is None else self.aside.waiting())
@@ -86,22 +83,16 @@ class Lanes:
         *,
         queue_size: int,
         worker_name: str,
-        changes_state: Callable[[Request | None], bool],
+        registry: Registry,
     ) -> None:
-        """``serve`` runs one command through the rest of the pipeline; ``changes_state``
-        says whether a command may have changed its session's login (saved after it)."""
+        """``serve`` runs one command through the rest of the pipeline; the ``registry``
+        says which commands may change a session's login (saved after them)."""
         self.store, self.delivery, self._serve = store, delivery, serve
-        self.queue_size, self.worker_name = queue_size, worker_name
-        self._changes_state = changes_state
+        self.queue_size, self.worker_name, self.registry = queue_size, worker_name, registry
         self.worker: LeaseHolder | None = None  # set by the composer, once made
         self.handing_over: Callable[[str], bool] = lambda controller: False
         self._lanes: dict[str, Lane] = {}
         self.closing = False
-
-    def idle(self, controller: str) -> bool:
-        """Nothing of ``controller``'s runs or waits here (it may move to another worker)."""
-        lane = self._lanes.get(controller)
-        return lane is None or lane.idle()
 
     def lane(self, controller: str) -> Lane:
         """``controller``'s lane, made on its first command."""
@@ -196,6 +187,13 @@ class Lanes:
             except Exception:
                 log.exception("a command from %s failed after running", incoming.sender[:12])
             await quietly(self.store.release(incoming.outer_id))
+
+    def _changes_state(self, request: Request | None) -> bool:
+        """Whether the command may have changed the session's cookies or storage: any that
+        is not ``read_only`` (the registry's policy field)."""
+        if request is None or request.tool not in self.registry:
+            return False
+        return not self.registry.get(request.tool).read_only
 
     async def _start(self, incoming: Incoming) -> bool:
         """Mark the held command running; with a worker, only if the command and the

@@ -24,6 +24,7 @@ from ..catalog import describe
 from ..commands.protocol import Progress, Request, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..files.incoming import FileReceiver
 from .admission import LOCAL_ONLY, TURN_TOOLS, Caller, Standing, role_catalog
 from .config import ControllerConfig
 
@@ -59,11 +60,13 @@ class Running:
         local_tools: LocalTools | None = None,
     ) -> None:
         """``local_tools`` runs the daemon's own tools (none in MCP --local: unknown there);
-        ``asker`` (set by the composer, once made) runs ask turns."""
+        ``asker`` (set by the composer, once made) runs ask turns, ``files_in`` keeps the
+        files controllers send (for ``upload``)."""
         self.registry, self.browser = registry, browser
         self.command_timeout = command_timeout
         self.local_tools = local_tools
         self.asker: Asker | None = None
+        self.files_in: FileReceiver | None = None  # set by the daemon: files sent in
 
     async def run(self, caller: Caller, request: Request) -> Response:
         """``request``'s response, run where its tool runs; admitted already."""
@@ -85,6 +88,13 @@ class Running:
             data = describe(self.registry, name) if name else catalog
             return {"id": request.id, "success": True, "data": data}
         return await self.on_session(caller.owner, request)
+
+    async def receive(self, owner: str, url: str, tags: list[list[str]]) -> Response:
+        """A file ``owner`` sent (admitted: its role may upload), kept for ``upload``."""
+        if self.files_in is None:
+            raise BrowserdError(ErrorCode.UNAVAILABLE, "This daemon keeps no files.")
+        data = await self.files_in.receive(owner, url, tags)
+        return {"id": None, "success": True, "data": data}
 
     async def on_session(self, owner: str, request: Request) -> Response:
         """``request`` on ``owner``'s browser session, within the command deadline."""

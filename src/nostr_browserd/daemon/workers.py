@@ -258,7 +258,7 @@ class Worker:
                         controller[:12],
                         len(adopted),
                     )
-                    await self.dispatcher.answer_held(adopted)
+                    await self.dispatcher.lanes.answer_held(adopted)
             return True
 
     async def renew(self, controller: str) -> bool:

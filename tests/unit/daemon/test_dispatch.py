@@ -136,7 +136,9 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
     )
     await dispatcher.close()  # answers what it was given, then stops
     assert replies and replies[0][0] == "nip04", "the refusal itself goes back in its own scheme"
-    assert dispatcher.scheme_of(pk) == "nip17", "but later replies keep the controller's scheme"
+    assert dispatcher.delivery.scheme_of(pk) == "nip17", (
+        "but later replies keep the controller's scheme"
+    )
     await dispatcher.store.close()
 
 
@@ -152,6 +154,7 @@ async def test_a_refused_kind_4_does_not_switch_the_reply_scheme(tmp_path):
 async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
     from nostr_browserd.browser.pool import BrowserPool
     from nostr_browserd.commands.protocol import Request
+    from nostr_browserd.daemon.admission import Caller
     from nostr_browserd.daemon.config import ControllerConfig
     from nostr_browserd.errors import ErrorCode
     from tests.fixtures.browser import local_dispatcher
@@ -160,7 +163,8 @@ async def test_the_live_view_is_refused_over_messages(tmp_path, tool, params):
     pool = BrowserPool()  # never started: the refusal comes before any session
     dispatcher = local_dispatcher(pool, tmp_path, controllers={pk: ControllerConfig(pubkey=pk)})
     with pytest.raises(BrowserdError) as refused:
-        await dispatcher.execute(pk, Request(tool=tool, params=params), dispatcher.controllers[pk])
+        caller = Caller.of(pk, dispatcher.controllers[pk])
+        await dispatcher.admission.admit(caller, Request(tool=tool, params=params))
     assert refused.value.code == ErrorCode.FORBIDDEN
     assert "relay is no video channel" in refused.value.message
     assert "watch and screenshot" in refused.value.message
