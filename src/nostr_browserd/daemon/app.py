@@ -32,9 +32,7 @@ from ..dm.link import NostrLink
 from ..dm.messages import ReplyAddress, Scheme, is_dm
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
-from ..files.incoming import FileReceiver
-from ..files.outgoing import FileSender
-from ..files.watch import ScreenWatch
+from ..files.chat import ChatFiles
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
@@ -52,7 +50,7 @@ from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
-from .status import Running, daemon_status
+from .status import WAITING_FOR_LOGIN, Running, daemon_status, direct_messages
 from .store import Store
 from .timeline import Timeline
 from .workers import Worker
@@ -61,9 +59,6 @@ if TYPE_CHECKING:
     from ..contextvm.server import ContextVmServer
 
 log = logging.getLogger(__name__)
-
-
-WAITING_FOR_LOGIN = "waiting for login on the local channel"
 
 
 def login_params(identity: IdentityConfig, state_dir: Path) -> LoginMethod | None:
@@ -107,6 +102,7 @@ class Daemon:
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
+        self.files: ChatFiles | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
         self._rewiring: asyncio.Task[None] | None = None
@@ -402,45 +398,32 @@ class Daemon:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
         notify(f"STATUS=serving as {self.npub}" if self.npub else f"STATUS={WAITING_FOR_LOGIN}")
 
-    # --- files in private chats ---------------------------------------------------------
+    # --- files in private chats -------------------------------------------------------
 
     def _files(self, dispatcher: Dispatcher) -> None:
-        """Files out (with text replies, deleted after ``[files] keep``) and files in."""
+        """Files out with text replies and files in for upload (``files.chat``)."""
         assert self.config.browser.uploads_dir is not None
-        files, browser = self.config.files, dispatcher.browser
-        screen = ScreenWatch(REGISTRY, browser)
-        sender = FileSender(
-            files, dispatcher.store, self._file_signer, self._send_file, self._say, screen
-        )
-        dispatcher.files_out = sender
-        dispatcher.running.files_in = FileReceiver(
-            files.max_mb,
+        files = ChatFiles(
+            self.config.files,
             self.config.browser.uploads_dir,
-            browser.policy,
-            lambda owner: (
-                browser.egress.url
-                if browser.egress is not None and browser.policy.blocks_private(owner)
-                else None
-            ),
+            dispatcher.store,
+            dispatcher.browser,
+            REGISTRY,
+            self._file_signer,
+            lambda: self.link,
         )
-        self._tasks.append(asyncio.create_task(sender.clean_up()))
+        self.files = files
+        dispatcher.files_out, dispatcher.running.files_in = files.sender, files.receiver
+        self._tasks.append(asyncio.create_task(files.sender.clean_up()))
 
     def _file_signer(self) -> Signer | None:
         """The identity that signs Blossom uploads and deletes, while one that signs is in."""
         login = self.identity
         return login.signer if login.logged_in and not login.readonly else None
 
-    async def _send_file(self, to: ReplyAddress, url: str, tags: list[list[str]]) -> bool:
-        return self.link is not None and await self.link.send_file(to, url, tags)
-
-    async def _say(self, to: ReplyAddress, text: str) -> bool:
-        return self.link is not None and await self.link.reply(to, text, None)
-
     def _announcements(self) -> list[dict[str, Any]]:
-        """Published with the link's own: the Blossom server list (kind 10063)."""
-        sender = self.dispatcher.files_out if self.dispatcher is not None else None
-        servers = sender.server_list() if sender is not None else None
-        return [servers] if servers is not None else []
+        """Published with the link's own: the chat's Blossom server list."""
+        return [] if self.files is None else self.files.announcements()
 
     # --- callbacks for the dispatcher --------------------------------------------------
 
@@ -523,9 +506,5 @@ class Daemon:
         )
 
     def dm_state(self) -> str:
-        """Whether direct messages are served, and why not."""
-        if not self.identity.logged_in:
-            return "off: " + WAITING_FOR_LOGIN
-        if self.identity.readonly:
-            return "off: " + READ_ONLY_MESSAGE
-        return "on: " + ", ".join(self.config.nostr.dm)
+        """Whether direct messages are served, and why not (``status.direct_messages``)."""
+        return direct_messages(self.identity, self.config.nostr.dm)

@@ -8,17 +8,22 @@ store), this worker's queues.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
 from ..browser.pool import BrowserPool
 from ..dm.link import NostrLink
+from ..login.manager import IdentityManager
+from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.nip19 import npub_encode
 from .allow_list import AllowList
 from .dispatch import Dispatcher
 from .store import Store
 from .workers import Worker
+
+WAITING_FOR_LOGIN = "waiting for login on the local channel"
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,15 @@ async def daemon_status(parts: Running) -> dict[str, Any]:
     if parts.worker is not None:
         status.update(await parts.worker.status())
     return status
+
+
+def direct_messages(identity: IdentityManager, schemes: Sequence[str]) -> str:
+    """Whether direct messages are served (in which schemes), and why not."""
+    if not identity.logged_in:
+        return "off: " + WAITING_FOR_LOGIN
+    if identity.readonly:
+        return "off: " + READ_ONLY_MESSAGE
+    return "on: " + ", ".join(schemes)
 
 
 def browsing(browser: BrowserPool | None) -> dict[str, Any]:
