@@ -138,7 +138,7 @@ async def test_contextvm_can_be_turned_off(nostr_relay_url, start_daemon, caplog
         # Read as a DM, it is not one (no seal inside): dropped, and remembered as such.
         await wait_until(lambda: "seal: kind is 25910, expected 13" in caplog.text)
         assert await seen(daemon.store, wrap_id)
-        assert daemon.contextvm is None and hand.answers == []
+        assert daemon.nostr.carrier is None and hand.answers == []
 
 
 async def test_announcements_are_opt_in_and_say_what_they_say(nostr_relay_url, start_daemon):

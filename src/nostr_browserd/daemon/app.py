@@ -22,20 +22,18 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..agent.keys import KeyStore
 from ..browser.endpoints import Launched
 from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
-from ..dm.link import NostrLink
-from ..dm.messages import ReplyAddress, Scheme, is_dm
+from ..dm.link import Carrier, IdentityLink, NostrLink, Receiver
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.chat import ChatFiles
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
-from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr.signer import Signer
 from ..supervise import stopped_readers
 from ..tools.stream import live_state
@@ -96,8 +94,10 @@ class Daemon:
         self.embedded: EmbeddedRelay | None = None
         self.relays: list[str] = list(config.nostr.relays)
         self.core: Core | None = None
-        self.link: NostrLink | None = None
-        self.contextvm: ContextVmServer | None = None
+        # The Nostr side of whoever is logged in now (dm/link.py), rebuilt on each change.
+        self.nostr = IdentityLink(
+            self.identity, self._make_link, self._make_carrier, self._carrier_started
+        )
         self.worker: Worker | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
@@ -105,7 +105,6 @@ class Daemon:
         self.files: ChatFiles | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
-        self._rewiring: asyncio.Task[None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -120,8 +119,8 @@ class Daemon:
         self.core = await open_core(
             self.config,
             self.allowed,
-            reply=self._reply,
-            send=self._send,
+            reply=self.nostr.reply,
+            send=self.nostr.send,
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
             initial_state=self._saved_session,
@@ -186,8 +185,7 @@ class Daemon:
                 await self.local.start()
             dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
         with self.timeline.step("relays"):
-            self._rewiring = asyncio.create_task(self._connect_nostr())
-            await self._rewiring
+            await self.nostr.start()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.lanes.answer_unanswered()))
         self._tasks.append(asyncio.create_task(self._prune_store()))
@@ -228,9 +226,7 @@ class Daemon:
         if self.local is not None:
             await self.local.close()
         await self.forwarder.close()
-        if self._rewiring is not None:
-            await asyncio.gather(self._rewiring, return_exceptions=True)
-        await self._disconnect_nostr()
+        await self.nostr.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -326,51 +322,47 @@ class Daemon:
         """The daemon's npub, or None when logged out."""
         return self.identity.identity()["npub"] if self.identity.logged_in else None
 
-    async def _connect_nostr(self) -> None:
-        if not self.identity.logged_in:
-            log.warning(
-                "no identity: %s (the local token is required); until then every tool but"
-                " the login tools answers NOT_LOGGED_IN and direct messages are off",
-                WAITING_FOR_LOGIN,
-            )
-            return
-        if self.identity.readonly:
-            log.warning("%s", READ_ONLY_MESSAGE)
-        assert self.dispatcher is not None and self.store is not None
-        signer, readonly = self.identity.signer, self.identity.readonly
-        # The MCP wire types under the ContextVM server take a tenth of a second to import:
-        # imported in a thread, the event loop goes on with the launch meanwhile.
-        await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
-        from .contextvm_link import contextvm_server, tool_names
+    @property
+    def link(self) -> NostrLink | None:
+        """The DM link of the identity logged in now, while there is one."""
+        return self.nostr.link
 
-        server = None
-        if not readonly:
-            server = contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self._publish)
-        self.contextvm = server
-        self.link = NostrLink(
+    def _make_link(self, signer: Signer, readonly: bool, carrier: Receiver | None) -> NostrLink:
+        """The link for ``signer``: its relays, inbox and outbox, handing on to the
+        dispatcher (or, with ContextVM, to its server, which hands DMs on untouched)."""
+        assert self.dispatcher is not None and self.store is not None
+        return NostrLink(
             signer,
             readonly=readonly,
             relays=self.relays,
             config=self.config.nostr,
             store=self.store,
-            dispatcher=server or self.dispatcher,
+            dispatcher=carrier or self.dispatcher,
             allowed=self.allowed,
             gate=self.worker,
-            mcp=server is not None,
+            mcp=carrier is not None,
             announcements=self._announcements,
         )
-        await self.link.start()
-        if server is not None and self.config.contextvm.announce:
-            everyone = ControllerConfig(pubkey=await signer.public_key())  # a full role
-            self._tasks.append(asyncio.create_task(server.announce(tool_names(REGISTRY, everyone))))
 
-    async def _disconnect_nostr(self) -> None:
-        if self.contextvm is not None:
-            self.contextvm.close()
-            self.contextvm = None
-        if self.link is not None:
-            link, self.link = self.link, None
-            await link.close()
+    async def _make_carrier(self, signer: Signer) -> ContextVmServer | None:
+        """The ContextVM server for ``signer``, or None when it is off."""
+        assert self.dispatcher is not None
+        # The MCP wire types under the ContextVM server take a tenth of a second to import:
+        # imported in a thread, the event loop goes on with the launch meanwhile.
+        await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
+        from .contextvm_link import contextvm_server
+
+        return contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self.nostr.publish)
+
+    async def _carrier_started(self, carrier: Carrier, signer: Signer) -> None:
+        """Its link listens: the ContextVM server announces itself, when configured to."""
+        if not self.config.contextvm.announce:
+            return
+        from .contextvm_link import tool_names
+
+        server = cast("ContextVmServer", carrier)
+        everyone = ControllerConfig(pubkey=await signer.public_key())  # a full role
+        self._tasks.append(asyncio.create_task(server.announce(tool_names(REGISTRY, everyone))))
 
     def _identity_changed(self, status: dict[str, Any]) -> None:
         """After login/switch/logout on the local channel, rebuild the Nostr side.
@@ -378,21 +370,13 @@ class Daemon:
         Logging out also closes every owner's browser context, as a stop does: nothing
         browsed under one identity stays open for the next.
         """
-        if self._stop.is_set():
-            return
+        if not self._stop.is_set():
+            self.nostr.switch(self._logged_out_browsing, self._notify_identity)
 
-        previous = self._rewiring  # the start's connection, or the last rewiring
-
-        async def rewire() -> None:
-            if previous is not None:
-                await asyncio.gather(previous, return_exceptions=True)
-            await self._disconnect_nostr()
-            if not self.identity.logged_in and self.core is not None:
-                await self.core.browser.release_all()
-            await self._connect_nostr()
-            self._notify_identity()
-
-        self._rewiring = asyncio.create_task(rewire())
+    async def _logged_out_browsing(self) -> None:
+        """Between two identities: nothing browsed under one stays open when none is in."""
+        if not self.identity.logged_in and self.core is not None:
+            await self.core.browser.release_all()
 
     def _notify_identity(self) -> None:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
@@ -427,21 +411,6 @@ class Daemon:
 
     # --- callbacks for the dispatcher --------------------------------------------------
 
-    async def _reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
-        if not is_dm(to.scheme):  # a ContextVM call: answered as MCP, by its server
-            server = self.contextvm
-            return server is not None and await server.reply(to, text, request_id)
-        return self.link is not None and await self.link.reply(to, text, request_id)
-
-    async def _publish(self, event: dict[str, Any]) -> bool:
-        pool = self.link.pool if self.link is not None else None
-        if pool is None:
-            return False
-        return (await pool.publish(event, self.config.nostr.publish_timeout)).ok
-
-    async def _send(self, recipient: str, text: str, scheme: Scheme) -> bool:
-        return self.link is not None and await self.link.send(recipient, text, scheme)
-
     def _browser_event(self, event: dict[str, Any]) -> None:
         """Push the local session's events to local clients; forward watched ones by DM."""
         if self.local is not None and event["owner"] in (OWNER, "shared"):
@@ -450,7 +419,7 @@ class Daemon:
 
     async def _send_events(self, owner: str, text: str) -> None:
         if self.dispatcher is not None:
-            await self._send(owner, text, self.dispatcher.delivery.scheme_of(owner))
+            await self.nostr.send(owner, text, self.dispatcher.delivery.scheme_of(owner))
 
     def signer(self) -> Signer | None:
         """The identity logged in now, which seals the API keys and the vault."""
@@ -466,15 +435,16 @@ class Daemon:
             return await run_key_tool(self.key_store(), tool, params)
         if tool == "login_status":
             return self.identity.status()
-        before = self._rewiring
+        before = self.nostr.rewiring
         if tool == "login":
             result = await self.identity.login(params)
         elif tool == "switch_identity":
             result = await self.identity.switch_identity(params)
         else:
             result = await self.identity.logout()
-        if self._rewiring not in (None, before):  # answer once the Nostr side and browser follow
-            await self._rewiring
+        after = self.nostr.rewiring
+        if after is not None and after is not before:  # answer once the Nostr side follows
+            await after
         return result
 
     # --- status ------------------------------------------------------------------------

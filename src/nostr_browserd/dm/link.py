@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr import nip17
 from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
@@ -22,7 +23,7 @@ from ..nostr.relay import RelayPool, RelayStatus, Subscription
 from ..nostr.signer import Signer
 from ..supervise import supervise
 from .inbox import Gate, Inbox, Ledger, subscription_filters
-from .messages import Incoming, ReplyAddress, Scheme
+from .messages import Incoming, ReplyAddress, Scheme, is_dm
 from .outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -277,3 +278,126 @@ class NostrLink:
         async for event in sub:
             if self.outbox is not None:
                 await self.outbox.learn_inbox(event)
+
+
+WAITING_FOR_LOGIN = "waiting for login on the local channel"
+
+
+class Identity(Protocol):
+    """The identity logged in now, as the link reads it (the daemon's ``IdentityManager``)."""
+
+    @property
+    def logged_in(self) -> bool: ...
+
+    @property
+    def readonly(self) -> bool: ...
+
+    @property
+    def signer(self) -> Signer: ...
+
+
+class Carrier(Receiver, Protocol):
+    """A second carrier on the link's inbox (the ContextVM server): it takes what the inbox
+    lets through, answers its own calls, and closes with the link."""
+
+    async def reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+# The ContextVM server for a signer (None: DMs only); ``started`` once its link listens.
+MakeCarrier = Callable[[Signer], Awaitable[Carrier | None]]
+Started = Callable[[Carrier, Signer], Awaitable[None]]
+
+
+class IdentityLink:
+    """The link of whoever is logged in now: connected at start, and rebuilt after every
+    login, switch or logout (``switch``), one rebuild after another."""
+
+    def __init__(
+        self,
+        identity: Identity,
+        make_link: Callable[[Signer, bool, Receiver | None], NostrLink],
+        carrier: MakeCarrier,
+        started: Started,
+    ) -> None:
+        """``make_link(signer, readonly, carrier)`` builds the link for a signer (with the
+        carrier, if any, in the receiver's place); ``carrier`` makes the ContextVM server
+        for a signer that may write, and ``started`` is told once its link listens."""
+        self.identity = identity
+        self._make_link, self._carrier, self._started = make_link, carrier, started
+        self.link: NostrLink | None = None
+        self.carrier: Carrier | None = None
+        self.rewiring: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """The first connection (whatever login the start made)."""
+        self.rewiring = asyncio.create_task(self._connect())
+        await self.rewiring
+
+    def switch(self, between: Callable[[], Awaitable[None]], after: Callable[[], None]) -> None:
+        """The identity changed: take the link down, ``between()``, bring it up for the
+        identity logged in now, ``after()``; behind whatever rebuild came before."""
+        previous = self.rewiring
+
+        async def rewire() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            await self._disconnect()
+            await between()
+            await self._connect()
+            after()
+
+        self.rewiring = asyncio.create_task(rewire())
+
+    async def close(self) -> None:
+        """After the rebuild under way, if any: the link down for good."""
+        if self.rewiring is not None:
+            await asyncio.gather(self.rewiring, return_exceptions=True)
+        await self._disconnect()
+
+    async def _connect(self) -> None:
+        identity = self.identity
+        if not identity.logged_in:
+            log.warning(
+                "no identity: %s (the local token is required); until then every tool but"
+                " the login tools answers NOT_LOGGED_IN and direct messages are off",
+                WAITING_FOR_LOGIN,
+            )
+            return
+        if identity.readonly:
+            log.warning("%s", READ_ONLY_MESSAGE)
+        signer, readonly = identity.signer, identity.readonly
+        self.carrier = None if readonly else await self._carrier(signer)
+        self.link = self._make_link(signer, readonly, self.carrier)
+        await self.link.start()
+        if self.carrier is not None:
+            await self._started(self.carrier, signer)
+
+    async def _disconnect(self) -> None:
+        if self.carrier is not None:
+            self.carrier.close()
+            self.carrier = None
+        if self.link is not None:
+            link, self.link = self.link, None
+            await link.close()
+
+    # --- what goes out, by whichever link is up --------------------------------------------
+
+    async def reply(self, to: ReplyAddress, text: str, request_id: Any) -> bool:
+        """An answer: by DM in its scheme, or a ContextVM call's as MCP, by its server."""
+        if not is_dm(to.scheme):
+            return self.carrier is not None and await self.carrier.reply(to, text, request_id)
+        return self.link is not None and await self.link.reply(to, text, request_id)
+
+    async def send(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        """A DM of ours, outside any reply; False while there is no link."""
+        return self.link is not None and await self.link.send(recipient, text, scheme)
+
+    async def publish(self, event: dict[str, Any]) -> bool:
+        """Publish a signed event on the link's relays (the ContextVM server's)."""
+        link = self.link
+        pool = link.pool if link is not None else None
+        if link is None or pool is None:
+            return False
+        return (await pool.publish(event, link.config.publish_timeout)).ok
