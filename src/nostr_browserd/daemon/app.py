@@ -28,7 +28,7 @@ from ..agent.keys import KeyStore
 from ..browser.endpoints import Launched
 from ..browser.pool import BrowserPool
 from ..catalog import REGISTRY
-from ..dm.link import Carrier, IdentityLink, NostrLink, Receiver
+from ..dm.link import CarrierServer, IdentityLink, NostrLink, Receiver
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.chat import ChatFiles
@@ -354,7 +354,7 @@ class Daemon:
 
         return contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self.nostr.publish)
 
-    async def _carrier_started(self, carrier: Carrier, signer: Signer) -> None:
+    async def _carrier_started(self, carrier: CarrierServer, signer: Signer) -> None:
         """Its link listens: the ContextVM server announces itself, when configured to."""
         if not self.config.contextvm.announce:
             return

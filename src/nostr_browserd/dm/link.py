@@ -296,7 +296,7 @@ class Identity(Protocol):
     def signer(self) -> Signer: ...
 
 
-class Carrier(Receiver, Protocol):
+class CarrierServer(Receiver, Protocol):
     """A second carrier on the link's inbox (the ContextVM server): it takes what the inbox
     lets through, answers its own calls, and closes with the link."""
 
@@ -306,8 +306,8 @@ class Carrier(Receiver, Protocol):
 
 
 # The ContextVM server for a signer (None: DMs only); ``started`` once its link listens.
-MakeCarrier = Callable[[Signer], Awaitable[Carrier | None]]
-Started = Callable[[Carrier, Signer], Awaitable[None]]
+MakeCarrier = Callable[[Signer], Awaitable[CarrierServer | None]]
+Started = Callable[[CarrierServer, Signer], Awaitable[None]]
 
 
 class IdentityLink:
@@ -327,7 +327,7 @@ class IdentityLink:
         self.identity = identity
         self._make_link, self._carrier, self._started = make_link, carrier, started
         self.link: NostrLink | None = None
-        self.carrier: Carrier | None = None
+        self.carrier: CarrierServer | None = None
         self.rewiring: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
