@@ -20,9 +20,11 @@ from playwright.async_api import Error as PlaywrightError
 
 from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig
+from .downloads import refuse_unasked
 from .egress import EgressProxy
 from .endpoints import LOCAL, Endpoint, Launched
 from .netpolicy import NetworkPolicy
+from .quota import FileQuota
 from .screencast import Fanout
 from .session import EventCallback, Session
 from .shelf import StateShelf
@@ -48,14 +50,17 @@ class BrowserPool:
         initial_state: StateHook | None = None,
         early: Awaitable[Launched] | None = None,
         spare_for: str | None = None,
+        quota: FileQuota | None = None,
     ) -> None:
         """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
         vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
         context starts with (its saved session), if anything; ``early``: the local browser's
         launch, begun before the pool was made (``endpoints.launch_early``); ``spare_for``: the
         owner whose first window is made once the local browser is up, before it asks (the
-        local channel's, whose command comes first on a cold start)."""
+        local channel's, whose command comes first on a cold start); ``quota``: what each
+        owner's files may take of the disk (by default ``FileQuota``'s own limits)."""
         self.config = config or BrowserConfig()
+        self.quota = quota or FileQuota(self.config)
         self._playwright: Playwright | None = None
         self._early = early
         urls = self.config.endpoints
@@ -343,6 +348,8 @@ class BrowserPool:
     ) -> BrowserContext:
         """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
 
+        A download only a command asked for is let through (``downloads.refuse_unasked``).
+
         An owner under ``block_private_networks`` goes through the egress proxy, which judges
         every connection, redirects and WebSockets included, the daemon's own port too,
         wherever the browser can reach it (``_proxy``).  Only where it cannot do routes judge
@@ -370,6 +377,7 @@ class BrowserPool:
         )
         if blocked and "proxy" not in options:
             await self.policy.install(context, owner)
+        refuse_unasked(context)
         return context
 
     async def release(self, owner: str) -> None:

@@ -29,6 +29,7 @@ from .endpoints import Endpoint
 from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
+from .quota import FileQuota
 from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
@@ -53,6 +54,7 @@ class Pool(Protocol):
     shelf: StateShelf | None
     vault: Keeper | None
     frames: Fanout
+    quota: FileQuota
 
     @property
     def devices(self) -> dict[str, Any]:

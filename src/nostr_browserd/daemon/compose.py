@@ -20,7 +20,7 @@ from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
 from ..vault.entry import Keeper
 from .allow_list import AllowList
-from .config import Config, make_browser_dirs
+from .config import Config, file_quota, make_browser_dirs
 from .dispatch import Dispatcher, LocalTools, MakeAsker, MakeWorker, Reply, Send
 from .store import Store, open_store
 from .store.state_files import import_state_files
@@ -74,6 +74,7 @@ async def open_core(
         initial_state=initial_state,
         early=early,
         spare_for=LOCAL_OWNER if config.local.enabled else None,
+        quota=file_quota(config),
     )
     dispatcher = Dispatcher(
         registry=REGISTRY,

@@ -4,7 +4,8 @@ The URL is outside input, so the daemon fetches it as it fetches for a page: eac
 by the network policy (``[browser] block_private_networks``, ``allowed_hosts``), through the
 egress proxy when the policy applies to the controller.  The blob must hash to ``x``,
 decrypt with the message's key and nonce, and the file hash to ``ox``; both are bounded by
-``[files] max_mb``.  Only then is it written, in the controller's own uploads folder, under
+``[files] max_mb``.  Only then is it written, within the controller's quota (``FileQuota``:
+it expires after ``[files] received_keep``), in the controller's own uploads folder, under
 a safe name with the extension its ``file-type`` gives, so ``upload @e5 <name>`` can send
 it to a page.  Anything else is refused with the reason, and nothing is kept.
 
@@ -23,7 +24,8 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from ..browser.netpolicy import NetworkPolicy
-from ..browser.paths import free_name, owner_dir, write_private
+from ..browser.paths import free_name, owner_dir
+from ..browser.quota import FileQuota
 from ..errors import BrowserdError, ErrorCode
 from . import blossom
 from .sealed import FileMessage, Unsealable, read_file_message, refused, unseal
@@ -43,21 +45,28 @@ class FileReceiver:
         uploads_dir: Path,
         policy: NetworkPolicy,
         proxy: Callable[[str], str | None],
+        quota: FileQuota,
     ) -> None:
-        """``proxy(owner)`` is the egress proxy's URL when the policy applies to ``owner``."""
+        """``proxy(owner)`` is the egress proxy's URL when the policy applies to ``owner``;
+        ``quota`` holds each controller's files (what it sent in counts) and expires them."""
         self.max_mb, self.max_bytes = max_mb, int(max_mb * MB)
         self.uploads_dir, self.policy, self.proxy = uploads_dir, policy, proxy
+        self.quota = quota
 
     async def receive(self, owner: str, content: str, tags: list[list[str]]) -> dict[str, Any]:
         """Keep the file the message describes; what the reply says of it."""
-        try:
-            message = read_file_message(content, tags)
-            blob = await self._download(owner, message.url)
-            data = unseal(message, blob)  # the blob's bound bounds the file: GCM adds 16 bytes
-        except Unsealable as exc:
-            raise refused(str(exc)) from None
-        path = free_name(owner_dir(self.uploads_dir, owner), safe_name(message))
-        write_private(path, data)
+        folder = owner_dir(self.uploads_dir, owner)
+        # Refused before any fetch when the controller has no room left at all.
+        with self.quota.reserve(owner, folder, self.max_bytes, exact=False):
+            try:
+                message = read_file_message(content, tags)
+                blob = await self._download(owner, message.url)
+                data = unseal(message, blob)  # the blob's bound bounds the file: +16 for GCM
+            except Unsealable as exc:
+                raise refused(str(exc)) from None
+        path = free_name(folder, safe_name(message))
+        self.quota.write(owner, path, data)
+        self.quota.received(path)
         return {
             "received": path.name,
             "size": len(data),

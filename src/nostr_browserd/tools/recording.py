@@ -23,7 +23,7 @@ from pydantic import Field
 from .. import __version__
 from ..browser.masked import masked
 from ..browser.pagelog import Exchange
-from ..browser.paths import NAME, configured, owner_dir, write_private
+from ..browser.paths import NAME, configured, owner_dir
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -58,7 +58,7 @@ def deliver(session: Session, name: str | None, kind: str, data: bytes) -> dict[
         directory = owner_dir(base, session.owner)
         recordings = directory / "recordings"
         recordings.mkdir(mode=0o700, exist_ok=True)
-        write_private(recordings / filename, data)
+        session.pool.quota.write(session.owner, recordings / filename, data, replace=True)
         result["stored"] = True
     if len(data) <= session.config.binary_cap:
         result["base64"] = base64.b64encode(data).decode("ascii")
