@@ -8,6 +8,7 @@ folders, the files of a small filesystem, the modes of the state directory's fil
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import subprocess
@@ -20,7 +21,10 @@ from typing import Any
 import pytest
 
 from nostr_browserd.errors import BrowserdError
+from tests.e2e.test_phone import put_file, send_file
+from tests.fixtures.blossom import BlossomServer, blossom_server_fixture  # noqa: F401
 from tests.fixtures.daemon import (
+    Reply,
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
@@ -43,6 +47,7 @@ class Served:
         self.big, self.small = big, small
         self.bytes = 0
         self.ended = threading.Event()  # an attachment's response ended, whole or cut off
+        self.hold, self.sent, self.go = False, threading.Event(), threading.Event()
         served = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -65,7 +70,11 @@ class Served:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def attachment(self, handler: BaseHTTPRequestHandler, size: int) -> None:
-        """``size`` bytes as an attachment, with no length given (as a stream would be)."""
+        """``size`` bytes as an attachment, with no length given (as a stream would be).
+
+        With ``hold`` set a response waits after its first chunk (``sent`` says it got
+        there) for ``go``: a test changes the disk under a running download meanwhile.
+        """
         handler.send_response(200)
         handler.send_header("Content-Type", "application/octet-stream")
         handler.send_header("Content-Disposition", 'attachment; filename="big.bin"')
@@ -78,6 +87,10 @@ class Served:
                 handler.wfile.write(chunk[:left])
                 self.bytes += min(left, len(chunk))
                 left -= len(chunk)
+                if self.hold:
+                    handler.wfile.flush()
+                    self.sent.set()
+                    self.go.wait(30)
         except OSError:
             pass  # the browser stopped it
         finally:
@@ -173,3 +186,108 @@ async def test_the_state_directory_is_its_owners_alone(nostr_relay_url, start_da
         assert f"Fix: chmod 700 {state}" in str(refused.value)
     finally:
         os.umask(umask)
+
+
+@pytest.fixture(name="small_disk")
+def small_disk_fixture(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of 8 MB of its own (tmpfs), unmounted at the end, pass or fail (ask for
+    it before ``start_daemon``: the daemon must stop before it is unmounted)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root")
+    disk = tmp_path / "small"
+    disk.mkdir(mode=0o700)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", disk], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", disk], check=True)
+
+
+def fill(disk: Path, leave: int) -> Path:
+    """A file that takes all but about ``leave`` bytes of ``disk``'s free room."""
+    filler = disk / "filler"
+    with filler.open("ab") as out:
+        while os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize > leave:
+            room = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize - leave
+            try:
+                out.write(os.urandom(min(room, MiB) or 1))
+                out.flush()
+            except OSError:  # full to the brim
+                break
+    return filler
+
+
+async def send(
+    controller: SdkController, daemon: str, blossom: BlossomServer, data: bytes
+) -> Reply:
+    """Send ``data`` as a file from the chat; the daemon's reply to it."""
+    url, tags = await put_file(blossom, data, "application/octet-stream")
+    await send_file(controller, daemon, url, [*tags, ["name", "f.bin"]])
+    return await controller.wait_reply(lambda r: r.sender == daemon)
+
+
+async def test_one_controllers_files_cannot_fill_the_disk(
+    small_disk, nostr_relay_url, start_daemon, blossom_server, served
+):
+    """§4 on an 8 MB filesystem holding the state directory: a controller that fills its
+    quota is told so (and ``status`` shows its use) while another is served; files are
+    refused before the store runs out of room; a download the disk runs out under leaves
+    nothing behind, and the store still works."""
+    state = small_disk / "state"
+    size = 1200 * 1024
+    async with (
+        SdkController([nostr_relay_url]) as alice,
+        SdkController([nostr_relay_url]) as bob,
+    ):
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[alice.npub, bob.npub],
+            state_dir=state,
+            files={"quota_mb": 2, "free_mb": 1, "max_mb": 2},
+        )
+        me = await daemon_pubkey(daemon)
+        uploads = daemon.config.browser.uploads_dir
+        assert (
+            "received: f.bin" in (await send(alice, me, blossom_server, os.urandom(size))).content
+        )
+        over = await send(alice, me, blossom_server, os.urandom(size))
+        assert "TOO_LARGE" in over.content and "Over your file quota" in over.content, over.content
+        assert "take 1.2 MB of 2.0 MB ([files] quota_mb; uploads 1.2 MB" in over.content
+        assert bytes_under(uploads / alice.pubkey) == size, "nothing of the second is kept"
+        [entry] = [c for c in (await daemon.status())["controllers"] if c["npub"] == alice.npub]
+        assert entry["files"] == {
+            "uploads": size,
+            "downloads": 0,
+            "recordings": 0,
+            "total": size,
+            "quota": 2 * MiB,
+        }
+
+        # Everyone else is served as before.
+        assert "received: f.bin" in (await send(bob, me, blossom_server, os.urandom(size))).content
+        assert (await run(bob, me, "open", url=served.url))["success"]
+
+        # Another program fills the disk: files are refused while 1 MB is left for the store.
+        filler = fill(small_disk, leave=int(1.5 * MiB))
+        full = await send(bob, me, blossom_server, os.urandom(size))
+        assert "UNAVAILABLE" in full.content and "keeps 1.0 MB free for its state store" in (
+            full.content
+        ), full.content
+        assert bytes_under(uploads / bob.pubkey) == size
+        assert (await run(bob, me, "get_url"))["success"], "the store is written still"
+        filler.unlink()
+
+        # The disk runs out under a download: nothing of it is left, and it says why.
+        served.hold = True
+        download = asyncio.ensure_future(
+            run(alice, me, "download", url=served.url + "file?size=600000", content=False)
+        )
+        await asyncio.to_thread(served.sent.wait, 30)
+        filler = fill(small_disk, leave=0)
+        served.go.set()
+        failed = await download
+        assert failed["error"]["code"] == "UNAVAILABLE", failed
+        assert "ran out of room while writing" in failed["error"]["message"]
+        assert bytes_under(daemon.config.browser.downloads_dir) == 0
+        filler.unlink()
+        assert (await run(alice, me, "get_url"))["success"]
