@@ -269,7 +269,7 @@ async def test_one_controllers_files_cannot_fill_the_disk(
 
         # Another program fills the disk: files are refused while 1 MB is left for the store.
         filler = fill(small_disk, leave=int(1.5 * MiB))
-        full = await send(bob, me, blossom_server, os.urandom(size))
+        full = await send(bob, me, blossom_server, os.urandom(size // 2))  # within his quota
         assert "UNAVAILABLE" in full.content and "keeps 1.0 MB free for its state store" in (
             full.content
         ), full.content
