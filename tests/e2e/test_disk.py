@@ -13,6 +13,7 @@ import os
 import stat
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -291,3 +292,11 @@ async def test_one_controllers_files_cannot_fill_the_disk(
         assert bytes_under(daemon.config.browser.downloads_dir) == 0
         filler.unlink()
         assert (await run(alice, me, "get_url"))["success"]
+
+        # A week later ([files] received_keep) what was sent is gone, and room is made.
+        expired = daemon.browser.quota.expire(time.time() + 7 * 86400)
+        assert sorted(p.parent.name for p in expired) == sorted([alice.pubkey, bob.pubkey])
+        assert bytes_under(uploads) == 0
+        assert (
+            "received: f.bin" in (await send(alice, me, blossom_server, os.urandom(size))).content
+        )

@@ -4,8 +4,9 @@ A controller's files are those it sent in from the chat (``uploads_dir/<owner>``
 downloaded (``downloads_dir/<owner>``) and its recordings (``state_dir/<owner>/recordings``).
 Every writer asks ``FileQuota.reserve`` for the bytes it means to write before it writes
 them, and lets the reservation go once the file is whole (or gone): the owner's use is then
-read from the disk itself, so a restart or a file the operator deleted counts as it is.
-Two limits hold:
+read from the disk itself, so a restart or a file the operator deleted counts as it is.  A
+new writer (a screen recording) does the same: ``write`` for a whole file, or ``reserve``
+with ``exact=False`` for a stream, stopping at the reservation's ``size``.  Two limits hold:
 
 - ``limit``: one owner's files together (``[files] quota_mb``); past it that owner is told
   its use, and every other owner is served as before;
@@ -13,8 +14,9 @@ Two limits hold:
   files are refused before the state store, beside them by default, runs out of room.
 
 A file that fails half-written (a full disk) is removed: ``write_new`` does it for whole
-files, and a streaming writer removes its own.  Files received from the chat expire after
-``received_keep`` seconds (``expire``); the list of them is ``<state_dir>/received.json``.
+files, and a streaming writer removes its own.  Files received from the chat (``receive``)
+expire after ``received_keep`` seconds (``expire``); their list is
+``<state_dir>/received.json``.
 """
 
 from __future__ import annotations
@@ -147,11 +149,19 @@ class FileQuota:
 
     # --- received files, and their expiry --------------------------------------------
 
-    def received(self, path: Path) -> None:
-        """``path`` was sent in from the chat: it expires after ``received_keep``."""
-        ledger = self._ledger()
-        ledger[str(path)] = time.time() + self.received_keep
-        self._save(ledger)
+    def receive(self, owner: str, path: Path, data: bytes) -> None:
+        """Keep a file ``owner`` sent in from the chat, until ``received_keep`` from now.
+
+        Not listed for expiry (the disk is full), it is not kept either.
+        """
+        self.write(owner, path, data)
+        try:
+            ledger = self._ledger()
+            ledger[str(path)] = time.time() + self.received_keep
+            self._save(ledger)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
 
     def expire(self, now: float | None = None) -> list[Path]:
         """Delete the received files that are due; the ones deleted."""

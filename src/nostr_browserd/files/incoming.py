@@ -65,8 +65,7 @@ class FileReceiver:
             except Unsealable as exc:
                 raise refused(str(exc)) from None
         path = free_name(folder, safe_name(message))
-        self.quota.write(owner, path, data)
-        self.quota.received(path)
+        self.quota.receive(owner, path, data)
         return {
             "received": path.name,
             "size": len(data),
