@@ -137,6 +137,9 @@ async def test_a_download_nobody_asked_for_leaves_nothing_on_the_disk(
         me = await daemon_pubkey(daemon)
         downloads = daemon.config.browser.downloads_dir
         [chromium] = artifacts(tmp)
+        events: list[dict] = []
+        assert daemon.browser is not None
+        daemon.browser.on_event(events.append)
         assert (await run(alice, me, "open", url=served.url))["success"]
 
         for button in ("#attach", "#script"):
@@ -157,6 +160,8 @@ async def test_a_download_nobody_asked_for_leaves_nothing_on_the_disk(
         assert kept["success"] and kept["data"]["size"] == served.small, kept
         await wait_until(lambda: bytes_under(chromium) == 0)
         assert bytes_under(downloads) == served.small
+        said = [e["data"]["kept"] for e in events if e["event"] == "download"]
+        assert said == [False, False, False, True], "each one says whether it is kept"
 
 
 async def test_the_state_directory_is_its_owners_alone(nostr_relay_url, start_daemon, tmp_path):

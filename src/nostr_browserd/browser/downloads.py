@@ -47,6 +47,11 @@ def asked(download: Download) -> bool:
     return True
 
 
+def was_asked(download: Download) -> bool:
+    """Whether a command asked for ``download`` (and so it is kept)."""
+    return getattr(download, "_impl_obj", download) in _ASKED
+
+
 def refuse_unasked(context: BrowserContext) -> None:
     """Cancel, and delete, every download of ``context``'s pages that no command asked for.
 
@@ -60,7 +65,7 @@ def _on_page(page: Page) -> None:
 
 
 async def _unasked(download: Download) -> None:
-    if getattr(download, "_impl_obj", download) in _ASKED:
+    if was_asked(download):
         return
     with contextlib.suppress(PlaywrightError):
         await download.cancel()  # Chromium deletes the partial file

@@ -42,6 +42,11 @@ RECEIVED_KEEP = 7 * 86400.0
 
 Kind = Literal["uploads", "downloads", "recordings"]
 KINDS: tuple[Kind, ...] = ("uploads", "downloads", "recordings")
+ROOTS: dict[Kind, str] = {
+    "uploads": "uploads_dir",
+    "downloads": "downloads_dir",
+    "recordings": "state_dir",
+}
 
 
 def size_text(n: float) -> str:
@@ -84,16 +89,12 @@ class FileQuota:
     ) -> None:
         self.limit, self.free = int(limit_mb * MB), int(free_mb * MB)
         self.received_keep = received_keep
-        self.roots: dict[Kind, Path | None] = {
-            "uploads": config.uploads_dir,
-            "downloads": config.downloads_dir,
-            "recordings": config.state_dir,
-        }
+        self.config = config  # its directories, read when asked: they are the tools' too
         self._held: list[Reservation] = []
 
     def folder(self, owner: str, kind: Kind) -> Path | None:
         """Where ``owner``'s files of ``kind`` are (None: that kind is not kept)."""
-        root = self.roots[kind]
+        root = getattr(self.config, ROOTS[kind])
         if root is None:
             return None
         folder = Path(root).expanduser() / owner_name(owner)
@@ -176,7 +177,7 @@ class FileQuota:
         return due
 
     def _ledger_path(self) -> Path | None:
-        root = self.roots["recordings"]
+        root = self.config.state_dir
         return None if root is None else Path(root).expanduser() / "received.json"
 
     def _ledger(self) -> dict[str, float]:
