@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
-from .base import Migrations, Store, steps_after
+from ...nostr.signer import Signer
+from .base import Migrations, Store, no_signer, steps_after
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +80,8 @@ class SqliteStore(Store):
 
     now_sql = "(julianday('now') - 2440587.5) * 86400.0"
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
+    def __init__(self, path: Path, signer: Callable[[], Signer | None] = no_signer) -> None:
+        super().__init__(signer)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
