@@ -116,7 +116,7 @@ class SealedRows:
         """
         sealed = 0
         for owner, name, text in await self._rows(
-            f"SELECT owner, name, state FROM saved_state WHERE state NOT LIKE '{SEALED}'"
+            "SELECT owner, name, state FROM saved_state WHERE state NOT LIKE ?", (SEALED,)
         ):
             state = _json(text)
             if isinstance(state, dict) and not is_sealed(state):
@@ -126,7 +126,8 @@ class SealedRows:
                     (json.dumps(envelope), owner, name, text),
                 )
         for controller, text in await self._rows(
-            f"SELECT controller, transcript FROM conversation WHERE transcript NOT LIKE '{SEALED}'"
+            "SELECT controller, transcript FROM conversation WHERE transcript NOT LIKE ?",
+            (SEALED,),
         ):
             transcript = _json(text)
             if isinstance(transcript, list):

@@ -87,6 +87,8 @@ class SqliteStore(Store):
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._run("PRAGMA journal_mode=WAL")
         self._run("PRAGMA synchronous=NORMAL")
+        # A replaced row's bytes are zeroed, not left in the file's free space.
+        self._run("PRAGMA secure_delete=ON")
         self._migrate()
 
     @property
@@ -107,6 +109,14 @@ class SqliteStore(Store):
             self._db.rollback()
             raise
         self._run("COMMIT")
+
+    async def seal_plaintext(self) -> int:
+        """Seal what an older release kept in plaintext, then write the sealed pages into the
+        file itself at once (a checkpoint), so no plaintext page stays behind in it."""
+        sealed = await super().seal_plaintext()
+        if sealed:
+            self._run("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sealed
 
     async def _execute(
         self, sql: str, params: Sequence[Any] = ()
