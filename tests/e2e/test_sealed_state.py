@@ -31,12 +31,18 @@ from tests.fixtures.daemon import (
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
+from tests.fixtures.fake_provider import (
+    call,
+    fake_provider_fixture,  # noqa: F401
+    say,
+)
 from tests.fixtures.plaintext import files_holding, rows_holding
 from tests.fixtures.postgres import fresh_database
 from tests.fixtures.site import serving
 
 COOKIE = "sid-" + secrets.token_hex(16)  # what the page's Set-Cookie (HttpOnly) carries
 LOCAL = "ls-" + secrets.token_hex(16)  # what the page's script puts in local storage
+NOTE = "note-" + secrets.token_hex(16)  # page text that ask's model reads
 
 
 class LoginPage(BaseHTTPRequestHandler):
@@ -45,7 +51,7 @@ class LoginPage(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         body = (
             f"<title>in</title><script>localStorage.setItem('token', '{LOCAL}')</script>"
-            "<p id=who>Signed in</p>"
+            f"<p id=who>Signed in</p><p id=note>{NOTE}</p>"
         ).encode()
         self.send_response(200)
         self.send_header("Set-Cookie", f"sid={COOKIE}; Path=/; HttpOnly; SameSite=Lax")
@@ -109,6 +115,35 @@ async def test_no_saved_login_is_at_rest_in_plaintext(
         for value in (COOKIE, LOCAL):
             assert files_holding(state_dir, value) == [], "no file holds it"
             assert await rows_holding(daemon.store, value) == [], "no row holds it"
+
+
+async def test_an_ask_conversation_is_kept_sealed(
+    nostr_relay_url, fake_provider, start_daemon, tmp_path, backend
+):
+    state_dir = tmp_path / "state"
+    async with SdkController([nostr_relay_url]) as phone:
+        ask = {"provider": "openai", "openai": {"base_url": fake_provider.base_url("openai")}}
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[{"pubkey": phone.npub, "ask": {"auto_approve": ["open"]}}],
+            ask={**ask, "max_retries": 0, "progress_interval": 3600},
+            state={"database": backend} if backend else {},
+        )
+        await daemon.key_store().set("openai", "sk-test-sealed-0123456789")
+        me = await daemon_pubkey(daemon)
+        with serving(LoginPage) as site:
+            fake_provider.script = [
+                call("open", url=f"{site}/"),
+                call("get_text", selector="#note"),
+                say("Read it."),
+            ]
+            task = {"tool": "ask", "params": {"task": "read the note"}}
+            answer = await phone.command(me, task, timeout=60)
+            assert answer["data"]["status"] == "done", answer
+        kept = json.dumps(await daemon.store.conversation(phone.pubkey))
+        assert NOTE in kept, "the conversation holds what the model read"
+        assert files_holding(state_dir, NOTE) == []
+        assert await rows_holding(daemon.store, NOTE) == []
 
 
 @pytest.fixture
