@@ -50,7 +50,13 @@ class Envelopes:
         """``data`` (JSON-ready) as ``{"to", "nip44", "gcm"}``; a read-only identity (or none)
         is refused, with ``instead`` appended: nothing is ever kept in plaintext."""
         signer = self.signer()
-        me = await signer.public_key() if signer is not None else ""
+        if signer is None:
+            raise BrowserdError(
+                ErrorCode.NOT_LOGGED_IN,
+                "No identity is logged in to encrypt it, and nothing is stored in plaintext: "
+                + instead,
+            )
+        me = await signer.public_key()
         known = self._opened.get((me, kind, owner, name))
         if known is None:
             key = AESGCM.generate_key(bit_length=256)

@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 STATE, CONVERSATION = "state", "conversation"  # what a row is, inside its seal
 SEALED = '{"to":%'  # how every sealed row's text begins (json.dumps of an envelope)
 INSTEAD = (
-    "log in with a key, seed, bunker or n_signer: saved sessions and conversations are kept"
-    " only encrypted to the daemon's key."
+    "log in with a key, seed, bunker or n_signer to keep saved logins and conversations"
+    " (mcp --local has no identity: use the daemon for them)."
 )
 
 
