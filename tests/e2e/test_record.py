@@ -15,9 +15,12 @@ from typing import Any
 import av
 from PIL import Image
 
+from tests.e2e.test_ask import CODE, approval, message, start
 from tests.e2e.test_phone import files_section, open_file, say
 from tests.fixtures.blossom import blossom_server_fixture  # noqa: F401
 from tests.fixtures.daemon import SdkController, daemon_pubkey, start_daemon_fixture  # noqa: F401
+from tests.fixtures.fake_provider import call, fake_provider_fixture  # noqa: F401
+from tests.fixtures.fake_provider import say as model_says
 
 RED, BLUE = (255, 0, 0), (0, 0, 255)
 FIELD_BOX = (40, 40, 440, 100)  # colour.html's input, in CSS pixels (the viewport is 1280 wide)
@@ -155,3 +158,34 @@ async def test_without_blossom_the_reply_says_where_the_video_is(
         assert "kept: holiday.mp4, among your recordings in the daemon's" in reply.content
         [kept] = daemon.state_dir.rglob("recordings/holiday.mp4")
         assert kept.parent.parent.name == alice.pubkey and kept.stat().st_mode & 0o077 == 0
+
+
+async def test_ask_record_replays_the_turn_with_its_steps_and_approval(
+    nostr_relay_url, site_url, fake_provider, start_daemon, blossom_server
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        _daemon, me = await start(
+            start_daemon,
+            nostr_relay_url,
+            phone,
+            fake_provider,
+            controller={"ask": {"auto_approve": ["open"]}},
+            files=files_section(blossom_server.url),
+        )
+        fake_provider.script = [
+            call("open", "open the red page", url=f"{site_url}/colour.html?c=red"),
+            call("click", "focus the field", selector="#field"),
+            model_says("Clicked it."),
+        ]
+        before = len(phone.received)
+        await phone.send(me, "ask --record click the field on the red page")
+        asked = await approval(phone, me)
+        await phone.send(me, f"approve {CODE.search(asked.content)[1]}")
+        reply = await message(phone, lambda r: r.sender == me and "Clicked it." in r.content, 60)
+        files = [r for r in phone.received[before:] if r.kind == 15]
+        assert sorted(f.tag("file-type") for f in files) == ["image/png", "video/mp4"]
+        video = next(f for f in files if f.tag("file-type") == "video/mp4")
+        assert any(near(colour_of(f), RED) for f in frames_of(open_file(video)))
+        captions = reply.content[reply.content.index("captions:") :]
+        assert "1 · open http" in captions and "colour.html?c=red" in captions, captions
+        assert "2 · approved by npub1" in captions and "3 · click #field" in captions, captions

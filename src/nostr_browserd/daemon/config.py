@@ -155,6 +155,7 @@ class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
+    record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
 
 
 class ControllerConfig(Section):

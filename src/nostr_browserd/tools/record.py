@@ -72,6 +72,7 @@ def recording_result(
         dim=f"{video.width}x{video.height}",
         frames=video.frames,
         steps=len(recording.steps),
+        captions=[f"{n} · {text}" for n, text in enumerate(recording.steps, 1)],
     )
     if result.pop("stored"):
         result["kept"] = f"{result['name']}, among your recordings in the daemon's state directory"
