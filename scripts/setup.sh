@@ -11,17 +11,9 @@ command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chr
 # `systemd-analyze verify` checks the unit file in the tests (part of Debian's systemd).
 command -v systemd-analyze >/dev/null 2>&1 || ./scripts/apt-install.sh systemd
 
-# Every Python package comes from uv.lock (hashes included); uv itself is the one pin outside
-# it (scripts/pins/uv.txt), in a venv of its own, .uv.  A venv keeps Debian's own Python
-# untouched (PEP 668); Debian's python3 needs python3-venv for that first venv.
+# Every Python package comes from uv.lock (hashes included), installed by the pinned uv.
+./scripts/setup-uv.sh
 python=${PYTHON:-python3}
-"$python" -c 'import ensurepip' 2>/dev/null || ./scripts/apt-install.sh python3-venv
-if [ ! -x .uv/bin/uv ] || [ scripts/pins/uv.txt -nt .uv/bin/uv ]; then
-  rm -rf .uv
-  "$python" -m venv .uv
-  .uv/bin/pip install -q --disable-pip-version-check --require-hashes -r scripts/pins/uv.txt
-  touch .uv/bin/uv
-fi
 export UV_PYTHON_DOWNLOADS=never
 if [ ! -f .venv/.installed ] || [ uv.lock -nt .venv/.installed ] \
    || [ pyproject.toml -nt .venv/.installed ]; then

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..browser.config import BrowserConfig
+from ..browser.config import BrowserConfig, RecordConfig
 from ..browser.quota import FREE_MB, QUOTA_MB, RECEIVED_KEEP, FileQuota
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
@@ -156,6 +156,7 @@ class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
+    record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
 
 
 class ControllerConfig(Section):
@@ -414,6 +415,13 @@ class Config(Section):
     local: LocalConfig = Field(default_factory=LocalConfig)
     ask: AskConfig = Field(default_factory=AskConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
+    record: RecordConfig = Field(default_factory=RecordConfig)
+
+    @model_validator(mode="after")
+    def _record_bounds_reach_the_browser(self) -> Config:
+        """The tools read ``[record]`` from the browser's settings, as every other bound."""
+        self.browser.record = self.record
+        return self
 
     @model_validator(mode="after")
     def _browser_dirs_under_state(self) -> Config:
