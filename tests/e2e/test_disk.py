@@ -305,3 +305,37 @@ async def test_one_controllers_files_cannot_fill_the_disk(
         assert (
             "received: f.bin" in (await send(alice, me, blossom_server, os.urandom(size))).content
         )
+
+
+async def test_downloads_and_recordings_count_against_the_quota(
+    nostr_relay_url, start_daemon, served
+):
+    """§4: a download stops where its owner's room ends, and a recording that does not fit is
+    only returned, never kept, each saying why; another controller is served meanwhile."""
+    async with (
+        SdkController([nostr_relay_url]) as alice,
+        SdkController([nostr_relay_url]) as bob,
+    ):
+        daemon = await start_daemon(
+            [nostr_relay_url], controllers=[alice.npub, bob.npub], files={"quota_mb": 0.5}
+        )
+        me = await daemon_pubkey(daemon)
+        browser = daemon.config.browser
+        assert (await run(alice, me, "open", url=served.url))["success"]
+        assert (await run(alice, me, "har_start"))["success"]
+
+        over = await run(alice, me, "download", url=served.url + "file?size=600000")
+        assert over["error"]["code"] == "TOO_LARGE", over
+        assert "Over your file quota" in over["error"]["message"]
+        assert bytes_under(browser.downloads_dir) == 0, "nothing of it is kept"
+        kept = await run(alice, me, "download", url=served.url + "file?size=400000", content=False)
+        assert kept["success"] and kept["data"]["size"] == 400000
+
+        daemon.browser.quota.limit = 400000  # the HAR no longer fits beside the download
+        har = (await run(alice, me, "har_stop", name="visit"))["data"]
+        assert har["stored"] is False and har["base64"], har
+        assert har["note"].startswith("Not kept on the daemon: Over your file quota")
+        assert bytes_under(browser.state_dir) == 0
+
+        assert (await run(bob, me, "open", url=served.url))["success"]
+        assert (await run(bob, me, "download", selector="#small"))["success"]
