@@ -47,6 +47,7 @@ class Served:
     def __init__(self, big: int, small: int) -> None:
         self.big, self.small = big, small
         self.bytes = 0
+        self.chunk = os.urandom(65536)  # no test's secret can be in it (the suite's leak scan)
         self.ended = threading.Event()  # an attachment's response ended, whole or cut off
         self.hold, self.sent, self.go = False, threading.Event(), threading.Event()
         served = self
@@ -81,7 +82,7 @@ class Served:
         handler.send_header("Content-Disposition", 'attachment; filename="big.bin"')
         handler.send_header("Connection", "close")
         handler.end_headers()
-        chunk = b"x" * 65536
+        chunk = self.chunk
         try:
             left = size
             while left > 0:
