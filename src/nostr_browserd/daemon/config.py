@@ -381,7 +381,8 @@ class AskConfig(Section):
 
 
 class FilesConfig(Section):
-    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers)."""
+    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers), and what each
+    controller's files may take of the daemon's disk (``browser.quota``)."""
 
     blossom_servers: list[str] = Field(default_factory=list)
     keep: float = Field(default=86400.0, gt=0)
