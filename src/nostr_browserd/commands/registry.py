@@ -16,6 +16,8 @@ The policy is in explicit fields, never in the family name (which is for display
 - ``idempotent``: running it twice with the same params does no more than once;
 - ``needs_session``: it runs on a browser session, under its lock (``help`` does not);
 - ``waits``: it waits for the page to change, so the reply's state is read fresh;
+- ``reports_place``: where the tab is, is its answer (it goes somewhere, or lists or closes
+  tabs and windows), so its text reply always ends with the tab's line, news or not;
 - ``local_only``: it works on this machine only (the live view's stream): refused over
   messages and to ``ask``;
 - ``sends``: it can carry data off the machine: it reaches an address it is given (scrape,
@@ -81,6 +83,7 @@ class Tool(Generic[P]):
     idempotent: bool = True
     needs_session: bool = True
     waits: bool = False
+    reports_place: bool = False
     local_only: bool = False
     sends: bool = False
     reads_secrets: bool = False
@@ -136,6 +139,7 @@ class Registry:
         idempotent: bool | None = None,
         needs_session: bool = True,
         waits: bool = False,
+        reports_place: bool = False,
         local_only: bool = False,
         sends: bool = False,
         reads_secrets: bool = False,
@@ -176,6 +180,7 @@ class Registry:
                     idempotent=quiet if idempotent is None else idempotent,
                     needs_session=needs_session,
                     waits=waits,
+                    reports_place=reports_place,
                     local_only=local_only,
                     sends=sends,
                     reads_secrets=reads_secrets,
