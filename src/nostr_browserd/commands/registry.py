@@ -47,6 +47,7 @@ from ..errors import BrowserdError, ErrorCode
 P = TypeVar("P", bound=BaseModel)
 S = TypeVar("S")
 Handler = Callable[..., Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
 Call = tuple[str, dict[str, Any]]
 Delegates = Callable[[dict[str, Any]], list[Call]]
 Approval = Callable[[Any, dict[str, Any], str], Awaitable[str]]
@@ -147,7 +148,7 @@ class Registry:
         delegates: Delegates | None = None,
         delegates_only: bool = False,
         approval: Approval | None = None,
-    ) -> Callable[[Handler], Handler]:
+    ) -> Callable[[H], H]:
         """Decorator: register ``handler(session, params)``; its docstring is the description.
 
         ``args`` and ``flags`` shape the text grammar: the params filled by bare words in
@@ -159,7 +160,7 @@ class Registry:
         through (tools that run other tools need it).
         """
 
-        def register(handler: Handler) -> Handler:
+        def register(handler: H) -> H:
             doc = inspect.getdoc(handler) or ""
             description = doc.strip().split("\n\n")[0].replace("\n", " ")
             if not description:
