@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..nip01 import Event, check_shape, close_message, req_message
+from ..nip01 import MAX_FRAME, Event, check_shape, close_message, req_message
 from ..signer import Signer
 from .connection import Connection, ConnectionLost, ConnectionSettings, Relay, RelayStatus, short
 from .publish import PublishResult, publish_to
@@ -55,7 +55,7 @@ class RelayPool:
         backoff_cap: float = 30.0,
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
-        max_frame: int = 1 << 20,
+        max_frame: int = MAX_FRAME,
         auth_timeout: float = 10.0,
     ) -> None:
         self._settings = ConnectionSettings(
