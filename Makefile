@@ -35,7 +35,8 @@ bench: setup
 	@chmod +x bench/node_modules/agent-browser/bin/agent-browser-linux-*
 	.venv/bin/python -m bench.run
 
-# ruff, then the import contracts in pyproject.toml (which room may import which).
+# ruff, mypy (strict: pyproject.toml [tool.mypy]), then the import contracts in pyproject.toml
+# (which room may import which).
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .

@@ -38,11 +38,12 @@ if [ ! -x .venv-legacy/bin/python ]; then
 fi
 
 # Independent JavaScript sides (each pinned by its package-lock.json): a NIP-46 remote signer
-# the tests run our bunker client against, a phone that opens our NIP-17 file messages, and
-# the official ContextVM client and server (@contextvm/sdk) for our ContextVM server and client.
+# the tests run our bunker client against, a phone that opens our NIP-17 file messages,
+# the official ContextVM client and server (@contextvm/sdk) for our ContextVM server and client,
+# and nostr-tools writing NIP-44's extended length prefix (messages over 65,535 bytes).
 # Only where Node.js is installed (.ci/run installs Debian's nodejs and npm); without it those
 # tests are skipped.  With it, a failed install fails the setup.
-for js in tests/nip46_js tests/phone_js tests/contextvm_js; do
+for js in tests/nip46_js tests/phone_js tests/contextvm_js tests/nip44_js; do
   if command -v npm >/dev/null 2>&1 && [ $js/package-lock.json -nt $js/node_modules/.package-lock.json ]; then
     (cd $js && npm ci --no-audit --no-fund --loglevel=error) || {
       echo "setup: the JS side in $js could not be installed" >&2

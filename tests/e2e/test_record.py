@@ -66,7 +66,7 @@ async def test_a_recording_arrives_as_a_video_and_a_sheet_of_its_steps(
         me = await daemon_pubkey(daemon)
         await say(alice, me, f"open {site_url}/colour.html?c=white")
         reply, _ = await say(alice, me, "record start")
-        assert "Recording at up to 10 fps" in reply.content, reply.content
+        assert "Recording at up to 5 fps" in reply.content, reply.content
         await say(alice, me, f"open {site_url}/colour.html?c=red")
         await say(alice, me, f"open {site_url}/colour.html?c=blue")
         reply, files = await say(alice, me, "record stop --sheet")

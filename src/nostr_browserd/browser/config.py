@@ -29,7 +29,7 @@ class RecordConfig(BaseModel):
 
     max_seconds: float = Field(300.0, gt=0, le=3600, description="a recording stops here")
     max_mb: float = Field(50.0, gt=0, le=1024, description="megabytes of video at most")
-    fps: int = Field(10, ge=1, le=30, description="frames per second at most")
+    fps: int = Field(5, ge=1, le=30, description="frames per second at most")
     max_width: int = Field(1280, ge=320, le=3840, description="pixels; wider pages scale down")
 
 

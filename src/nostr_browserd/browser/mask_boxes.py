@@ -26,8 +26,13 @@ FIELDS_JS = """() => {
 
 
 async def secret_boxes(page: Page) -> tuple[float, list[Box]]:
-    """The viewport's CSS width, and the box of every field on it that holds a secret."""
+    """The viewport's CSS width, and the box of every field on it that holds a secret.
+
+    With no secret in the session, nothing to ask: a password field draws only dots.
+    """
     secrets = masked(page.context)
+    if not secrets:
+        return 0.0, []
     width, fields = await page.evaluate(FIELDS_JS)
     boxes = [
         (x, y, w, h)

@@ -95,7 +95,7 @@ class VideoEncoder:
         self._last = (picture, frame.at_ms)
 
     def _encode(self, picture: Image.Image, at_ms: int) -> None:
-        video_frame = av.VideoFrame.from_image(picture)
+        video_frame = av.VideoFrame.from_image(picture)  # type: ignore[no-untyped-call]  # PyAV leaves it untyped
         video_frame.pts = at_ms
         video_frame.time_base = TIME_BASE
         for packet in self._stream.encode(video_frame):

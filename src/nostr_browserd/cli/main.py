@@ -200,7 +200,7 @@ def _run(path: Path | None, verbose: bool) -> int:
 # --- status --------------------------------------------------------------------------------
 
 
-def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | None:
+def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict[str, Any] | None:
     """The running daemon's status from its local HTTP endpoint, or None if none answers.
 
     A daemon that answers but refuses the token is an error, not "not running".
@@ -213,7 +213,8 @@ def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | N
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())
+            status: dict[str, Any] = json.loads(response.read())
+            return status
     except urllib.error.HTTPError as exc:
         raise BrowserdError(
             ErrorCode.FORBIDDEN,

@@ -113,8 +113,6 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
     return {"id": request.id, "success": False, "error": error.to_dict()}
 
 
-# Tools whose answer is where the tab is: their text always ends with the tab's line.
-PLACE_FAMILIES = frozenset({"navigate", "tabs", "windows"})
 PLACE_KEYS = ("tab", "url", "title", "frame")
 
 
@@ -125,11 +123,12 @@ def place_told(
     controller's previous reply carried: the text reply then leaves the tab's line out,
     since nothing in it is news (``render.state_lines``).  JSON keeps them all.
 
-    A tool that goes somewhere, or answers with the address or title itself (``get url``),
-    always shows the line: there it is the answer.
+    A tool whose answer is where the tab is (``reports_place``: it goes somewhere, or lists or
+    closes tabs), or that answers with the address or title itself (``get url``), always
+    shows the line: there it is the answer.
     """
     place = tuple(state.get(key) for key in PLACE_KEYS)
-    answers = tool.family in PLACE_FAMILIES or any(key in data for key in PLACE_KEYS)
+    answers = tool.reports_place or any(key in data for key in PLACE_KEYS)
     same = not answers and place == getattr(session, "place_told", None)
     session.place_told = place
     return {"same_place": True} if same else {}

@@ -41,7 +41,7 @@ from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
-from .config_error import ConfigError
+from .config_error import ConfigError as ConfigError  # re-exported: the loader raises it
 from .keyfile import DEFAULT_TOKEN_FILE
 from .ports import DEFAULT_EMBEDDED_RELAY_PORT, DEFAULT_LOCAL_PORT
 

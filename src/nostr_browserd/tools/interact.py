@@ -92,9 +92,10 @@ OPENS_TAB_JS = """el => {
 
 async def has_focus(locator: Locator) -> bool:
     """Whether focus is on the element or inside it."""
-    return await locator.evaluate(
+    focused: bool = await locator.evaluate(
         "el => el === document.activeElement || el.contains(document.activeElement)"
     )
+    return focused
 
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
