@@ -157,6 +157,19 @@ async def test_a_download_nobody_asked_for_leaves_nothing_on_the_disk(
             await wait_until(served.ended.is_set)
             await wait_until(lambda: bytes_under(chromium, downloads) == 0)
 
+        # An address that is an attachment, opened: the same.
+        served.ended.clear()
+        address = served.url + f"file?size={served.big}"
+        opened = await run(alice, me, "open", url=address)
+        assert opened["error"] == {
+            "code": "NAVIGATION_FAILED",
+            "message": f"{address} is a download, not a page: nothing was kept. download --url "
+            "saves it.",
+        }
+        await wait_until(served.ended.is_set)
+        await wait_until(lambda: bytes_under(chromium, downloads) == 0)
+        assert (await run(alice, me, "open", url=served.url))["success"]
+
         # A small one nobody asked for is deleted too (docs/security.md says so).
         served.ended.clear()
         assert (await run(alice, me, "click", selector="#small"))["success"]
@@ -170,7 +183,7 @@ async def test_a_download_nobody_asked_for_leaves_nothing_on_the_disk(
         await wait_until(lambda: bytes_under(chromium) == 0)
         assert bytes_under(downloads) == served.small
         said = [e["data"]["kept"] for e in events if e["event"] == "download"]
-        assert said == [False, False, False, False, True], "each one says whether it is kept"
+        assert said == [False, False, False, False, False, True], "each one says whether it is kept"
 
 
 async def test_the_state_directory_is_its_owners_alone(nostr_relay_url, start_daemon, tmp_path):
