@@ -5,7 +5,7 @@ A download the browser makes (a click) is watched as Chromium writes its ``.crdo
 cancelled (the partial file deleted) once it passes the cap; the check runs every
 ``WATCH_INTERVAL``, so the file can pass the cap by what arrives in one interval.  A download
 by address is streamed here, chunk by chunk, into an owner-only file that is deleted the moment
-it passes the cap.
+it passes the cap or its deadline.
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
-import urllib.error
-import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from playwright.async_api import Download
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import BrowserdError, ErrorCode
+from ..http_client import opened
 
 WATCH_INTERVAL = 0.02
-CHUNK = 65536
 
 
 def too_large(cap: int) -> BrowserdError:
@@ -73,53 +70,39 @@ async def watch_download(download: Download, cap: int) -> str | None:
     return failure
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """Hand every redirect back: each hop is judged by the network policy first."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def stream_to_file(
+async def stream_to_file(
     url: str,
     headers: dict[str, str],
     proxy: str | None,
     cap: int,
-    open_file: Any,
+    open_file: Callable[[dict[str, str]], Path],
     deadline: float,
 ) -> tuple[int, str | None, dict[str, str]]:
-    """GET ``url`` (blocking: run it in a thread); returns ``(status, location, headers)``.
+    """GET ``url``; returns ``(status, location, headers)``.
 
     A 2xx body is written through ``open_file(headers)`` (it returns a path opened for us);
-    past ``cap`` bytes or ``deadline`` (monotonic) the file is deleted and the fetch stopped.
+    past ``cap`` bytes, or ``deadline`` (``loop.time()``: ``TimeoutError``, even while a
+    byte-a-second server keeps the connection busy), the file is deleted and the fetch
+    stopped.  ``http_client.Unreachable`` when it fails on the way.
     """
-    proxies = {"http": proxy, "https": proxy} if proxy else {}
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirects)
-    request = urllib.request.Request(url, headers=headers)
-    timeout = max(0.1, deadline - time.monotonic())
-    try:
-        response = opener.open(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return exc.code, exc.headers.get("Location"), dict(exc.headers)
-    with response:
+    async with opened("GET", url, deadline=deadline, headers=headers, proxy=proxy) as response:
         head = dict(response.headers)
+        if not 200 <= response.status_code < 300:
+            return response.status_code, response.headers.get("Location"), head
         length = response.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > cap:
             raise too_large(cap)
-        path: Path = open_file(head)
+        path = open_file(head)
         written = 0
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
-                while chunk := response.read(CHUNK):
+                async for chunk in response.aiter_bytes():
                     written += len(chunk)
                     if written > cap:
                         raise too_large(cap)
-                    if time.monotonic() > deadline:
-                        raise BrowserdError(ErrorCode.TIMEOUT, "The download took too long.")
                     out.write(chunk)
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        return response.status, None, head
+        return response.status_code, None, head

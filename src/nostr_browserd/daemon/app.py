@@ -414,14 +414,7 @@ class Daemon:
         )
         dispatcher.files_out = sender
         dispatcher.files_in = FileReceiver(
-            files.max_mb,
-            self.config.browser.uploads_dir,
-            browser.policy,
-            lambda owner: (
-                browser.egress.url
-                if browser.egress is not None and browser.policy.blocks_private(owner)
-                else None
-            ),
+            files.max_mb, self.config.browser.uploads_dir, browser.policy, browser.proxy_url
         )
         self._tasks.append(asyncio.create_task(sender.clean_up()))
 

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BrowserdError, ErrorCode
+from ..http_client import Overflow, Unreachable
 from . import blossom
 from .sealed import Sealed, Unsealable, file_tags, read_file_message, unseal
 
@@ -63,15 +63,16 @@ async def fetch_file(link: Any) -> bytes:
     size = next((t[1] for t in tags if len(t) >= 2 and t[0] == "size"), "")
     if not isinstance(size, str) or not size.isdigit():
         raise _refused("The daemon's file link gives no size.")
-    deadline = time.monotonic() + FETCH_SECONDS
+    deadline = asyncio.get_running_loop().time() + FETCH_SECONDS
     try:
-        status, _, blob = await asyncio.to_thread(
-            blossom.fetch, url, int(size) + GCM_TAG, None, deadline
-        )
-    except ValueError as exc:
+        status, _, blob = await blossom.fetch(url, int(size) + GCM_TAG, None, deadline)
+    except Overflow as exc:
         raise _refused(f"The blob at {url} is larger than its link says ({exc}).") from None
-    except OSError as exc:
+    except Unreachable as exc:
         raise BrowserdError(ErrorCode.UNAVAILABLE, f"Could not fetch {url} ({exc}).") from None
+    except TimeoutError:
+        late = f"Could not fetch {url} within {FETCH_SECONDS:g} s."
+        raise BrowserdError(ErrorCode.TIMEOUT, late) from None
     if status != 200:
         raise BrowserdError(ErrorCode.UNAVAILABLE, f"Could not fetch {url}: HTTP {status}.")
     try:

@@ -68,7 +68,7 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
             refusal.append(BrowserdError(ErrorCode.FORBIDDEN, reason))
         return reason is None
 
-    egress = session.egress
+    proxy = await session.proxy_url()
     client = reap.Session(
         timeout=config.timeout_ms / 1000,
         retries=0,
@@ -76,8 +76,8 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         max_body_bytes=MAX_BODY,
         max_redirects=5,
         verify=str(config.scrape_ca_file) if config.scrape_ca_file else True,
-        proxy=egress.url if egress is not None else None,
-        trust_env=egress is None,
+        proxy=proxy,
+        trust_env=proxy is None,
     )
 
     def fetch() -> tuple[bool, int, str]:
