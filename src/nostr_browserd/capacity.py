@@ -2,17 +2,18 @@
 
 Name lookups, the egress proxy's connections, fetches by address and Blossom transfers each
 have a :class:`Capacity`: at most ``total`` at once, and at most ``per_owner`` of them for one
-owner (a controller, or ``local``).  A claim past either bound is refused at once with
-``BUSY`` (never queued, so nothing waits behind a slow owner), and a claim is held until the
-work really ends: a lookup's thread that outlives its caller's deadline still counts against
+owner (a controller, or ``local``).  A claim past the total is refused at once with ``BUSY``;
+a claim past the owner's share is too, or waits a little in that owner's own queue (never
+anyone else's) and is refused when no slot of its own came free in time.  A claim is held
+until the work really ends: a lookup's thread that outlives its caller still counts against
 its owner until it returns.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from .errors import BrowserdError, ErrorCode
 
@@ -21,50 +22,48 @@ class Capacity:
     """``total`` slots of one kind of work, ``per_owner`` of them at most for each owner."""
 
     def __init__(self, work: str, total: int, per_owner: int) -> None:
-        """``work`` names it in the refusal ("fetches by address", "name lookups", …)."""
+        """``work`` names it in the refusal ("file fetches", "name lookups", …)."""
         self.work, self.total, self.per_owner = work, total, per_owner
-        self._held: Counter[str] = Counter()
+        self._owners: dict[str, asyncio.Semaphore] = {}
+        self.in_use = 0
 
-    @property
-    def in_use(self) -> int:
-        """Slots held now, every owner's."""
-        return self._held.total()
-
-    def held(self, owner: str) -> int:
-        """Slots ``owner`` holds now."""
-        return self._held[owner]
-
-    def claim(self, owner: str) -> Callable[[], None]:
-        """A slot for ``owner``, or ``BUSY`` saying which bound it met; call the returned
-        function exactly once when the work has ended."""
-        if self._held[owner] >= self.per_owner:
+    async def claim(self, owner: str, wait: float = 0.0) -> Callable[[], None]:
+        """A slot for ``owner``, waiting up to ``wait`` seconds for one of its own, else
+        ``BUSY`` saying which bound it met; call the returned function when the work ends."""
+        share = self._owners.setdefault(owner, asyncio.Semaphore(self.per_owner))
+        try:
+            if share.locked() and wait <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(wait if share.locked() else None):
+                await share.acquire()
+        except TimeoutError:
             raise BrowserdError(
                 ErrorCode.BUSY,
                 f"You have {self.per_owner} {self.work} under way, the most one controller may "
                 "have at once: wait for one to end, then try again.",
-            )
+            ) from None
         if self.in_use >= self.total:
+            share.release()
             raise BrowserdError(
                 ErrorCode.BUSY,
                 f"The daemon's {self.total} {self.work} are all under way: try again shortly.",
             )
-        self._held[owner] += 1
+        self.in_use += 1
         released = False
 
         def release() -> None:
             nonlocal released
-            if not released:
+            if not released:  # once, whoever calls it first (a callback, a finally)
                 released = True
-                self._held[owner] -= 1
-                if not self._held[owner]:
-                    del self._held[owner]
+                self.in_use -= 1
+                share.release()
 
         return release
 
-    @contextmanager
-    def slot(self, owner: str) -> Iterator[None]:
+    @asynccontextmanager
+    async def slot(self, owner: str, wait: float = 0.0) -> AsyncIterator[None]:
         """Hold a slot for ``owner`` while the block runs (``BUSY`` when none is free)."""
-        release = self.claim(owner)
+        release = await self.claim(owner, wait)
         try:
             yield
         finally:

@@ -13,9 +13,10 @@ daemon's own fetches: on a port of each owner's own (:meth:`EgressProxy.url_for`
 it knows whose every connection is.  Browser servers elsewhere reach it on ``[browser]
 egress_host``: there it answers only requests that carry its credential (made at start,
 given to each context with its proxy, the owner named in its user name), so it is nobody
-else's open proxy.  Each owner has at most :data:`CONNECTIONS_PER_OWNER` connections open
-at once (a page of its asks for more: a 503 saying so), and its name lookups count against
-its share of the policy's (netpolicy.py).
+else's open proxy.  Each owner has at most ``per_owner`` connections open
+at once (``[browser] egress_connections``; a page of its asks for more: a 503 saying so),
+of :data:`CONNECTIONS` in all, and its name lookups count against its share of the
+policy's (netpolicy.py).
 """
 
 from __future__ import annotations
@@ -41,14 +42,20 @@ HEAD_TIMEOUT = 30.0
 # Hop-by-hop headers of the client's request: this proxy speaks one request per connection.
 DROPPED = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 USER = "nostr-browserd"
-CONNECTIONS, CONNECTIONS_PER_OWNER = 1024, 64  # open at once: in all, for one owner
+CONNECTIONS = 1024  # open at once, every owner's
 Connect = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
 
 class EgressProxy:
     """A loopback HTTP proxy that connects only where ``policy`` lets a blocked context go."""
 
-    def __init__(self, policy: NetworkPolicy, connect: Connect = asyncio.open_connection) -> None:
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        connect: Connect = asyncio.open_connection,
+        per_owner: int = 64,
+    ) -> None:
+        """``per_owner``: connections one owner may have open at once."""
         self.policy = policy
         self.connect = connect  # to an address, never a name: what was judged is what is reached
         self._servers: list[asyncio.Server] = []
@@ -56,9 +63,7 @@ class EgressProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self._owned: dict[str, str] = {}  # owner → the URL of its loopback port
         self._opening = asyncio.Lock()
-        self.connections = Capacity(
-            "connections through the egress proxy", CONNECTIONS, CONNECTIONS_PER_OWNER
-        )
+        self.connections = Capacity("connections through the egress proxy", CONNECTIONS, per_owner)
         self.remote_url = ""
         self.password = secrets.token_urlsafe(24)
 
@@ -126,7 +131,7 @@ class EgressProxy:
         if owner is None:
             return await refuse(writer, 407, "nostr-browserd: this proxy wants its credential.")
         try:
-            release = self.connections.claim(owner)
+            release = await self.connections.claim(owner)
         except BrowserdError as exc:
             return await refuse(writer, 503, f"nostr-browserd: {exc.message}")
         try:

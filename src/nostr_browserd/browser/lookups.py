@@ -4,9 +4,10 @@
 DNS answers slowly keeps one busy however early its caller gives up.  asyncio's own
 ``loop.getaddrinfo`` uses the default executor, which Blossom, fetches and the rest of the
 process share; these lookups have a pool of :data:`THREADS` threads instead, of which one
-owner holds at most :data:`PER_OWNER` (``BUSY`` past that, never a queue), each held until
-its thread returns.  A caller waits at most :data:`SECONDS` and then takes the name as
-unresolved.
+owner holds at most :data:`PER_OWNER`, each until its thread returns.  An owner's further
+lookups wait in its own queue (a page's burst of new names), for at most :data:`SECONDS`,
+then are refused ``BUSY``; a lookup itself is waited for at most :data:`SECONDS`, then the
+name is taken as unresolved.  All threads busy: ``BUSY`` at once, never a queue.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..capacity import Capacity
 
-THREADS = 16
-PER_OWNER = 4
+THREADS = 32
+PER_OWNER = 8
 SECONDS = 10.0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -33,7 +34,9 @@ class Lookups:
 
     async def __call__(self, host: str, owner: str) -> list[IPAddress]:
         """``host``'s addresses; none when it has none, or none came within SECONDS."""
-        release = self.capacity.claim(owner)  # BUSY: the owner's lookups are all under way
+        # BUSY when the owner's own lookups stay all under way: a page's burst of new names
+        # waits its turn, a name that never answers holds only its owner's share.
+        release = await self.capacity.claim(owner, SECONDS)
         future = asyncio.get_running_loop().run_in_executor(
             self._threads, socket.getaddrinfo, host, None, 0, socket.SOCK_STREAM
         )

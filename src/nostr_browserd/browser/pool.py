@@ -110,7 +110,7 @@ class BrowserPool:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:
-            self.egress = EgressProxy(self.policy)
+            self.egress = EgressProxy(self.policy, per_owner=self.config.egress_connections)
             if self.config.egress_host:
                 await self.egress.listen_for_remote(self.config.egress_host)
             for endpoint in self.endpoints:

@@ -57,7 +57,7 @@ class FileReceiver:
         """Keep the file the message describes; what the reply says of it."""
         try:
             message = read_file_message(content, tags)
-            with self.fetches.slot(owner):
+            async with self.fetches.slot(owner):
                 blob = await self._download(owner, message.url)
             data = unseal(message, blob)  # the blob's bound bounds the file: GCM adds 16 bytes
         except Unsealable as exc:

@@ -227,7 +227,7 @@ class FileSender:
         """The server that took ``sealed`` and its URL; or, when none did, each one's answer.
         ``BUSY`` when ``owner`` already has its share of uploads under way."""
         answers: list[str] = []
-        with self.uploads.slot(owner):
+        async with self.uploads.slot(owner):
             for server in self.settings.blossom_servers:
                 try:
                     return server, await self._upload(signer, server, sealed)

@@ -167,7 +167,7 @@ async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -
         saved.append(free_name(directory, name))
         return saved[-1]
 
-    with session.pool.fetches.slot(session.owner):
+    async with session.pool.fetches.slot(session.owner):
         for _hop in range(MAX_REDIRECTS + 1):
             if urlsplit(url).scheme not in ("http", "https"):
                 raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
