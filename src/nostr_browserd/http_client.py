@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -60,7 +61,7 @@ async def opened(
             client.stream(method, url, headers=headers, content=body) as response,
         ):
             yield response
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, UnicodeError) as exc:  # the wire, a bad address
         raise Unreachable(reason(exc)) from None
 
 
@@ -81,7 +82,9 @@ def reason(exc: BaseException) -> str:
     """What went wrong, in the words of the error underneath httpx's (``Connection refused``)."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, OSError) and seen.errno:
-            return os.strerror(seen.errno)
+        if isinstance(seen, socket.gaierror) and seen.strerror:
+            return seen.strerror  # "Name or service not known"
+        if isinstance(seen, OSError) and seen.errno and seen.errno > 0:
+            return os.strerror(seen.errno)  # not asyncio's "Connect call failed (…)"
         seen = seen.__cause__ or seen.__context__
     return str(exc) or type(exc).__name__

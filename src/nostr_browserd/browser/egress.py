@@ -95,6 +95,7 @@ class EgressProxy:
         for server in self._servers:
             server.close()
         self._servers.clear()
+        self._owned.clear()
         for writer in list(self._writers):
             writer.transport.abort()
         await asyncio.gather(*self._tasks, return_exceptions=True)
