@@ -13,10 +13,10 @@ daemon's own fetches: on a port of each owner's own (:meth:`EgressProxy.url_for`
 it knows whose every connection is.  Browser servers elsewhere reach it on ``[browser]
 egress_host``: there it answers only requests that carry its credential (made at start,
 given to each context with its proxy, the owner named in its user name), so it is nobody
-else's open proxy.  Each owner has at most ``per_owner`` connections open
-at once (``[browser] egress_connections``; a page of its asks for more: a 503 saying so),
-of :data:`CONNECTIONS` in all, and its name lookups count against its share of the
-policy's (netpolicy.py).
+else's open proxy.  Each owner has at most ``per_owner`` connections open at once
+(``[browser] egress_connections``; a page of its asking for more gets a 503 saying so), of
+:data:`CONNECTIONS` in all, and its name lookups count against its share of the policy's
+(lookups.py).
 """
 
 from __future__ import annotations
