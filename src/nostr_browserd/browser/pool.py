@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
-FETCHES, FETCHES_PER_OWNER = 32, 4  # download --url at once: in all, for one owner
+FETCHES, FETCHES_PER_OWNER = 32, 4  # download --url and scrape at once: in all, one owner
 
 
 class BrowserPool:
@@ -69,7 +69,7 @@ class BrowserPool:
         self.listeners: list[EventCallback] = []
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
-        self.fetches = Capacity("downloads by address", FETCHES, FETCHES_PER_OWNER)
+        self.fetches = Capacity("fetches by address", FETCHES, FETCHES_PER_OWNER)
         self.shelf = shelf
         self.vault = vault
         # The live view's viewers (the local WebSocket's connections) and their counters.
