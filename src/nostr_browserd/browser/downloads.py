@@ -8,9 +8,9 @@ cancelled the moment it begins, and what Chromium had written of it deleted
 Chromium writes it and cancelled (the partial file deleted) once it passes the cap; the check
 runs every ``WATCH_INTERVAL``, so the file can pass the cap by what arrives in one interval.
 Playwright's own copy is deleted once it is saved.  A download by address is streamed here,
-chunk by chunk, into an owner-only file that is deleted the moment it passes the cap, and on
-any failure (a full disk).  The cap a command gets is the smaller of ``download_cap`` and the
-room its owner has left (``quota.FileQuota``).
+chunk by chunk, into an owner-only file that is deleted the moment it passes the cap or its
+deadline, and on any failure (a full disk).  The cap a command gets is the smaller of
+``download_cap`` and the room its owner has left (``quota.FileQuota``).
 """
 
 from __future__ import annotations
@@ -19,10 +19,8 @@ import asyncio
 import contextlib
 import errno
 import os
-import time
-import urllib.error
-import urllib.request
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +28,10 @@ from playwright.async_api import BrowserContext, Download, Page
 from playwright.async_api import Error as PlaywrightError
 
 from ..errors import BrowserdError, ErrorCode
+from ..http_client import opened
 from .quota import disk_full
 
 WATCH_INTERVAL = 0.02
-CHUNK = 65536
 # The downloads a command asked for (``asked``), by Playwright's own object of each.
 _ASKED: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -120,54 +118,40 @@ async def watch_download(
     return failure
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """Hand every redirect back: each hop is judged by the network policy first."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def stream_to_file(
+async def stream_to_file(
     url: str,
     headers: dict[str, str],
     proxy: str | None,
     cap: int,
-    open_file: Any,
+    open_file: Callable[[dict[str, str]], Path],
     deadline: float,
     over_cap: BrowserdError | None = None,
 ) -> tuple[int, str | None, dict[str, str]]:
-    """GET ``url`` (blocking: run it in a thread); returns ``(status, location, headers)``.
+    """GET ``url``; returns ``(status, location, headers)``.
 
     A 2xx body is written through ``open_file(headers)`` (it returns a path opened for us);
-    past ``cap`` bytes or ``deadline`` (monotonic) the file is deleted and the fetch stopped,
-    with ``over_cap`` (by default ``too_large``).  Nothing of a failed write is left.
+    past ``cap`` bytes, or ``deadline`` (``loop.time()``: ``TimeoutError``, even while a
+    byte-a-second server keeps the connection busy), the file is deleted and the fetch
+    stopped, with ``over_cap`` (by default ``too_large``).  Nothing of a failed write is left.
+    ``http_client.Unreachable`` when it fails on the way.
     """
     over_cap = over_cap or too_large(cap)
-    proxies = {"http": proxy, "https": proxy} if proxy else {}
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirects)
-    request = urllib.request.Request(url, headers=headers)
-    timeout = max(0.1, deadline - time.monotonic())
-    try:
-        response = opener.open(request, timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return exc.code, exc.headers.get("Location"), dict(exc.headers)
-    with response:
+    async with opened("GET", url, deadline=deadline, headers=headers, proxy=proxy) as response:
         head = dict(response.headers)
+        if not 200 <= response.status_code < 300:
+            return response.status_code, response.headers.get("Location"), head
         length = response.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > cap:
             raise over_cap
-        path: Path = open_file(head)
+        path = open_file(head)
         written = 0
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
-                while chunk := response.read(CHUNK):
+                async for chunk in response.aiter_bytes():
                     written += len(chunk)
                     if written > cap:
                         raise over_cap
-                    if time.monotonic() > deadline:
-                        raise BrowserdError(ErrorCode.TIMEOUT, "The download took too long.")
                     out.write(chunk)
         except OSError as exc:
             path.unlink(missing_ok=True)
@@ -177,4 +161,4 @@ def stream_to_file(
         except BaseException:
             path.unlink(missing_ok=True)
             raise
-        return response.status, None, head
+        return response.status_code, None, head

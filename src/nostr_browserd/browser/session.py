@@ -22,9 +22,9 @@ from playwright.async_api import (
     Page,
 )
 
+from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig, RecordConfig
-from .egress import EgressProxy
 from .endpoints import Endpoint
 from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
@@ -51,7 +51,7 @@ class Pool(Protocol):
     config: BrowserConfig
     listeners: list[EventCallback]
     policy: NetworkPolicy
-    egress: EgressProxy | None
+    fetches: Capacity
     shelf: StateShelf | None
     vault: Keeper | None
     frames: Fanout
@@ -60,6 +60,10 @@ class Pool(Protocol):
     @property
     def devices(self) -> dict[str, Any]:
         """Playwright's device descriptors by name."""
+        ...
+
+    async def proxy_url(self, owner: str) -> str | None:
+        """The egress proxy's URL for ``owner``'s own fetches, if the policy applies to it."""
         ...
 
     async def revive(self, session: Session) -> bool:
@@ -467,10 +471,9 @@ class Session:
         """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
         return await self.pool.policy.check(url, self.owner)
 
-    @property
-    def egress(self) -> EgressProxy | None:
+    async def proxy_url(self) -> str | None:
         """The proxy the owner's own fetches go through, when private networks are refused."""
-        return self.pool.egress if self.pool.policy.blocks_private(self.owner) else None
+        return await self.pool.proxy_url(self.owner)
 
     @property
     def shelf(self) -> StateShelf | None:

@@ -429,11 +429,7 @@ class Daemon:
             files.max_mb,
             self.config.browser.uploads_dir,
             browser.policy,
-            lambda owner: (
-                browser.egress.url
-                if browser.egress is not None and browser.policy.blocks_private(owner)
-                else None
-            ),
+            browser.proxy_url,
             browser.quota,
         )
         self._tasks.append(asyncio.create_task(sender.clean_up()))

@@ -12,9 +12,7 @@ import asyncio
 import base64
 import contextlib
 import hashlib
-import http.client
 import re
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -30,6 +28,7 @@ from ..browser.urls import resolve
 from ..commands.params import OptionalTarget, Target
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..http_client import Unreachable
 
 TOOLS = Registry()
 MAX_REDIRECTS = 5
@@ -178,11 +177,13 @@ async def fetch(
 
     Redirects are followed here, each hop judged by the network policy like the first (the
     browser's routes do not see this request); an owner under ``block_private_networks``
-    connects through the egress proxy, as its pages do.
+    connects through the egress proxy, as its pages do.  The whole fetch, hops included,
+    ends at ``timeout_ms``, and it holds one of the owner's fetch slots (``BUSY`` when all
+    are taken) until it ends.
     """
-    config, egress = session.config, session.egress
+    config = session.config
     url = resolve(text, config.allowed_schemes, config.search_url)
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     saved: list[Path] = []
 
     def open_file(headers: dict[str, str]) -> Path:
@@ -191,31 +192,34 @@ async def fetch(
         saved.append(free_name(directory, name))
         return saved[-1]
 
-    for _hop in range(MAX_REDIRECTS + 1):
-        if urlsplit(url).scheme not in ("http", "https"):
-            raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-        await session.refuse_url(url)
-        cookies = await session.page.context.cookies(url)
-        headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
-        try:
-            status, location, _ = await asyncio.to_thread(
-                stream_to_file,
-                url,
-                headers if cookies else {},
-                egress.url if egress is not None else None,
-                cap,
-                open_file,
-                deadline,
-                over,
-            )
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            message = f"Could not fetch {url}: {exc}"
-            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, message) from None
-        if not (300 <= status < 400 and location):
-            break
-        url = urljoin(url, location)
-    else:
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
+    async with session.pool.fetches.slot(session.owner):
+        for _hop in range(MAX_REDIRECTS + 1):
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
+            await session.refuse_url(url)
+            cookies = await session.page.context.cookies(url)
+            headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
+            try:
+                status, location, _ = await stream_to_file(
+                    url,
+                    headers if cookies else {},
+                    await session.proxy_url(),
+                    cap,
+                    open_file,
+                    deadline,
+                    over,
+                )
+            except Unreachable as exc:
+                message = f"Could not fetch {url}: {exc}"
+                raise BrowserdError(ErrorCode.NAVIGATION_FAILED, message) from None
+            except TimeoutError:
+                message = f"The download took over {timeout_ms / 1000:g} s: stopped, nothing kept."
+                raise BrowserdError(ErrorCode.TIMEOUT, message) from None
+            if not (300 <= status < 400 and location):
+                break
+            url = urljoin(url, location)
+        else:
+            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
     if not 200 <= status < 300 or not saved:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {status} for {url}.")
     return saved[-1]
