@@ -22,13 +22,14 @@ from playwright.async_api import (
     Page,
 )
 
+from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
-from .config import BrowserConfig
-from .egress import EgressProxy
+from .config import BrowserConfig, RecordConfig
 from .endpoints import Endpoint
 from .labels import is_label, label_ref
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
+from .quota import FileQuota
 from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
@@ -37,6 +38,7 @@ from .window import Window
 
 if TYPE_CHECKING:
     from ..vault.entry import Keeper
+    from .recorder import Recorder, Recording
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +51,19 @@ class Pool(Protocol):
     config: BrowserConfig
     listeners: list[EventCallback]
     policy: NetworkPolicy
-    egress: EgressProxy | None
+    fetches: Capacity
     shelf: StateShelf | None
     vault: Keeper | None
     frames: Fanout
+    quota: FileQuota
 
     @property
     def devices(self) -> dict[str, Any]:
         """Playwright's device descriptors by name."""
+        ...
+
+    async def proxy_url(self, owner: str) -> str | None:
+        """The egress proxy's URL for ``owner``'s own fetches, if the policy applies to it."""
         ...
 
     async def revive(self, session: Session) -> bool:
@@ -123,6 +130,8 @@ class Session:
         self._watching: frozenset[str] = frozenset()
         # The live view's screencast of the active tab (stream_enable), when on.
         self.screencast: Screencast | None = None
+        # A recording of the active tab (record_start), when on: a screencast of its own.
+        self.recorder: Recorder | None = None
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -207,6 +216,9 @@ class Session:
 
     async def close(self) -> None:
         """Close this owner's context; the pool forgets the session."""
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await recorder.abandon()
         await self.pool.release(self.owner)
 
     # --- tabs ----------------------------------------------------------------------
@@ -251,8 +263,8 @@ class Session:
         if self.tab is not tab:
             self.tab = tab
             self.background(tab.announce("tab_changed"))
-            if self.screencast is not None:  # the live view follows the active tab
-                self.background(self.screencast.start(tab.id, tab.page))
+            for cast in self._casts():  # the live view and a recording follow the active tab
+                self.background(cast.start(tab.id, tab.page))
         return tab.page
 
     @property
@@ -371,10 +383,10 @@ class Session:
 
     def loaded(self, tab: Tab) -> None:
         """A tab loaded: a screencast started while it was opening starts again."""
-        cast = self.screencast
-        if cast is not None and cast.tab == tab.id and cast.quiet:
-            # Started while the tab was opening: Chrome sent nothing, so start it again.
-            self.background(cast.start(tab.id, tab.page))
+        for cast in self._casts():
+            if cast.tab == tab.id and cast.quiet:
+                # Started while the tab was opening: Chrome sent nothing, so start it again.
+                self.background(cast.start(tab.id, tab.page))
 
     def closed(self, tab: Tab) -> None:
         """A tab closed or crashed: forgotten."""
@@ -470,10 +482,9 @@ class Session:
         """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
         return await self.pool.policy.check(url, self.owner)
 
-    @property
-    def egress(self) -> EgressProxy | None:
+    async def proxy_url(self) -> str | None:
         """The proxy the owner's own fetches go through, when private networks are refused."""
-        return self.pool.egress if self.pool.policy.blocks_private(self.owner) else None
+        return await self.pool.proxy_url(self.owner)
 
     @property
     def shelf(self) -> StateShelf | None:
@@ -509,6 +520,32 @@ class Session:
             self.screencast = None
             self.pool.frames.last = None
         return self.stream_status()
+
+    def _casts(self) -> list[Screencast]:
+        """The screencasts on the active tab: the live view's, a recording's."""
+        recording = self.recorder.cast if self.recorder is not None else None
+        return [cast for cast in (self.screencast, recording) if cast is not None]
+
+    async def start_recording(self, settings: RecordConfig) -> Recorder:
+        """Record the active tab, and the tabs it moves to, until :meth:`stop_recording`."""
+        if self.recorder is not None:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "A recording is on: record stop ends it.")
+        # Here, not at the top: PyAV and Pillow load with the first recording, not at start.
+        from .mask_boxes import secret_boxes
+        from .recorder import Recorder
+
+        page = self.page
+        assert self.tab is not None
+        recorder = self.recorder = Recorder(settings, lambda: secret_boxes(self.page))
+        await recorder.cast.start(self.tab.id, page)
+        return recorder
+
+    async def stop_recording(self) -> Recording:
+        """End the recording; its video and contact sheet."""
+        if self.recorder is None:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "No recording is on: record start it.")
+        recorder, self.recorder = self.recorder, None
+        return await recorder.stop()
 
     def stream_status(self) -> dict[str, Any]:
         """The screencast's counters when it is on, else the viewers' alone."""

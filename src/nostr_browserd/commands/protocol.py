@@ -110,6 +110,9 @@ async def run(
         else:
             async with session.lock:
                 await session.ready()
+                recorder = getattr(session, "recorder", None)
+                if recorder is not None and acts_on_page(tool):
+                    await recorder.begin(step_caption(request))
                 progress.started = True
                 action = asyncio.ensure_future(tool.run(registry, session, params))
                 try:
@@ -117,6 +120,9 @@ async def run(
                 except asyncio.CancelledError:  # the deadline: did it stop, or end first?
                     progress.done = action.done() and not action.cancelled()
                     raise
+                finally:
+                    if recorder is not None:
+                        recorder.end()
                 progress.done = True  # ended, or a dialog holds it (it ends once answered)
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
@@ -133,8 +139,6 @@ async def run(
     return {"id": request.id, "success": False, "error": error.to_dict()}
 
 
-# Tools whose answer is where the tab is: their text always ends with the tab's line.
-PLACE_FAMILIES = frozenset({"navigate", "tabs", "windows"})
 PLACE_KEYS = ("tab", "url", "title", "frame")
 
 
@@ -145,14 +149,28 @@ def place_told(
     controller's previous reply carried: the text reply then leaves the tab's line out,
     since nothing in it is news (``render.state_lines``).  JSON keeps them all.
 
-    A tool that goes somewhere, or answers with the address or title itself (``get url``),
-    always shows the line: there it is the answer.
+    A tool whose answer is where the tab is (``reports_place``: it goes somewhere, or lists or
+    closes tabs), or that answers with the address or title itself (``get url``), always
+    shows the line: there it is the answer.
     """
     place = tuple(state.get(key) for key in PLACE_KEYS)
-    answers = tool.family in PLACE_FAMILIES or any(key in data for key in PLACE_KEYS)
+    answers = tool.reports_place or any(key in data for key in PLACE_KEYS)
     same = not answers and place == getattr(session, "place_told", None)
     session.place_told = place
     return {"same_place": True} if same else {}
+
+
+def step_caption(request: Request) -> str:
+    """A recorded step's caption: the command as a person would type it, secrets left out."""
+    params = request.params
+    words = [request.tool.replace("_", " ")]
+    target = params.get("ref") or params.get("selector") or params.get("url")
+    if isinstance(target, str):
+        words.append(target)
+    value = params.get("value", params.get("text", params.get("key")))
+    if isinstance(value, str) and value:
+        words.append("•••" if params.get("secret") else json.dumps(value[:40], ensure_ascii=False))
+    return " ".join(words)
 
 
 def acts_on_page(tool: Tool[Any]) -> bool:

@@ -32,6 +32,7 @@ from ..dm.link import CarrierServer, IdentityLink, NostrLink, Receiver
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.chat import ChatFiles
+from ..login.files import private_dir
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..nostr.signer import Signer
@@ -50,6 +51,7 @@ from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .status import WAITING_FOR_LOGIN, Running, daemon_status, direct_messages
 from .store import Store
+from .store.state_files import seal_older_releases
 from .timeline import Timeline
 from .workers import Worker
 
@@ -115,7 +117,7 @@ class Daemon:
         that arrives before it is up waits for it.  READY once both are done.
         """
         check_ask_config(self.config, REGISTRY)
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.state_dir, "the state directory")
         self.core = await open_core(
             self.config,
             self.allowed,
@@ -123,6 +125,7 @@ class Daemon:
             send=self.nostr.send,
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
+            signer=self.signer,
             initial_state=self._saved_session,
             vault=lambda store: Vault(store, self.signer),
             worker=self._make_worker,
@@ -145,6 +148,7 @@ class Daemon:
             configured = login_params(self.config.identity, self.state_dir)
             if configured is not None:
                 await self.identity.login(configured)
+            await self._seal_older()
         if self.config.nostr.uses_embedded_relay:
             with self.timeline.step("embedded relay"):
                 self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
@@ -296,7 +300,7 @@ class Daemon:
     async def _prune_store(self) -> None:
         """Hourly: forget seen and rejected ids older than the retention (far beyond any
         relay's re-delivery), and workers silent as long; keep the rejected ids and the audit
-        log within their bounds."""
+        log within their bounds; delete the files controllers sent that are due."""
         assert self.store is not None
         state = self.config.state
         while True:
@@ -313,6 +317,8 @@ class Daemon:
                 pruned = 0
             if pruned:
                 log.info("pruned %d old rows from the state store", pruned)
+            if self.browser is not None and (expired := self.browser.quota.expire()):
+                log.info("deleted %d received files past [files] received_keep", len(expired))
             await asyncio.sleep(3600)
 
     # --- the Nostr side (rebuilt when the identity changes) ----------------------------
@@ -371,12 +377,22 @@ class Daemon:
         browsed under one identity stays open for the next.
         """
         if not self._stop.is_set():
-            self.nostr.switch(self._logged_out_browsing, self._notify_identity)
+            self.nostr.switch(self._logged_out_browsing, self._identity_settled)
 
     async def _logged_out_browsing(self) -> None:
         """Between two identities: nothing browsed under one stays open when none is in."""
         if not self.identity.logged_in and self.core is not None:
             await self.core.browser.release_all()
+
+    async def _identity_settled(self) -> None:
+        """The new identity's link is up: seal what an older release left, tell systemd."""
+        await self._seal_older()
+        self._notify_identity()
+
+    async def _seal_older(self) -> None:
+        """Once an identity is in: seal what an older release saved in plaintext."""
+        if self.core is not None and self.identity.logged_in:
+            await seal_older_releases(self.config.browser.state_dir, self.core.store)
 
     def _notify_identity(self) -> None:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
@@ -422,7 +438,8 @@ class Daemon:
             await self.nostr.send(owner, text, self.dispatcher.delivery.scheme_of(owner))
 
     def signer(self) -> Signer | None:
-        """The identity logged in now, which seals the API keys and the vault."""
+        """The identity logged in now, which seals the API keys, the vault, the saved states
+        and the conversations."""
         return self.identity.signer if self.identity.logged_in else None
 
     def key_store(self) -> KeyStore:

@@ -32,7 +32,8 @@ from pydantic import (
     model_validator,
 )
 
-from ..browser.config import BrowserConfig
+from ..browser.config import BrowserConfig, RecordConfig
+from ..browser.quota import FREE_MB, QUOTA_MB, RECEIVED_KEEP, FileQuota
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..files.blossom import server_address
@@ -40,7 +41,7 @@ from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
-from .config_error import ConfigError
+from .config_error import ConfigError as ConfigError  # re-exported: the loader raises it
 from .keyfile import DEFAULT_TOKEN_FILE
 from .ports import DEFAULT_EMBEDDED_RELAY_PORT, DEFAULT_LOCAL_PORT
 
@@ -155,6 +156,7 @@ class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
+    record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
 
 
 class ControllerConfig(Section):
@@ -262,6 +264,12 @@ def make_browser_dirs(browser: BrowserSection) -> None:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
+
+
+def file_quota(config: Config) -> FileQuota:
+    """Each controller's files held to ``[files]``'s limits, in ``[browser]``'s directories."""
+    files = config.files
+    return FileQuota(config.browser, files.quota_mb, files.free_mb, files.received_keep)
 
 
 def default_state_dir() -> Path:
@@ -373,11 +381,17 @@ class AskConfig(Section):
 
 
 class FilesConfig(Section):
-    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers)."""
+    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers), and what each
+    controller's files may take of the daemon's disk (``browser.quota``)."""
 
     blossom_servers: list[str] = Field(default_factory=list)
     keep: float = Field(default=86400.0, gt=0)
     max_mb: float = Field(default=20.0, gt=0)
+    # Each controller's files on the daemon's disk (sent in, downloaded, recorded), the room
+    # every file leaves free for the state store, and how long a file sent in is kept.
+    quota_mb: float = Field(default=QUOTA_MB, gt=0)
+    free_mb: float = Field(default=FREE_MB, ge=0)
+    received_keep: float = Field(default=RECEIVED_KEEP, gt=0)
 
     @field_validator("blossom_servers")
     @classmethod
@@ -402,6 +416,13 @@ class Config(Section):
     local: LocalConfig = Field(default_factory=LocalConfig)
     ask: AskConfig = Field(default_factory=AskConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
+    record: RecordConfig = Field(default_factory=RecordConfig)
+
+    @model_validator(mode="after")
+    def _record_bounds_reach_the_browser(self) -> Config:
+        """The tools read ``[record]`` from the browser's settings, as every other bound."""
+        self.browser.record = self.record
+        return self
 
     @model_validator(mode="after")
     def _browser_dirs_under_state(self) -> Config:

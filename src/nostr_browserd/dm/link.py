@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from .. import __version__
 from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr import nip17
 from ..nostr.nip01 import now
@@ -234,7 +235,14 @@ class NostrLink:
             },
             {
                 "kind": PROFILE_KIND,
-                "content": json.dumps({"name": config.name, "about": config.about, "bot": True}),
+                "content": json.dumps(
+                    {
+                        "name": config.name,
+                        "about": config.about,
+                        "bot": True,
+                        "version": __version__,  # which release answers, for its operator
+                    }
+                ),
                 "tags": [],
                 "created_at": now(),
             },
@@ -335,7 +343,9 @@ class IdentityLink:
         self.rewiring = asyncio.create_task(self._connect())
         await self.rewiring
 
-    def switch(self, between: Callable[[], Awaitable[None]], after: Callable[[], None]) -> None:
+    def switch(
+        self, between: Callable[[], Awaitable[None]], after: Callable[[], Awaitable[None]]
+    ) -> None:
         """The identity changed: take the link down, ``between()``, bring it up for the
         identity logged in now, ``after()``; behind whatever rebuild came before."""
         previous = self.rewiring
@@ -346,7 +356,7 @@ class IdentityLink:
             await self._disconnect()
             await between()
             await self._connect()
-            after()
+            await after()
 
         self.rewiring = asyncio.create_task(rewire())
 

@@ -50,10 +50,12 @@ class ChatFiles:
     ) -> None:
         """``signer()`` is the identity that signs uploads while one that signs is in;
         ``link()`` the DM link, while there is one."""
-        self._link, self._browser = link, browser
+        self._link = link
         screen = ScreenWatch(registry, browser)
         self.sender = FileSender(settings, kept, signer, self._send_file, self._say, screen)
-        self.receiver = FileReceiver(settings.max_mb, uploads_dir, browser.policy, self._proxy)
+        self.receiver = FileReceiver(
+            settings.max_mb, uploads_dir, browser.policy, browser.proxy_url, browser.quota
+        )
 
     def announcements(self) -> list[dict[str, Any]]:
         """Published with the link's own: the Blossom server list (kind 10063)."""
@@ -67,10 +69,3 @@ class ChatFiles:
     async def _say(self, to: ReplyAddress, text: str) -> bool:
         link = self._link()
         return link is not None and await link.reply(to, text, None)
-
-    def _proxy(self, owner: str) -> str | None:
-        """The egress proxy's URL when the network policy applies to ``owner``."""
-        browser = self._browser
-        if browser.egress is not None and browser.policy.blocks_private(owner):
-            return browser.egress.url
-        return None

@@ -73,9 +73,12 @@ async def test_a_switch_takes_the_old_link_down_before_the_next_comes_up():
     async def between() -> None:
         steps.append("between")
 
+    async def after() -> None:
+        steps.append("after")
+
     for signer in ("second", "third"):  # two switches at once: one after the other
         login.signer = signer
-        nostr.switch(between, lambda: steps.append("after"))
+        nostr.switch(between, after)
     await nostr.close()
     assert steps == [
         "up first",

@@ -9,14 +9,17 @@ file whole.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
-from .base import Migrations, Store, steps_after
+from ...nostr.signer import Signer
+from .base import Migrations, Store, no_signer, steps_after
 
 log = logging.getLogger(__name__)
 
@@ -74,18 +77,30 @@ MIGRATIONS: Migrations = (
 )
 
 
+def _owner_only(path: Path) -> None:
+    """The file 0600 before SQLite opens it, whatever the umask: SQLite gives its ``-wal``
+    and ``-shm`` the main file's mode.  A file an older release left 0644 is narrowed."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            name.chmod(0o600)
+
+
 class SqliteStore(Store):
     """The store in ``path``; one connection, used from the daemon's event loop."""
 
     now_sql = "(julianday('now') - 2440587.5) * 86400.0"
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
+    def __init__(self, path: Path, signer: Callable[[], Signer | None] = no_signer) -> None:
+        super().__init__(signer)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
+        _owner_only(path)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._run("PRAGMA journal_mode=WAL")
         self._run("PRAGMA synchronous=NORMAL")
+        # A replaced row's bytes are zeroed, not left in the file's free space.
+        self._run("PRAGMA secure_delete=ON")
         self._migrate()
 
     @property
@@ -106,6 +121,14 @@ class SqliteStore(Store):
             self._db.rollback()
             raise
         self._run("COMMIT")
+
+    async def seal_plaintext(self) -> int:
+        """Seal what an older release kept in plaintext, then write the sealed pages into the
+        file itself at once (a checkpoint), so no plaintext page stays behind in it."""
+        sealed = await super().seal_plaintext()
+        if sealed:
+            self._run("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sealed
 
     async def _execute(
         self, sql: str, params: Sequence[Any] = ()
