@@ -33,6 +33,7 @@ from ...redact import redact
 from .blobs import BlobTables
 from .leases import DEAD_HOLDER, LeaseTables
 from .vault_rows import VaultRows
+from .watch_rows import WatchRows
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
 # Each migration is a list of statements; a database at version n runs the steps after n.
@@ -99,11 +100,11 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(LeaseTables, VaultRows, BlobTables, ABC):
+class Store(LeaseTables, VaultRows, BlobTables, WatchRows, ABC):
     """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
     browser states (what ``browser.shelf.StateShelf`` asks of it), the workers and their
-    controller leases (``LeaseTables``), the credential vault (``VaultRows``), and the blobs
-    kept on Blossom servers (``BlobTables``)."""
+    controller leases (``LeaseTables``), the credential vault (``VaultRows``), the blobs
+    kept on Blossom servers (``BlobTables``), and monitors and schedules (``WatchRows``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
