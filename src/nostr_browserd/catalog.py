@@ -37,6 +37,7 @@ from .tools import (
     read,
     recording,
     saved_state,
+    schedule,
     script,
     settings,
     storage,
@@ -81,6 +82,7 @@ FAMILIES = (
     events,
     stream,
     vault,
+    schedule,
     agent,
 )
 

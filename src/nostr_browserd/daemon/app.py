@@ -52,6 +52,7 @@ from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
+from .schedule.service import Scheduler
 from .status import Running, daemon_status
 from .store import Store
 from .timeline import Timeline
@@ -104,6 +105,7 @@ class Daemon:
         self.link: NostrLink | None = None
         self.contextvm: ContextVmServer | None = None
         self.worker: Worker | None = None
+        self.watches: Scheduler | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
@@ -194,6 +196,9 @@ class Daemon:
             await self._rewiring
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+        timeout = self.config.browser.command_timeout
+        dispatcher.watches = self.watches = Scheduler(dispatcher, self.config.monitors, timeout)
+        await self.watches.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
@@ -245,7 +250,7 @@ class Daemon:
             self.embedded.stop()
         if core is not None:
             await core.store.close()
-            self.core = None
+            self.core, self.watches = None, None
         log.info("stopped")
 
     @property
@@ -510,6 +515,7 @@ class Daemon:
                 dispatcher=self.dispatcher,
                 store=self.store,
                 worker=self.worker,
+                watches=self.watches,
             )
         )
 

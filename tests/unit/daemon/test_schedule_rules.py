@@ -72,7 +72,10 @@ def test_daily_keeps_its_wall_clock_time_across_both_dst_changes():
     rule = parse_when("daily 08:00", "Europe/Berlin")
     spring = [rule.next_after(at(BERLIN, 2026, 3, 28, 9, 0))]
     spring.append(rule.next_after(spring[0]))
-    assert [local(t) for t in spring] == ["Sun 2026-03-29 08:00 +0200", "Mon 2026-03-30 08:00 +0200"]
+    assert [local(t) for t in spring] == [
+        "Sun 2026-03-29 08:00 +0200",
+        "Mon 2026-03-30 08:00 +0200",
+    ]
     assert spring[1] - spring[0] == 86400  # a day; the day before it was 23 hours
     autumn = rule.next_after(at(BERLIN, 2026, 10, 24, 9, 0))
     assert local(autumn) == "Sun 2026-10-25 08:00 +0100"

@@ -51,7 +51,9 @@ def zone(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise invalid(f"{name!r} is not a time zone: write Area/City, such as Europe/Paris.")
+        raise invalid(
+            f"{name!r} is not a time zone: write Area/City, such as Europe/Paris."
+        ) from None
 
 
 @dataclass(frozen=True)
