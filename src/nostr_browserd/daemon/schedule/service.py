@@ -438,8 +438,11 @@ class Scheduler:
         now = time.time()
         row.due = self._rule(row).next_after(now)
         skip = key in self._running
+        skipped = 0
         if skip:
             row.state["skipped"] = int(row.state.get("skipped", 0)) + 1
+        else:  # this run's message says how many were skipped before it
+            skipped = int(row.state.pop("skipped", 0))
         if not await self.store.watch_save(row):
             return
         if not row.state.get("paused"):
@@ -448,13 +451,18 @@ class Scheduler:
             return
         self._running.add(key)
         try:
-            await self._command(row)
+            response = await self._command(row, skipped)
         finally:
             self._running.discard(key)
+        done = await self.store.watch(row.kind, row.owner, row.id)  # skips counted meanwhile
+        if done is not None:
+            done.state["ran"] = time.time()
+            done.state["outcome"] = "ok" if response.get("success") else response["error"]["code"]
+            await self.store.watch_save(done)
 
-    async def _command(self, row: WatchRow) -> None:
+    async def _command(self, row: WatchRow, skipped: int) -> Response:
+        """The schedule's command through the dispatcher's one path; its response."""
         spec = row.spec
-        skipped = int(row.state.pop("skipped", 0))
         header = f"schedule {row.id} ({spec['when']}):"
         note = (
             f"({skipped} run{'s' if skipped > 1 else ''} skipped: the run before was still going)\n"
@@ -487,10 +495,7 @@ class Scheduler:
         answer = await self.dispatcher.handle(
             row.owner, spec["command"], transport="schedule", deliver=deliver, attach=attach
         )
-        row.state["ran"] = time.time()
-        response = answer.response
-        row.state["outcome"] = "ok" if response.get("success") else response["error"]["code"]
-        await self.store.watch_save(row)
+        return answer.response
 
     # --- status ------------------------------------------------------------------------
 
