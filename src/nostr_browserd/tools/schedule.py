@@ -110,7 +110,7 @@ def _declare(name: str, params: type[Params], doc: str, **policy: Any) -> None:
         raise _daemon_only(name)
 
     handler.__doc__ = doc
-    TOOLS.tool(name, family="schedule", params=params, needs_session=False, **policy)(handler)
+    TOOLS.tool(name, family="schedule", params=params, **policy)(handler)
 
 
 _declare(
