@@ -7,6 +7,7 @@ clock: ``[monitors] min_interval`` is one second here, so a check runs about eve
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
@@ -15,6 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from nostr_browserd.daemon.local_ws import OWNER
 from nostr_browserd.daemon.store import SqliteStore, Store
@@ -26,6 +28,8 @@ from tests.fixtures.daemon import (
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
+from tests.e2e.test_phone import open_file
+from tests.fixtures.blossom import blossom_server_fixture  # noqa: F401
 from tests.fixtures.site import serving
 
 FAST = {"min_interval": 1}
@@ -310,3 +314,29 @@ async def test_a_private_address_is_refused_under_the_network_policy(
         refused = await phone.command(me, {"tool": "monitor_add", "params": {"url": url}})
         assert refused["error"]["code"] == ErrorCode.FORBIDDEN, refused
         assert await daemon.store.watch_count(phone.pubkey) == 0
+
+
+async def test_a_change_with_screenshot_sends_a_picture_of_the_element(
+    nostr_relay_url, start_daemon, shop, blossom_server
+):
+    page, url = shop
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[phone.npub],
+            monitors=FAST,
+            files={"blossom_servers": [blossom_server.url]},
+        )
+        me = await daemon_pubkey(daemon)
+        added = await text_reply(phone, me, f"monitor add {url} .price --every 1s --screenshot")
+        assert "with a picture" in added
+        await checked_more(daemon, phone.pubkey, 2)
+        with page.lock:
+            page.body = page.body.replace("Price 10 €", "Price 11 €")
+        (picture,) = await arrived(phone, lambda r: r.sender == me and r.kind == 15)
+        (told,) = await arrived(phone, lambda r: r.sender == me and NEWS.match(r.content))
+        assert told.content.startswith(f"monitor m1: {url} changed")
+        image = Image.open(io.BytesIO(open_file(picture)))
+        assert image.format == "PNG"
+        width, height = image.size
+        assert 0 < height < 100 and 0 < width <= 1280, "the element, not the page"
