@@ -57,6 +57,8 @@ Key = tuple[Kind, str, str]  # kind, owner, id
 Response = dict[str, Any]
 IDLE = 3600.0  # seconds the loop sleeps with nothing due
 STORE_RETRY = 60.0  # seconds before an item the store could not read is tried again
+LATE = 1.0  # seconds an item's stored due time may be ahead of ours and still be due
+REFRESH = 30.0  # seconds between two reads of every item (those other workers made)
 NO_CHAT = (
     "Monitors and schedules write to you by direct message, and this caller has no chat to"
     " write to (the local channel, mcp --local, mcp --http): send it from your Nostr chat"
@@ -82,7 +84,8 @@ class Scheduler:
         self.dispatcher, self.settings, self.timeout = dispatcher, settings, timeout
         self.store = dispatcher.store
         self._due: dict[Key, float] = {}
-        self._running: set[Key] = set()
+        self._running: set[Key] = set()  # schedules whose command runs now
+        self._firing: set[Key] = set()  # items being looked at now (a check, a run's start)
         self._locks: dict[Key, asyncio.Lock] = {}
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._wake = asyncio.Event()
@@ -123,16 +126,49 @@ class Scheduler:
         return min(float(every), least) if isinstance(every, int | float) else least
 
     async def _serve(self) -> None:
+        refreshed = time.monotonic()
         while True:
+            if time.monotonic() - refreshed >= min(REFRESH, self._lease):
+                refreshed = time.monotonic()
+                await self._refresh()
             now = time.time()
             for key, due in list(self._due.items()):
                 if due <= now:
                     del self._due[key]
                     self._spawn(self._fire(key))
             wait = min(self._due.values(), default=now + IDLE) - now
+            wait = min(wait, REFRESH, self._lease)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
+
+    @property
+    def _lease(self) -> float:
+        """How long a controller's lease lasts; without workers, :data:`REFRESH`."""
+        worker = self.dispatcher.worker
+        return float(getattr(worker, "lease", REFRESH)) if worker is not None else REFRESH
+
+    async def _mine(self, owner: str) -> bool:
+        """Whether this worker serves ``owner`` now (taking its lease when it is free), so
+        that with several workers a due item runs once, where its controller's commands
+        run, and moves with it."""
+        worker = self.dispatcher.worker
+        return worker is None or await worker.renew(owner)
+
+    async def _refresh(self) -> None:
+        """Learn the items other workers made or moved, and forget removed ones: the store
+        is the truth, and a controller that moves here brings its monitors."""
+        try:
+            rows = [*await self.store.watches("monitor"), *await self.store.watches("schedule")]
+        except BrowserdError as exc:
+            log.error("%s", exc.message)
+            return
+        kept = {(r.kind, r.owner, r.id): r for r in rows if not r.state.get("paused")}
+        for key in [k for k in self._due if k not in kept]:
+            del self._due[key]
+        for key, row in kept.items():
+            if key not in self._due and key not in self._firing | self._running:
+                self._due[key] = row.due
 
     def _plan(self, key: Key, due: float | None) -> None:
         """Run ``key`` at ``due`` (None: not until asked again)."""
@@ -150,12 +186,19 @@ class Scheduler:
     async def _fire(self, key: Key) -> None:
         """Run one due item, as the store has it now."""
         kind, owner, ident = key
+        self._firing.add(key)
         try:
             row = await self.store.watch(kind, owner, ident)
             if row is None or row.state.get("paused"):
                 return
             if owner not in self.dispatcher.controllers:  # off the allow-list: kept, not run
                 self._plan(key, time.time() + IDLE)
+                return
+            if row.due > time.time() + LATE:  # another worker ran it meanwhile: its new time
+                self._plan(key, row.due)
+                return
+            if not await self._mine(owner):  # the worker serving the controller runs it
+                self._plan(key, time.time() + self._lease)
                 return
             if kind == "monitor":
                 await self._check(row)
@@ -167,6 +210,8 @@ class Scheduler:
         except Exception:
             log.exception("%s %s of %s failed", kind, ident, owner[:12])
             self._plan(key, time.time() + STORE_RETRY)
+        finally:
+            self._firing.discard(key)
 
     # --- the tools ---------------------------------------------------------------------
 
