@@ -22,14 +22,14 @@ from nostr_browserd.daemon.local_ws import OWNER
 from nostr_browserd.daemon.store import SqliteStore, Store
 from nostr_browserd.daemon.store.watch_rows import WatchRow
 from nostr_browserd.errors import ErrorCode
+from tests.e2e.test_phone import open_file
+from tests.fixtures.blossom import blossom_server_fixture  # noqa: F401
 from tests.fixtures.daemon import (
     SdkController,
     daemon_pubkey,
     start_daemon_fixture,  # noqa: F401
     wait_until,
 )
-from tests.e2e.test_phone import open_file
-from tests.fixtures.blossom import blossom_server_fixture  # noqa: F401
 from tests.fixtures.site import serving
 
 FAST = {"min_interval": 1}
