@@ -248,6 +248,7 @@ async def test_a_restart_keeps_monitors_and_a_missed_check_runs_once(
 async def test_refusals(nostr_relay_url, start_daemon, shop):
     _, url = shop
     async with (
+        SdkController([nostr_relay_url]) as stranger,
         SdkController([nostr_relay_url]) as phone,
         SdkController([nostr_relay_url]) as reader,
         SdkController([nostr_relay_url]) as other,
@@ -258,6 +259,7 @@ async def test_refusals(nostr_relay_url, start_daemon, shop):
             monitors={"min_interval": 60, "max_per_controller": 1},
         )
         me = await daemon_pubkey(daemon)
+        await stranger.send(me, f"monitor add {url} --every 1m")
 
         async def add(who: SdkController, **params: Any) -> dict[str, Any]:
             request = {"tool": "monitor_add", "params": {"url": url, **params}}
@@ -298,6 +300,9 @@ async def test_refusals(nostr_relay_url, start_daemon, shop):
         assert local["error"]["code"] == ErrorCode.FORBIDDEN
         assert "no chat to write to" in local["error"]["message"]
         assert await daemon.store.watch_count(OWNER) == 0
+        # A stranger, who wrote before all of these, is never answered and made nothing.
+        assert await stranger.poll() == [] and stranger.received == []
+        assert await daemon.store.watch_count(stranger.pubkey) == 0
 
 
 async def test_a_private_address_is_refused_under_the_network_policy(

@@ -365,12 +365,17 @@ class Scheduler:
             if fresh is None:
                 return {"text": f"monitor {row.id} was removed."}
             row = fresh
+            started = time.perf_counter()
             reading, failure = await self._read(row)
+            took = (time.perf_counter() - started) * 1000
             news, diff = self._judge(row, reading, failure)
             if not await self.store.watch_save(row):
                 return {"text": f"monitor {row.id} was removed."}
             if not row.state.get("paused"):
                 self._plan(key, row.due)
+        log.info(
+            "monitor %s of %s: %s in %.0f ms", row.id, row.owner[:12], row.state["outcome"], took
+        )
         mode = row.spec["mode"]
         for event, head in news:
             await self._tell(row, event, head, diff if event == mode else "")
