@@ -87,10 +87,6 @@ class ScheduleId(Params):
     id: str = Field(pattern=r"^s\d{1,6}$", description="the schedule's id (s1, s2…)")
 
 
-def _daemon_only(tool: str) -> BrowserdError:
-    return BrowserdError(ErrorCode.INVALID_PARAMS, f"{tool} runs only as a message of its own.")
-
-
 async def _approval(session: Any, params: dict[str, Any], target: str) -> str:
     """What the approver reads for ``monitor add``: the address, the selector, the interval."""
     what = f"monitor {params.get('url')}"
@@ -105,111 +101,88 @@ async def _approval(session: Any, params: dict[str, Any], target: str) -> str:
     return what + ": after this approval its checks run without asking"
 
 
-def _declare(name: str, params: type[Params], doc: str, **policy: Any) -> None:
+async def _resume_approval(session: Any, params: dict[str, Any], target: str) -> str:
+    """What the approver reads for ``monitor resume``."""
+    return f"resume monitor {params.get('id')}: its checks run again without asking"
+
+
+KEEPS = {"gated": False, "read_only": False}  # free, but it changes what the daemon keeps
+BY_ID = {"args": ("id",)}
+# name, params, description, policy
+DECLARED: tuple[tuple[str, type[Params], str, dict[str, Any]], ...] = (
+    (
+        "monitor_add",
+        MonitorAddParams,
+        "Watch a page or element and get a message when it changes (or --contains/--missing).",
+        {
+            "gated": True,
+            "args": ("url", "selector"),
+            "sends": True,
+            "idempotent": False,
+            "approval": _approval,
+        },
+    ),
+    (
+        "monitor_list",
+        NoParams,
+        "List your monitors: last check, outcome, last change.",
+        {"gated": False},
+    ),
+    ("monitor_remove", MonitorId, "Remove one of your monitors.", KEEPS | BY_ID),
+    (
+        "monitor_pause",
+        MonitorId,
+        "Pause one of your monitors (no checks until resumed).",
+        KEEPS | BY_ID,
+    ),
+    (
+        "monitor_resume",
+        MonitorId,
+        "Resume a paused monitor; it checks again at once.",
+        {"gated": True, "sends": True, "idempotent": False, "approval": _resume_approval} | BY_ID,
+    ),
+    (
+        "monitor_check",
+        MonitorId,
+        "Check one of your monitors now; the reply is what it sees.",
+        {"gated": False, "sends": True} | BY_ID,
+    ),
+    (
+        "schedule_add",
+        ScheduleAddParams,
+        "Run a command at set times (every 15m, daily 08:00, weekdays 07:30, cron); its reply"
+        " comes as a message.",
+        KEEPS | {"args": ("when", "*command"), "idempotent": False},
+    ),
+    (
+        "schedule_list",
+        NoParams,
+        "List your schedules: when, the command, the last run.",
+        {"gated": False},
+    ),
+    ("schedule_remove", ScheduleId, "Remove one of your schedules.", KEEPS | BY_ID),
+    ("schedule_pause", ScheduleId, "Pause one of your schedules.", KEEPS | BY_ID),
+    ("schedule_resume", ScheduleId, "Resume a paused schedule.", KEEPS | BY_ID),
+    (
+        "schedule_run",
+        ScheduleId,
+        "Run one of your schedules now.",
+        KEEPS | BY_ID | {"idempotent": False},
+    ),
+)
+
+
+def _declare(name: str, params: type[Params], doc: str, policy: dict[str, Any]) -> None:
+    """Register a tool the daemon runs; its handler only refuses to run anywhere else."""
+
     async def handler(session: Any, given: Params) -> dict[str, Any]:
-        raise _daemon_only(name)
+        raise BrowserdError(ErrorCode.INVALID_PARAMS, f"{name} runs only as a message of its own.")
 
     handler.__doc__ = doc
     TOOLS.tool(name, family="schedule", params=params, **policy)(handler)
 
 
-_declare(
-    "monitor_add",
-    MonitorAddParams,
-    "Watch a page or element and get a message when it changes (or --contains/--missing).",
-    gated=True,
-    args=("url", "selector"),
-    sends=True,
-    idempotent=False,
-    approval=_approval,
-)
-_declare(
-    "monitor_list", NoParams, "List your monitors: last check, outcome, last change.", gated=False
-)
-_declare(
-    "monitor_remove",
-    MonitorId,
-    "Remove one of your monitors.",
-    gated=False,
-    args=("id",),
-    read_only=False,
-)
-_declare(
-    "monitor_pause",
-    MonitorId,
-    "Pause one of your monitors (no checks until resumed).",
-    gated=False,
-    args=("id",),
-    read_only=False,
-)
-_declare(
-    "monitor_resume",
-    MonitorId,
-    "Resume a paused monitor; it checks again at once.",
-    gated=True,
-    args=("id",),
-    sends=True,
-    idempotent=False,
-    approval=lambda session, params, target: _resumed(params),
-)
-_declare(
-    "monitor_check",
-    MonitorId,
-    "Check one of your monitors now; the reply is what it sees.",
-    gated=False,
-    args=("id",),
-    sends=True,
-)
-_declare(
-    "schedule_add",
-    ScheduleAddParams,
-    "Run a command at set times (every 15m, daily 08:00, weekdays 07:30, cron); its reply"
-    " comes as a message.",
-    gated=False,
-    args=("when", "*command"),
-    read_only=False,
-    idempotent=False,
-)
-_declare(
-    "schedule_list", NoParams, "List your schedules: when, the command, the last run.", gated=False
-)
-_declare(
-    "schedule_remove",
-    ScheduleId,
-    "Remove one of your schedules.",
-    gated=False,
-    args=("id",),
-    read_only=False,
-)
-_declare(
-    "schedule_pause",
-    ScheduleId,
-    "Pause one of your schedules.",
-    gated=False,
-    args=("id",),
-    read_only=False,
-)
-_declare(
-    "schedule_resume",
-    ScheduleId,
-    "Resume a paused schedule.",
-    gated=False,
-    args=("id",),
-    read_only=False,
-)
-_declare(
-    "schedule_run",
-    ScheduleId,
-    "Run one of your schedules now.",
-    gated=False,
-    args=("id",),
-    read_only=False,
-    idempotent=False,
-)
-
-
-async def _resumed(params: dict[str, Any]) -> str:
-    return f"resume monitor {params.get('id')}: its checks run again without asking"
-
+for declared in DECLARED:
+    _declare(*declared)
 
 WATCH_TOOLS = frozenset(tool.name for tool in TOOLS)

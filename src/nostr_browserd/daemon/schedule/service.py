@@ -191,6 +191,9 @@ class Scheduler:
             row = await self.store.watch(kind, owner, ident)
             if row is None or row.state.get("paused"):
                 return
+            if not self.dispatcher.logged_in():  # logged out means logged out: nothing runs
+                self._plan(key, time.time() + STORE_RETRY)
+                return
             if owner not in self.dispatcher.controllers:  # off the allow-list: kept, not run
                 self._plan(key, time.time() + IDLE)
                 return
