@@ -345,3 +345,30 @@ async def test_a_change_with_screenshot_sends_a_picture_of_the_element(
         assert image.format == "PNG"
         width, height = image.size
         assert 0 < height < 100 and 0 < width <= 1280, "the element, not the page"
+
+
+async def test_one_approval_names_the_monitor_and_then_checks_run_unasked(
+    nostr_relay_url, start_daemon, shop
+):
+    page, url = shop
+    async with (
+        SdkController([nostr_relay_url]) as phone,
+        SdkController([nostr_relay_url]) as approver,
+    ):
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[{"pubkey": phone.npub, "approver": approver.npub}],
+            monitors=FAST,
+        )
+        me = await daemon_pubkey(daemon)
+        await phone.send(me, f"monitor add {url} .price --every 1s")
+        asked = await approver.wait_reply(lambda r: r.sender == me and "approve" in r.content, 30)
+        assert f"monitor {url} (the element '.price') every 1s" in asked.content
+        assert page.hits == 0 and await daemon.store.watch_count(phone.pubkey) == 0
+        code = re.search(r'"approve ([A-Z0-9]+)"', asked.content)
+        assert code is not None
+        await approver.send(me, f"approve {code[1]}")
+        await arrived(phone, lambda r: r.sender == me and "monitor m1 watches" in r.content)
+        await checked_more(daemon, phone.pubkey, 3)
+        await approver.poll()
+        assert [r for r in approver.received if "approve" in r.content] == [asked]
