@@ -421,6 +421,7 @@ class Scheduler:
         spec, state = row.spec, row.state
         now = time.time()
         state["checked"], state["checks"] = now, int(state.get("checks", 0)) + 1
+        state["worker"] = self.dispatcher.worker_name  # with several, the one serving its owner
         notice = self.settings.failures_before_notice
         interval = float(spec["every"])
         news: list[tuple[str, str]] = []
