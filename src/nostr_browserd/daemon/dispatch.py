@@ -758,8 +758,8 @@ class Dispatcher:
 
     def current_message(self, owner: str) -> Incoming | None:
         """The message of ``owner``'s command running now (None: none runs from a message)."""
-        running = self._lane(owner).current
-        return None if running is None else running.incoming
+        lane = self._lanes.get(owner)
+        return None if lane is None or lane.current is None else lane.current.incoming
 
     async def message(self, recipient: str, text: str, scheme: Scheme) -> bool:
         """A message of the daemon's own to ``recipient`` in ``scheme`` (a monitor's news)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from nostr_browserd.daemon.schedule.change import headline, line_diff, normalise, seen
+from nostr_browserd.daemon.schedule.outcome import judge
 from nostr_browserd.daemon.schedule.when import (
     SLOWEST_RETRY,
     due_at_start,
@@ -17,6 +19,7 @@ from nostr_browserd.daemon.schedule.when import (
     show_interval,
     spread,
 )
+from nostr_browserd.daemon.store.watch_rows import WatchRow
 from nostr_browserd.errors import BrowserdError
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -170,3 +173,50 @@ def test_the_diff_is_short_and_says_when_cut():
     assert cut.count("\n") == 12 and cut.endswith("more changed lines not shown)")
     long = line_diff("x", "y" * 5000)
     assert len(long) < 1400 and "…" in long
+
+
+def monitor(**spec: Any) -> WatchRow:
+    base = {"url": "https://shop.example/item", "every": 900, "mode": "change", "needle": None}
+    return WatchRow("monitor", "alice", "m1", {**base, **spec}, {}, 0.0)
+
+
+def check(row: WatchRow, text: str | None, now: float = 1000.0) -> tuple[list[Any], str]:
+    return judge(
+        row, text, "net::ERR_CONNECTION_REFUSED", now, notice_after=3, fastest=60, worker="w1"
+    )
+
+
+def test_the_first_check_is_the_baseline_and_a_change_is_news_once():
+    row = monitor()
+    assert check(row, "Price 10 €") == ([], "")
+    assert row.state["outcome"] == "baseline recorded" and row.due == 1900.0
+    assert check(row, "Price  10 €\n") == ([], "")  # whitespace is no change
+    assert check(row, "Price 12 €") == ([("change", "changed")], "-Price 10 €\n+Price 12 €")
+    assert check(row, "Price 12 €") == ([], "")
+    assert row.state["checks"] == 4 and row.state["worker"] == "w1"
+
+
+def test_failures_are_said_once_at_the_notice_and_the_recovery_once():
+    row = monitor()
+    check(row, "Price 10 €")
+    said = [check(row, None, 2000.0 + n)[0] for n in range(6)]
+    assert said[2] == [("failing", "is failing: net::ERR_CONNECTION_REFUSED (3 checks in a row)")]
+    assert [s for i, s in enumerate(said) if i != 2] == [[]] * 5
+    assert row.state["failures"] == 6 and row.due - 2005.0 > 900  # slower than the interval
+    assert check(row, "Price 10 €", 9000.0) == ([("recovered", "works again")], "")
+    assert check(row, "Price 10 €", 9900.0) == ([], "") and row.state["failures"] == 0
+
+
+def test_a_blip_is_retried_sooner_and_never_said():
+    row = monitor()
+    check(row, "Price 10 €")
+    assert check(row, None, 2000.0) == ([], "") and row.due == 2060.0
+    assert check(row, "Price 10 €", 2060.0) == ([], "")
+
+
+def test_missing_is_news_when_its_text_goes():
+    row = monitor(mode="missing", needle="Sold out")
+    check(row, "Sold out")
+    news, diff = check(row, "In stock")
+    assert news == [("missing", "no longer contains 'Sold out'")]
+    assert diff == "-Sold out\n+In stock"

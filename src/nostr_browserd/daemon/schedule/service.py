@@ -25,7 +25,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
@@ -47,9 +46,11 @@ from ..admission import Caller, Standing, check_role
 from ..config import MonitorsConfig
 from ..dispatch import Dispatcher
 from ..store.watch_rows import Kind, WatchRow
-from .change import Seen, headline, line_diff, seen
+from .change import seen
 from .check import Reading, as_file, read_watched
-from .when import Rule, due_at_start, parse_interval, parse_when, retry_in, show_interval, zone
+from .outcome import judge
+from .shown import clock, describe_monitor, listed, news_message, public, summary
+from .when import Rule, due_at_start, parse_interval, parse_when, show_interval
 
 log = logging.getLogger(__name__)
 
@@ -222,8 +223,8 @@ class Scheduler:
         """One of the monitor and schedule tools, for ``caller`` (admitted already)."""
         if caller.standing is Standing.ASK:
             raise BrowserdError(ErrorCode.FORBIDDEN, f"{request.tool} is not for ask.")
-        asked = self.dispatcher.current_message(caller.owner)
-        if caller.is_local or asked is None:
+        asked = None if caller.is_local else self.dispatcher.current_message(caller.owner)
+        if asked is None:
             raise BrowserdError(ErrorCode.FORBIDDEN, NO_CHAT)
         scheme: Scheme = asked.scheme if is_dm(asked.scheme) else "nip17"
         origin = {"scheme": scheme, "reply_to": asked.event_id, "text": request.text}
@@ -371,7 +372,15 @@ class Scheduler:
             started = time.perf_counter()
             reading, failure = await self._read(row)
             took = (time.perf_counter() - started) * 1000
-            news, diff = self._judge(row, reading, failure)
+            news, diff = judge(
+                row,
+                None if reading is None else reading.text,
+                failure,
+                time.time(),
+                notice_after=self.settings.failures_before_notice,
+                fastest=self.settings.min_interval,
+                worker=self.dispatcher.worker_name,
+            )
             if not await self.store.watch_save(row):
                 return {"text": f"monitor {row.id} was removed."}
             if not row.state.get("paused"):
@@ -413,63 +422,10 @@ class Scheduler:
                 return None, first_line(exc)
         return reading, ""
 
-    def _judge(
-        self, row: WatchRow, reading: Reading | None, failure: str
-    ) -> tuple[list[tuple[str, str]], str]:
-        """Update ``row`` with a check's outcome and its next due time; the news to tell
-        (event, what follows the address) and the change's diff."""
-        spec, state = row.spec, row.state
-        now = time.time()
-        state["checked"], state["checks"] = now, int(state.get("checks", 0)) + 1
-        state["worker"] = self.dispatcher.worker_name  # with several, the one serving its owner
-        notice = self.settings.failures_before_notice
-        interval = float(spec["every"])
-        news: list[tuple[str, str]] = []
-        if reading is None:
-            failures = int(state.get("failures", 0)) + 1
-            state["failures"], state["outcome"] = failures, f"failed: {failure}"
-            if failures == notice:
-                news.append(("failing", f"is failing: {failure} ({failures} checks in a row)"))
-            row.due = now + retry_in(interval, failures, notice, self.settings.min_interval)
-            return news, ""
-        if int(state.get("failures", 0)) >= notice:
-            news.append(("recovered", "works again"))
-        state["failures"] = 0
-        row.due = now + interval
-        now_seen = seen(reading.text, spec.get("needle"))
-        before = Seen(state.get("text", ""), bool(state.get("present")))
-        first = "text" not in state
-        state["text"], state["present"] = now_seen.text, now_seen.present
-        if first:
-            state["outcome"] = "baseline recorded"
-            return news, ""
-        head = headline(spec["mode"], spec.get("needle"), before, now_seen)
-        state["outcome"] = "no change" if head is None else head
-        if head is None:
-            return news, ""
-        state["changed"] = now
-        news.append((spec["mode"], head))
-        return news, line_diff(before.text, now_seen.text)
-
     async def _tell(self, row: WatchRow, event: str, head: str, diff: str) -> None:
-        spec = row.spec
-        first = f"monitor {row.id}: {spec['url']} {head}"
-        if spec.get("text"):
-            body = first + (f"\n{diff}" if diff else "")
-        else:
-            body = json.dumps(
-                {
-                    "monitor": row.id,
-                    "url": spec["url"],
-                    "selector": spec.get("selector"),
-                    "event": event,
-                    "message": first,
-                    "diff": diff,
-                    "at": row.state.get("checked"),
-                },
-                ensure_ascii=False,
-            )
-        await self.dispatcher.message(row.owner, body, spec["scheme"])
+        await self.dispatcher.message(
+            row.owner, news_message(row, event, head, diff), row.spec["scheme"]
+        )
 
     async def _picture(self, row: WatchRow, picture: bytes) -> None:
         files = self.dispatcher.files_out
@@ -565,51 +521,3 @@ class Scheduler:
             "paused": sum(bool(r.state.get("paused")) for r in [*monitors, *schedules]),
             "next_due": min(self._due.values(), default=None),
         }
-
-
-def clock(moment: float, tz: str = "UTC") -> str:
-    """``2026-12-06 08:00:00 UTC``: a time as a message shows it."""
-    return datetime.fromtimestamp(moment, zone(tz)).strftime("%Y-%m-%d %H:%M:%S ") + tz
-
-
-def public(spec: dict[str, Any]) -> dict[str, Any]:
-    """What a reply shows of a monitor's spec (not where its messages go)."""
-    hidden = ("scheme", "reply_to", "text")
-    return {k: v for k, v in spec.items() if k not in hidden}
-
-
-def describe_monitor(ident: str, spec: dict[str, Any]) -> str:
-    """``monitor m1 watches https://… (.price) every 15m, writing when …``."""
-    what = f"monitor {ident} watches {spec['url']}"
-    what += f" ({spec['selector']})" if spec.get("selector") else ""
-    what += f" every {show_interval(int(spec['every']))}"
-    if spec["mode"] == "contains":
-        what += f", writing when it contains {spec['needle']!r}"
-    elif spec["mode"] == "missing":
-        what += f", writing when {spec['needle']!r} is gone"
-    return what + (", with a picture" if spec.get("screenshot") else "")
-
-
-def listed(row: WatchRow) -> dict[str, Any]:
-    """One item for ``monitor list`` / ``schedule list`` in JSON."""
-    state = {k: v for k, v in row.state.items() if k != "text"}  # the baseline stays home
-    return {"id": row.id, **public(row.spec), **state, "next": row.due}
-
-
-def summary(row: WatchRow) -> str:
-    """One item for ``monitor list`` / ``schedule list`` in text."""
-    state = row.state
-    if row.kind == "monitor":
-        line = describe_monitor(row.id, row.spec)
-    else:
-        line = f"schedule {row.id} ({row.spec['when']}, {row.spec['tz']}): {row.spec['command']}"
-    if state.get("paused"):
-        return line + "; paused"
-    last = state.get("checked") or state.get("ran")
-    if last:
-        line += f"; last {clock(float(last))}: {state.get('outcome')}"
-    if state.get("changed"):
-        line += f"; last change {clock(float(state['changed']))}"
-    if int(state.get("failures", 0)):
-        line += f"; failing ({state['failures']} in a row)"
-    return line + f"; next {clock(row.due)}"
