@@ -372,3 +372,34 @@ async def test_one_approval_names_the_monitor_and_then_checks_run_unasked(
         await checked_more(daemon, phone.pubkey, 3)
         await approver.poll()
         assert [r for r in approver.received if "approve" in r.content] == [asked]
+
+
+async def test_failures_are_said_once_after_the_notice_and_the_recovery_once(
+    nostr_relay_url, start_daemon, shop
+):
+    page, url = shop
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon(
+            [nostr_relay_url],
+            controllers=[phone.npub],
+            monitors={**FAST, "failures_before_notice": 2},
+        )
+        me = await daemon_pubkey(daemon)
+        added = await text_reply(phone, me, f"monitor add {url} .price --every 1s")
+        assert added.startswith("monitor m1 watches")
+        await checked_more(daemon, phone.pubkey, 1)
+        with page.lock:
+            page.body = page.body.replace("class=price", "class=gone")
+        (failing,) = await arrived(phone, lambda r: r.sender == me and "is failing" in r.content)
+        assert failing.content == (
+            f"monitor m1: {url} is failing: '.price' matches nothing on the page."
+            " (2 checks in a row)"
+        )
+        await checked_more(daemon, phone.pubkey, 2)
+        with page.lock:
+            page.body = page.body.replace("class=gone", "class=price")
+        (back,) = await arrived(phone, lambda r: r.sender == me and "works again" in r.content)
+        assert back.content == f"monitor m1: {url} works again"
+        await checked_more(daemon, phone.pubkey, 2)
+        await phone.poll()
+        assert len(news(phone, me)) == 2, "each said once; the same price is no change"
