@@ -392,7 +392,7 @@ async def test_failures_are_said_once_after_the_notice_and_the_recovery_once(
             page.body = page.body.replace("class=price", "class=gone")
         (failing,) = await arrived(phone, lambda r: r.sender == me and "is failing" in r.content)
         assert failing.content == (
-            f"monitor m1: {url} is failing: '.price' matches nothing on the page."
+            f"monitor m1: {url} is failing: '.price' matches nothing on the page"
             " (2 checks in a row)"
         )
         await checked_more(daemon, phone.pubkey, 2)

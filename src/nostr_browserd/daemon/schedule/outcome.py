@@ -36,7 +36,9 @@ def judge(
         failures = int(state.get("failures", 0)) + 1
         state["failures"], state["outcome"] = failures, f"failed: {failure}"
         if failures == notice_after:
-            news.append(("failing", f"is failing: {failure} ({failures} checks in a row)"))
+            news.append(
+                ("failing", f"is failing: {failure.rstrip('.')} ({failures} checks in a row)")
+            )
         row.due = now + retry_in(interval, failures, notice_after, fastest)
         return news, ""
     if int(state.get("failures", 0)) >= notice_after:
