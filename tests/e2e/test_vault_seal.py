@@ -18,8 +18,9 @@ import re
 import secrets
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, cast
 
+import av
 import pytest
 from PIL import Image
 
@@ -295,6 +296,35 @@ async def test_a_page_that_copies_a_filled_value_never_shows_it_back(
         assert saved.get("error", {}).get("code") == "REFUSED", saved
         assert list(tmp_path.rglob("copy*.txt")) == []
         assert await page.get_attribute("#echo", "data-nbd-vault-mask") is None
+
+
+def mean_of(picture: Image.Image, box: tuple[int, int, int, int]) -> float:
+    """The mean brightness of ``box`` in ``picture``."""
+    region = picture.convert("L").crop(box).resize((1, 1), Image.Resampling.BOX)
+    return float(region.getpixel((0, 0)))
+
+
+async def test_a_recording_paints_over_a_filled_value_the_page_copied(
+    nostr_relay_url, home, start_daemon
+):
+    async with SdkController([nostr_relay_url]) as phone:
+        daemon = await start_daemon([nostr_relay_url], controllers=[phone.npub])
+        me = await daemon_pubkey(daemon)
+        await add(phone, me, home.url)
+        assert (await run(phone, me, "open", url=f"{home.url}/copy.html"))["success"]
+        assert (await run(phone, me, "record_start"))["success"]
+        filled = await run(phone, me, "fill_credential", selector="#pass", name="site")
+        assert filled["data"]["ok"], filled
+        assert (await run(phone, me, "wait", ms=600))["success"]  # a few frames of the copy
+        stopped = await run(phone, me, "record_stop")
+        with av.open(io.BytesIO(base64.b64decode(stopped["data"]["base64"]))) as container:
+            frames = [frame.to_image() for frame in container.decode(video=0)]
+        page = daemon.browser.existing(phone.pubkey).page
+        assert await page.text_content("#echo") == PASSWORD  # the page shows it, in clear
+        # The echo box is white with black letters in clear; in the video, a dark box.
+        scale = frames[0].width / 1280
+        box = cast(tuple[int, int, int, int], tuple(round(v * scale) for v in ECHO_BOX))
+        assert all(mean_of(f, box) < 80 for f in frames[-3:]), [mean_of(f, box) for f in frames]
 
 
 async def test_ask_never_gets_a_filled_value_back_to_its_provider(

@@ -9,6 +9,8 @@ React ``value`` attribute), so every way back out is closed by what is remembere
 - screenshots mask each element that shows it (``screen_masks``), a PDF is refused while the
   page shows it (``shows_filled``), and a text search never matches it (``unfindable``), so
   a search cannot be used to guess it a letter at a time;
+- a recording paints over the elements whose text shows it (``text_boxes``), as over the
+  fields that hold it (``mask_boxes``);
 - a download that holds it is deleted and refused (``holds_filled``);
 - the readers of field values (``snapshot``, ``get_value``) mask a field that holds one.
 
@@ -142,6 +144,25 @@ async def screen_masks(page: Page) -> AsyncIterator[list[Locator]]:
         for frame in frames:
             with contextlib.suppress(PlaywrightError):
                 await frame.evaluate(UNMARK_JS, MARK)
+
+
+async def text_boxes(page: Page, limit: int = 20) -> list[tuple[float, float, float, float]]:
+    """The boxes (x, y, width, height in the viewport's CSS pixels) of the elements whose text
+    shows a filled value, in every frame: for a recording, which paints over them itself.
+
+    Found by Playwright's own locators, so no script of the page sees what is looked for.
+    """
+    boxes = []
+    patterns = _patterns(masked(page.context))
+    for frame in page.frames if patterns else []:
+        for pattern in patterns:
+            shown = frame.get_by_text(pattern)
+            with contextlib.suppress(PlaywrightError):  # gone meanwhile: the next look finds it
+                for index in range(min(await shown.count(), limit)):
+                    box = await shown.nth(index).bounding_box(timeout=1000)
+                    if box is not None:
+                        boxes.append((box["x"], box["y"], box["width"], box["height"]))
+    return boxes
 
 
 async def shows_filled(page: Page) -> bool:
