@@ -409,9 +409,10 @@ async def test_a_form_that_submits_to_another_origin_gets_no_value(
         entry = {"name": "site", "origins": [home.url], "username": USER, "password": PASSWORD}
         assert (await approved(agent, phone, me, "vault_add", **entry))[0]["success"]
         assert (await approved(agent, phone, me, "open", url=url))[0]["success"]
-        refused, prompt = await approved(agent, phone, me, "login_with", name="site")
-        assert said in prompt, prompt
-        assert refused.get("error", {}).get("code") == "REFUSED" and said in str(refused)
+        for tool, params in (("login_with", {}), ("fill_credential", {"selector": "#pass"})):
+            refused, prompt = await approved(agent, phone, me, tool, name="site", **params)
+            assert said in prompt, prompt
+            assert refused.get("error", {}).get("code") == "REFUSED" and said in str(refused)
         assert foreign.received == []
         # A form that submits to the entry's own origin is filled and sent there.
         assert (await run(phone, me, "open", url=f"{home.url}/ours.html"))["success"]

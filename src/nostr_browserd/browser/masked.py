@@ -1,8 +1,9 @@
 """Values a reply must never show: what the credential vault filled into a page.
 
 ``fill_credential`` remembers each value it filled for its browser context, before the value
-is on the page (so do ``fill`` and ``type`` with ``secret``, for what they typed).  The page may then copy it anywhere (its text, an attribute, its title, a
-React ``value`` attribute), so every way back out is closed by what is remembered here:
+is on the page (so do ``fill`` and ``type`` with ``secret``, for what they typed).  The page
+may then copy it anywhere (its text, an attribute, its title, a React ``value`` attribute),
+so every way back out is closed by what is remembered here:
 
 - every reply, error and ask model request is scrubbed of it (``redact.scrub``, in
   ``commands.protocol.run`` and the ask loop);
