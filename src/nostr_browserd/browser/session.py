@@ -24,9 +24,11 @@ from playwright.async_api import (
 
 from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
+from ..redact import scrub
 from .config import BrowserConfig, RecordConfig
 from .endpoints import Endpoint
 from .labels import is_label, label_ref
+from .masked import filled_in
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .quota import FileQuota
@@ -570,7 +572,11 @@ class Session:
         self._listeners.append(callback)
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
+        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``.
+
+        A title, a dialog or a console line the page made of a value the vault filled shows
+        ``MASK`` in its place (browser/masked.py)."""
+        data = scrub(data, filled_in(self.windows.values()))
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
         if event in self._watching:  # the daemon forwards these to the controller (watch)

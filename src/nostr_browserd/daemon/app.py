@@ -49,6 +49,7 @@ from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
+from .schedule.service import Scheduler
 from .status import WAITING_FOR_LOGIN, Running, daemon_status, direct_messages
 from .store import Store
 from .store.state_files import seal_older_releases
@@ -101,6 +102,7 @@ class Daemon:
             self.identity, self._make_link, self._make_carrier, self._carrier_started
         )
         self.worker: Worker | None = None
+        self.watches: Scheduler | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
@@ -192,6 +194,11 @@ class Daemon:
             await self.nostr.start()
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.lanes.answer_unanswered()))
+        timeout = self.config.browser.command_timeout
+        dispatcher.running.watches = self.watches = Scheduler(
+            dispatcher, self.config.monitors, timeout
+        )
+        await self.watches.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
@@ -241,7 +248,7 @@ class Daemon:
             self.embedded.stop()
         if core is not None:
             await core.store.close()
-            self.core = None
+            self.core, self.watches = None, None
         log.info("stopped")
 
     @property
@@ -480,6 +487,7 @@ class Daemon:
                 dispatcher=self.dispatcher,
                 store=self.store,
                 worker=self.worker,
+                watches=self.watches,
             )
         )
 

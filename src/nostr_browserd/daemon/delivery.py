@@ -80,8 +80,13 @@ class Delivery:
 
     async def notify(self, recipient: str, text: str) -> bool:
         """A message to a controller outside any reply (ask's progress), in its scheme."""
+        return await self.message(recipient, text, self.scheme_of(recipient))
+
+    async def message(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        """A message of the daemon's own to ``recipient`` in ``scheme`` (a monitor's news);
+        whether it went out."""
         try:
-            return await self.tell(recipient, text)
+            return await self._send(recipient, text, scheme)
         except Exception:
             log.exception("could not send a message to %s", recipient[:12])
             return False

@@ -10,8 +10,9 @@
 
 ``Dispatcher`` composes them and holds no policy of its own; each caller goes through them
 in one line: a DM (``submit``: a lane, then ``handle``), the local channel (``handle_local``),
-ContextVM (``submit``, through its server), an ``ask`` step (``agent_step``), and a caller
-with a request in hand and no message to answer, such as a scheduled run (``perform``).
+ContextVM (``submit``, through its server), an ``ask`` step (``agent_step``), a scheduled
+command (``handle`` with ``transport="schedule"``: its command is a wire request), and a
+caller with a request in hand and no message to answer (``perform``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 from ..browser.pool import BrowserPool
 from ..commands.protocol import Request, is_text, parse_request
 from ..commands.registry import Registry
-from ..dm.messages import Incoming, is_dm
+from ..dm.messages import Incoming, Scheme, is_dm
 from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..files.outgoing import FileSender
@@ -356,6 +357,15 @@ class Dispatcher:
         """``owner``'s page as it is (a snapshot), for a turn the person hands back."""
         return await self.running.on_session(owner, Request(tool="snapshot"))
 
+    def current_message(self, owner: str) -> Incoming | None:
+        """The message of ``owner``'s command running now (None: none runs from a message)."""
+        running = self.lanes.current(owner)
+        return None if running is None else running.incoming
+
+    async def message(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        """A message of the daemon's own to ``recipient`` in ``scheme`` (a monitor's news)."""
+        return await self.delivery.message(recipient, text, scheme)
+
     def in_chat(self, owner: str) -> bool:
         """Whether ``owner``'s command running now came by direct message: a chat, where a
         handoff's message reaches a person who can answer it with ``resume``."""
@@ -372,6 +382,8 @@ class Dispatcher:
         """Finish each running and queued command and its reply (a drain: what was claimed
         here is answered here); deny the commands held for their approver."""
         self.lanes.closing = True
+        if self.running.watches is not None:
+            await self.running.watches.close()
         if self.asker is not None:
             self.asker.stop_all()
         self.approvals.deny_all()

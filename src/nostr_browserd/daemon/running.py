@@ -1,8 +1,9 @@
 """Running, the pipeline's third stage: an admitted request, where it runs, within its deadline.
 
-A request runs in one of four places: the daemon's own tools (login, API keys: the local
-owner's only), a controller's ``ask`` turn (``Asker``), ``help`` from the caller's role, or
-— nearly always — the owner's browser session, under the command deadline.
+A request runs in one of five places: the daemon's own tools (login, API keys: the local
+owner's only), a controller's ``ask`` turn (``Asker``), its monitors and schedules
+(``Watches``), ``help`` from the caller's role, or — nearly always — the owner's browser
+session, under the command deadline.
 
 Stopped means stopped.  When the deadline passes, the request is cancelled, and this
 returns only after it has ended: the tool's action is cancelled and awaited
@@ -25,6 +26,7 @@ from ..commands.protocol import Progress, Request, run
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..files.incoming import FileReceiver
+from ..tools.schedule import WATCH_TOOLS
 from .admission import LOCAL_ONLY, TURN_TOOLS, Caller, Standing, role_catalog
 from .config import ControllerConfig
 
@@ -49,6 +51,18 @@ class Asker(Protocol):
         ...
 
 
+class Watches(Protocol):
+    """Runs the monitor and schedule tools (daemon/schedule)."""
+
+    async def run(self, caller: Caller, request: Request) -> Response:
+        """One of ``tools.schedule.WATCH_TOOLS`` for ``caller``, admitted already."""
+        ...
+
+    async def close(self) -> None:
+        """Stop: no check or run starts any more, and those running end."""
+        ...
+
+
 class Running:
     """Runs admitted requests where they belong; a session's within ``command_timeout``."""
 
@@ -66,6 +80,7 @@ class Running:
         self.command_timeout = command_timeout
         self.local_tools = local_tools
         self.asker: Asker | None = None
+        self.watches: Watches | None = None  # set by the daemon when it starts: monitors
         self.files_in: FileReceiver | None = None  # set by the daemon: files sent in
 
     async def run(self, caller: Caller, request: Request) -> Response:
@@ -81,6 +96,10 @@ class Running:
             if self.asker is None:
                 raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
             return await self.asker.run(caller.owner, request, caller.controller)
+        if request.tool in WATCH_TOOLS:
+            if self.watches is None:
+                raise BrowserdError(ErrorCode.UNAVAILABLE, "This daemon runs no monitors.")
+            return await self.watches.run(caller, request)
         if caller.controller is not None and request.tool == "help":  # every role may ask
             _, asked = self.registry.validate("help", request.params)
             name = getattr(asked, "tool", None)
