@@ -8,12 +8,15 @@ and the second decryption).
   the worker that runs the command; each command is claimed in one statement and answered
   once;
 - a worker killed while its controller's wraps wait: the worker that takes the controller over
-  opens them (nobody else does) and answers each once, in order.
+  opens them (nobody else does) and answers each once, in order;
+- an approver whose own commands another worker runs: its ``approve`` still reaches the
+  worker whose command waits for it (that one opens every seal while it waits).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from typing import Any
 
@@ -110,3 +113,39 @@ async def test_a_killed_workers_waiting_wraps_are_opened_by_the_one_that_takes_o
     spent = since(before, await asyncio.to_thread(opened, survivors))
     assert spent[taker]["seals"] == len(waiting), ("opened where they ran", spent)
     assert sum(s["seals"] for s in spent.values()) == len(waiting), ("by nobody else", spent)
+
+
+async def test_an_approval_reaches_the_waiting_worker_from_an_approver_served_elsewhere(
+    cluster, click_counter
+):
+    """The agent's commands run on w1, its approver's on w2: w1 cannot tell the approver's
+    ``approve`` from its other commands before opening the seal, so it opens them all while
+    a command of its own waits for an approval."""
+    two = ["w1", "w2"]
+    agent, phone = await cluster.controllers(2)
+    while preferred(agent.pubkey, two) != "w1" or preferred(phone.pubkey, two) != "w2":
+        agent, phone = await cluster.controllers(2)
+    cluster.workers.controllers.remove(agent.pubkey)  # listed once: with its approver
+    cluster.workers.settings = {
+        "state": {"lease": 15.0},
+        "controllers": [{"pubkey": agent.npub, "name": "agent", "approver": phone.npub}],
+    }
+    workers = await cluster.start_many(2)
+    for worker in workers:
+        await until_status(worker, lambda s: s["live"] == two)
+    await get_urls(phone, cluster.pubkey, 1)  # the approver's own commands: on w2
+    opening = asyncio.create_task(
+        agent.command(
+            cluster.pubkey,
+            {"tool": "open", "params": {"url": click_counter.page("gated")}},
+            timeout=60,
+        )
+    )
+    asked = await phone.wait_reply(
+        lambda r: r.sender == cluster.pubkey and "approve" in r.content, timeout=60
+    )
+    code = re.search(r'"approve ([A-Z0-9]+)"', asked.content)
+    assert code is not None, asked.content
+    await phone.send(cluster.pubkey, f"approve {code[1]}")
+    assert (await opening)["success"], "approved by the approver, on the worker that waited"
+    assert click_counter.loads["gated"] == 1
