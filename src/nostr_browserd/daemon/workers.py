@@ -63,6 +63,10 @@ log = logging.getLogger(__name__)
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
 
+SEALED_ASIDE = 1_000
+"""Messages kept aside, beyond which every seal is opened here again: a flood of forged seals
+that name a controller would otherwise wait here, sealed, until its worker rejected them."""
+
 Proceed = Callable[[Incoming], Awaitable[None]]
 
 
@@ -207,9 +211,13 @@ class Worker:
         what this worker knows now; a wrap kept aside sealed is opened when it is claimed."""
         if not self.shared() or self.dispatcher.approvals.waiting():
             return True
-        if sender not in self.dispatcher.controllers:
+        if sender not in self.dispatcher.controllers or self.kept_aside() >= SEALED_ASIDE:
             return True
         return self.placement.opens(sender, time.monotonic())
+
+    def kept_aside(self) -> int:
+        """How many messages are kept aside here."""
+        return sum(len(kept) for kept in self.aside.values())
 
     async def _still_mine(self, controller: str) -> bool:
         """Whether ``controller``'s lease is still this worker's: surely, when it was granted
@@ -400,7 +408,7 @@ class Worker:
             "live": self.placement.live,  # as this worker last read it
             "workers": workers,
             "leases": leases,
-            "kept_aside": sum(len(kept) for kept in self.aside.values()),
+            "kept_aside": self.kept_aside(),
         }
 
 
