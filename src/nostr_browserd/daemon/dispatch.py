@@ -148,8 +148,9 @@ class Dispatcher:
         deliver: Deliver | None = None,
         as_text: bool = True,
     ) -> Answer:
-        """The entrance for a caller with a request in hand and no message to answer: a
-        scheduled run (``Caller.of(owner, controller)``, ``transport="schedule"``), say.
+        """The entrance for a caller with a parsed request in hand and no message to
+        answer (a background check built in code, say: ``Caller.of(owner, controller)``);
+        one that holds a wire request, as a schedule does, calls ``handle``.
 
         The same stages as a DM's, but its lane: admitted (a gated request waits for its
         approver), run on the owner's session (whose lock orders it with the controller's
