@@ -52,11 +52,13 @@ Step = Callable[[str, str], Awaitable[str]]  # (step's kind, its argument) → t
 
 def ref(snapshot: str, role: str, name: str) -> str:
     """The ref of the element ``role "name…"`` in a tool's snapshot text, without the @
-    (``[ref=e5]`` in ours and playwright-mcp's, ``[required, ref=e5]`` in agent-browser's)."""
-    match = re.search(rf'{role} "{re.escape(name)}[^"]*"[^\n]*?[\[ ]ref=(\w+)[\],]', snapshot)
+    (``@e5`` in ours, ``[ref=e5]`` in playwright-mcp's, ``[required, ref=e5]`` in
+    agent-browser's)."""
+    line = rf'{role} "{re.escape(name)}[^"]*"[^\n]*?'
+    match = re.search(rf"{line}(?:[\[ ]ref=(\w+)[\],]| @(\w+)(?::|$))", snapshot, re.MULTILINE)
     if match is None:
         raise RuntimeError(f'no {role} "{name}" in the snapshot:\n{snapshot[:2000]}')
-    return match.group(1)
+    return match.group(1) or match.group(2)
 
 
 async def job(step: Step, url: str, user: str) -> list[str]:
@@ -166,7 +168,7 @@ async def measure(admin: str) -> dict[str, Any]:
     chars["ours"] = [len(r) for r in ours]
     chars["ours (JSON, as ask's model gets it)"] = json_chars
     page = ours[STEPS.index("snapshot the user's page")]
-    staff = f'~ - checkbox "Staff status" [checked] [ref={ref(page, "checkbox", "Staff status")}]'
+    staff = f'~ - checkbox "Staff status" [checked] @{ref(page, "checkbox", "Staff status")}'
     mcp = PlaywrightMcp()
     await mcp.start()
     try:

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
+from .snapshot import PRINTED_REF
+
 HEADING = re.compile(r"^ *- '?heading\b")
 
 
@@ -34,7 +35,7 @@ def indent(line: str) -> int:
 
 
 def ref_of(line: str) -> str | None:
-    match = REF.search(line)
+    match = PRINTED_REF.match(line)
     return match.group(1) if match else None
 
 
@@ -145,7 +146,7 @@ def compare(before: str, after: str) -> Delta:
         f"[delta since this tab's last snapshot: {counts}{placed}; its other "
         f"{len(new) - len(marks) - len(context):,} lines and their refs are unchanged]"
     )
-    refs = sum(1 for j in marks.keys() | context if REF.search(new[j]))
+    refs = sum(1 for j in marks.keys() | context if ref_of(new[j]))
     return Delta("\n".join([head, *out]), len(came), removed, len(changed), refs)
 
 

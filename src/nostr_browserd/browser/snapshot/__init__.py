@@ -10,13 +10,14 @@ resolves them.  ``take.py`` reads the page and runs the three.
 """
 
 from .pages import Rendered
-from .printer import Options
+from .printer import PRINTED_REF, Options
 from .take import SHOWS_VALUE, render, take
 from .tree import ACTIONABLE, MASK, Node, inner_offset, parse, unquote
 
 __all__ = [
     "ACTIONABLE",
     "MASK",
+    "PRINTED_REF",
     "SHOWS_VALUE",
     "Node",
     "Options",

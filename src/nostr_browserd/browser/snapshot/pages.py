@@ -8,11 +8,15 @@ left out by ref, and says ``start=@eN`` for the next page; a ref that names noth
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...errors import BrowserdError, ErrorCode
 from ..refs import parse_ref
 from .printer import Printer
 from .tree import Node, depth, find
+
+if TYPE_CHECKING:
+    from .seen import Seen
 
 
 @dataclass
@@ -24,6 +28,7 @@ class Rendered:
     chars: int  # characters of the whole snapshot (from ``start``), shown or not
     truncated: bool
     next: str | None = None  # where the next page starts, when cut
+    seen: Seen | None = None  # the whole print, for the next snapshot (``seen.py``)
 
 
 def stale(ref: str) -> BrowserdError:

@@ -8,6 +8,7 @@ pages (``pages.py``) can cut between whole subtrees and name what they left out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .tree import (
@@ -38,6 +39,14 @@ SCOPES = frozenset(
         "alertdialog",
         "table",
     ]
+)
+
+
+# Where a printed line shows its ref: `` @e5`` after the role, name and state, before any
+# ``: value``.  Read this way, a name or value that holds "@e5" is never taken for a ref.
+PRINTED_REF = re.compile(
+    r'^ *- [^\s"\[:]+(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])* @((?:f\d+)?e\d+)(?=:|$)',
+    re.MULTILINE,
 )
 
 
@@ -91,9 +100,10 @@ class Printer:
         if node.name is not None:
             out += f' "{node.name}"'
         for key, value in node.attrs.items():
-            if key in ("cursor", "box", "active") or (key == "ref" and not self.keeps_ref(node)):
-                continue
-            out += f" [{key}]" if value is None else f" [{key}={value}]"
+            if key not in ("cursor", "box", "active", "ref"):
+                out += f" [{key}]" if value is None else f" [{key}={value}]"
+        if node.ref is not None and self.keeps_ref(node):
+            out += f" @{node.ref}"
         return f"{out}: {inline}" if inline else out
 
     def emit(self, node: Node, line: str) -> None:

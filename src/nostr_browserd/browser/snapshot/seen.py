@@ -1,0 +1,120 @@
+"""Lines a model has read already: a site's header and navigation, after a click moved on.
+
+Every page of a site repeats its banner and navigation.  When the page navigated and this
+tab's last snapshot of the same site, taken with the same options, began (or ended) with
+the same lines, refs aside, those lines print as one: how many, which landmarks they hold,
+and that ``--full`` shows them.  The refs the model read on them still work: the
+elision maps each to the ref its element has now (``refs.alias``), so a ref is never
+ambiguous, since Playwright never gives one ref to two documents of a page.  Snapshots of
+the same document after that leave out the same lines while they stay the same, so a
+delta between the two says only what changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .pages import Rendered
+from .printer import PRINTED_REF, Printer
+from .tree import Node
+
+LANDMARKS = frozenset(["banner", "navigation", "complementary", "contentinfo", "search"])
+
+
+SHORTEST = 3  # runs shorter than this print as they are
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a snapshot printed, for the next one to leave out what it repeats."""
+
+    origin: str
+    lines: tuple[str, ...]  # every line of the whole print, refs taken out
+    refs: tuple[str | None, ...]  # the ref each line showed
+    head: int = 0  # lines left out at the top
+    tail: int = 0  # and at the bottom
+    aliases: dict[str, str] = field(default_factory=dict)  # old ref → the same element's now
+
+
+def seen(printer: Printer, origin: str) -> Seen:
+    """The whole print of ``printer``, as the next snapshot compares with it."""
+    refs = tuple(ref_in(line) for line in printer.lines)
+    lines = tuple(without_ref(line) for line in printer.lines)
+    return Seen(origin, lines, refs)
+
+
+def ref_in(line: str) -> str | None:
+    match = PRINTED_REF.match(line)
+    return match.group(1) if match else None
+
+
+def without_ref(line: str) -> str:
+    match = PRINTED_REF.match(line)
+    return line if match is None else line[: match.start(1) - 2] + line[match.end(1) :]
+
+
+def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendered:
+    """The print with the runs ``before`` showed the same left out, and ``now`` with them.
+
+    After a navigation the runs are the longest same top and bottom; in the same document,
+    the runs the last snapshot left out, while they are still the same.
+    """
+    total = len(now.lines)
+    if navigated:
+        head = same_run(now.lines, before.lines)
+        rest = total - head
+        tail = same_run(now.lines[head:][::-1], before.lines[len(before.lines) - rest :][::-1])
+    else:
+        head, tail = before.head, before.tail
+        if now.lines[:head] != before.lines[:head] or (
+            tail and now.lines[total - tail :] != before.lines[len(before.lines) - tail :]
+        ):
+            head = tail = 0
+    head = head if head >= SHORTEST else 0
+    tail = tail if tail >= SHORTEST and head + tail < total else 0
+    aliases: dict[str, str] = {}
+    if navigated:
+        pairs = [*zip(before.refs[:head], now.refs[:head], strict=True)]
+        if tail:
+            pairs += zip(before.refs[-tail:], now.refs[-tail:], strict=True)
+        aliases = {old: new for old, new in pairs if old and new and old != new}
+    lines = printer.lines[head : total - tail]
+    if head:
+        lines = [run(printer, 0, head), *lines]
+    if tail:
+        lines = [*lines, run(printer, total - tail, total)]
+    text = "\n".join(lines)
+    refs = sum(printer.with_ref[head : total - tail])
+    shown = Seen(now.origin, now.lines, now.refs, head, tail, aliases)
+    return Rendered(text, refs, len(text), truncated=False, seen=shown)
+
+
+def same_run(now: tuple[str, ...], before: tuple[str, ...]) -> int:
+    """How many lines the two begin with alike."""
+    count = 0
+    for a, b in zip(now, before, strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+def run(printer: Printer, start: int, end: int) -> str:
+    """The one line that stands for printed lines [start, end)."""
+    regions = [landmark(printer.owners[i]) for i in range(start, end)]
+    names = ", ".join(dict.fromkeys(r for r in regions if r))
+    held = f": {names}" if names else ""
+    return (
+        f"- ({end - start} lines same as before, old refs working{held}; "
+        "snapshot --full shows them)"
+    )
+
+
+def landmark(node: Node | None) -> str | None:
+    """The outermost landmark a printed node sits in, as ``navigation "Sidebar"``."""
+    found = None
+    while node is not None:
+        if node.role in LANDMARKS:
+            found = node.role + (f' "{node.name}"' if node.name else "")
+        node = node.parent
+    return found
