@@ -7,7 +7,7 @@ left out by ref, and says ``start=@eN`` for the next page; a ref that names noth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...errors import BrowserdError, ErrorCode
@@ -28,7 +28,7 @@ class Rendered:
     chars: int  # characters of the whole snapshot (from ``start``), shown or not
     truncated: bool
     next: str | None = None  # where the next page starts, when cut
-    seen: Seen | None = None  # the whole print, for the next snapshot (``seen.py``)
+    seen: Seen | None = field(default=None, repr=False)  # the whole print, for the next snapshot (``seen.py``)
 
 
 def stale(ref: str) -> BrowserdError:

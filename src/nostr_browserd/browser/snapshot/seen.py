@@ -3,7 +3,9 @@
 Every page of a site repeats its banner and navigation.  When the page navigated and this
 tab's last snapshot of the same site, taken with the same options, began (or ended) with
 the same lines, refs aside, those lines print as one: how many, which landmarks they hold,
-and that ``--full`` shows them.  The refs the model read on them still work: the
+and that ``--full`` shows them.  Such a run holds landmarks (banner, navigation…) and what
+lies between them, never a line of the page's ``main``, and begins and ends in a landmark
+(or at the page's top or bottom).  The refs the model read on them still work: the
 elision maps each to the ref its element has now (``refs.alias``), so a ref is never
 ambiguous, since Playwright never gives one ref to two documents of a page.  Snapshots of
 the same document after that leave out the same lines while they stay the same, so a
@@ -31,6 +33,7 @@ class Seen:
     origin: str
     lines: tuple[str, ...]  # every line of the whole print, refs taken out
     refs: tuple[str | None, ...]  # the ref each line showed
+    kinds: tuple[str, ...]  # each line's place: "landmark", "main" or "other"
     head: int = 0  # lines left out at the top
     tail: int = 0  # and at the bottom
     aliases: dict[str, str] = field(default_factory=dict)  # old ref → the same element's now
@@ -40,7 +43,20 @@ def seen(printer: Printer, origin: str) -> Seen:
     """The whole print of ``printer``, as the next snapshot compares with it."""
     refs = tuple(ref_in(line) for line in printer.lines)
     lines = tuple(without_ref(line) for line in printer.lines)
-    return Seen(origin, lines, refs)
+    kinds = tuple(place(node) for node in printer.owners)
+    return Seen(origin, lines, refs, kinds)
+
+
+def place(node: Node | None) -> str:
+    """Where a printed node is: in the page's main part, in a landmark around it, or else."""
+    kind = "other"
+    while node is not None:
+        if node.role == "main":
+            return "main"
+        if node.role in LANDMARKS:
+            kind = "landmark"
+        node = node.parent
+    return kind
 
 
 def ref_in(line: str) -> str | None:
@@ -61,9 +77,10 @@ def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendere
     """
     total = len(now.lines)
     if navigated:
-        head = same_run(now.lines, before.lines)
-        rest = total - head
-        tail = same_run(now.lines[head:][::-1], before.lines[len(before.lines) - rest :][::-1])
+        head = same_run(now.lines, before.lines, now.kinds)
+        rest = len(before.lines) - head
+        tail = same_run(now.lines[head:][::-1], before.lines[head:][::-1], now.kinds[::-1])
+        tail = min(tail, rest)
     else:
         head, tail = before.head, before.tail
         if now.lines[:head] != before.lines[:head] or (
@@ -85,18 +102,20 @@ def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendere
         lines = [*lines, run(printer, total - tail, total)]
     text = "\n".join(lines)
     refs = sum(printer.with_ref[head : total - tail])
-    shown = Seen(now.origin, now.lines, now.refs, head, tail, aliases)
+    shown = Seen(now.origin, now.lines, now.refs, now.kinds, head, tail, aliases)
     return Rendered(text, refs, len(text), truncated=False, seen=shown)
 
 
-def same_run(now: tuple[str, ...], before: tuple[str, ...]) -> int:
-    """How many lines the two begin with alike."""
-    count = 0
-    for a, b in zip(now, before, strict=False):
-        if a != b:
+def same_run(now: tuple[str, ...], before: tuple[str, ...], kinds: tuple[str, ...]) -> int:
+    """How many lines the two begin with alike, outside ``main``, up to the last one in a
+    landmark."""
+    count = last = 0
+    for a, b, kind in zip(now, before, kinds, strict=False):
+        if a != b or kind == "main":
             break
         count += 1
-    return count
+        last = count if kind == "landmark" else last
+    return last
 
 
 def run(printer: Printer, start: int, end: int) -> str:
