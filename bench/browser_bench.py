@@ -34,7 +34,7 @@ from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapsh
 from .sites import BENCH_BROWSER, SANDBOX, free_port
 
 CONTROL = "Playwright goto, again"  # a second plain context: the method's own spread
-REF = re.compile(r"\[ref=[a-z0-9]+\]")
+REF = re.compile(r"\[ref=[a-z0-9]+\]| @(?:f\d+)?e\d+(?=:|$)", re.MULTILINE)  # theirs, ours
 SMALL_MS = 300  # a page whose goto takes less is cheap to repeat, and noisier: it gets
 SNAPSHOT_ROUNDS = 3  # this many times the repetitions of snapshots,
 NAVIGATION_ROUNDS = 5  # and this many of navigations (library/index's open spread 61–160 ms)
