@@ -259,10 +259,7 @@ async def test_a_selects_options_ride_on_its_line(call, site_url):
     assert (await call(several))["success"]
     assert (await call(f'select @{perms} "Sessions | session | Can view session"'))["success"]
     after = (await snapshot(call, "snapshot -i"))["snapshot"].splitlines()
-    assert (
-        f'- listbox "Colours" @{colours}: "Red", "Green" [selected], "Blue" [selected]'
-        in after
-    )
+    assert f'- listbox "Colours" @{colours}: "Red", "Green" [selected], "Blue" [selected]' in after
     chosen = f'5 options, selected "Sessions | session | Can view session" (all: snapshot @{perms})'
     assert f'- listbox "Permissions" @{perms}: {chosen}' in after
     every = (await snapshot(call, f"snapshot @{perms}"))["snapshot"]
@@ -297,9 +294,7 @@ async def test_open_with_a_snapshot_is_the_tabs_delta_baseline(call, site_url):
 SAME = '- (4 lines same as before, old refs working: banner, navigation "Sidebar"; '
 
 
-async def test_a_sites_header_and_sidebar_print_once_and_their_old_refs_still_work(
-    call, site_url
-):
+async def test_a_sites_header_and_sidebar_print_once_and_their_old_refs_still_work(call, site_url):
     await call(f"open {site_url}/site_users.html")
     users = (await snapshot(call, "snapshot -i"))["snapshot"]
     assert not users.startswith("- (")  # the first snapshot of the site is whole

@@ -49,9 +49,7 @@ def test_a_field_that_changed_keeps_its_ref_and_is_placed_by_its_ancestors() -> 
 
 
 def test_an_added_line_comes_under_its_section_heading() -> None:
-    after = PAGE.replace(
-        '    - link "bob" @e12', '    - link "bob" @e12\n    - link "carol" @e15'
-    )
+    after = PAGE.replace('    - link "bob" @e12', '    - link "bob" @e12\n    - link "carol" @e15')
     lines = marked(compare(PAGE, after).text)
     assert lines == [
         "  - main @e4:",

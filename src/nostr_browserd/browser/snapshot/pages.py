@@ -28,7 +28,8 @@ class Rendered:
     chars: int  # characters of the whole snapshot (from ``start``), shown or not
     truncated: bool
     next: str | None = None  # where the next page starts, when cut
-    seen: Seen | None = field(default=None, repr=False)  # the whole print, for the next snapshot (``seen.py``)
+    # The whole print, for the next snapshot to leave out what it repeats (``seen.py``).
+    seen: Seen | None = field(default=None, repr=False)
 
 
 def stale(ref: str) -> BrowserdError:

@@ -109,11 +109,10 @@ def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendere
 def same_run(now: tuple[str, ...], before: tuple[str, ...], kinds: tuple[str, ...]) -> int:
     """How many lines the two begin with alike, outside ``main``, up to the last one in a
     landmark."""
-    count = last = 0
-    for a, b, kind in zip(now, before, kinds, strict=False):
+    last = 0
+    for count, (a, b, kind) in enumerate(zip(now, before, kinds, strict=False), 1):
         if a != b or kind == "main":
             break
-        count += 1
         last = count if kind == "landmark" else last
     return last
 
