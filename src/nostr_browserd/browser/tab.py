@@ -31,7 +31,7 @@ from ..errors import BrowserdError, ErrorCode
 from .labels import Labels
 
 if TYPE_CHECKING:
-    from .snapshot.seen import Seen
+    from .snapshot.printer import Seen
 
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its

@@ -8,15 +8,11 @@ left out by ref, and says ``start=@eN`` for the next page; a ref that names noth
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ...errors import BrowserdError, ErrorCode
 from ..refs import parse_ref
-from .printer import Printer
+from .printer import Printer, Seen
 from .tree import Node, depth, find
-
-if TYPE_CHECKING:
-    from .seen import Seen
 
 
 @dataclass

@@ -9,7 +9,7 @@ pages (``pages.py``) can cut between whole subtrees and name what they left out.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .tree import (
     Node,
@@ -75,6 +75,19 @@ class Options:
     viewport: bool = False
     max_chars: int = 20_000
     start: str | None = None
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a snapshot printed, for the next one to leave out what it repeats (``seen.py``)."""
+
+    origin: str
+    lines: tuple[str, ...]  # every line of the whole print, refs taken out
+    refs: tuple[str | None, ...]  # the ref each line showed
+    kinds: tuple[str, ...]  # each line's place: "landmark", "main" or "other"
+    head: int = 0  # lines left out at the top
+    tail: int = 0  # and at the bottom
+    aliases: dict[str, str] = field(default_factory=dict)  # old ref → the same element's now
 
 
 class Printer:

@@ -14,29 +14,14 @@ delta between the two says only what changed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .pages import Rendered
-from .printer import PRINTED_REF, Printer
+from .printer import PRINTED_REF, Printer, Seen
 from .tree import Node
 
 LANDMARKS = frozenset(["banner", "navigation", "complementary", "contentinfo", "search"])
 
 
 SHORTEST = 3  # runs shorter than this print as they are
-
-
-@dataclass(frozen=True)
-class Seen:
-    """What a snapshot printed, for the next one to leave out what it repeats."""
-
-    origin: str
-    lines: tuple[str, ...]  # every line of the whole print, refs taken out
-    refs: tuple[str | None, ...]  # the ref each line showed
-    kinds: tuple[str, ...]  # each line's place: "landmark", "main" or "other"
-    head: int = 0  # lines left out at the top
-    tail: int = 0  # and at the bottom
-    aliases: dict[str, str] = field(default_factory=dict)  # old ref → the same element's now
 
 
 def seen(printer: Printer, origin: str) -> Seen:

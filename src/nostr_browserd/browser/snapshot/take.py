@@ -18,8 +18,8 @@ from ...errors import BrowserdError, ErrorCode
 from ..masked import masked
 from ..refs import alias, first_line, locate, parse_ref, resolve
 from .pages import Rendered, cut, first_line_of, stale
-from .printer import Options, Printer, shed_descriptions
-from .seen import Seen, elide, seen
+from .printer import Options, Printer, Seen, shed_descriptions
+from .seen import elide, seen
 from .tree import find, parse, redact
 
 # The listboxes among the refs that are <select multiple> elements, whose options
