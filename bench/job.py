@@ -141,16 +141,22 @@ def agent_step(agent: AgentBrowser) -> Step:
 
 def readable(replies: list[str], staff_checked: str) -> bool:
     """Whether ours' steps stand alone: each snapshot says what it is, the last one names
-    the box it ticked, checked, by the ref it had, and once Save moved the tab to the user's
-    page a reply said so (the tab's line comes only when it is news)."""
+    the box it ticked, checked, by the ref it had, once Save moved the tab to the user's
+    page a reply said so (the tab's line comes only when it is news), and every line the
+    user's page left out says what it is the same as and how to see it."""
     snapshots = [replies[STEPS.index(s)] for s in ("interactive snapshot", "snapshot again")]
+    page = replies[STEPS.index("snapshot the user's page")]
+    runs = [line for line in page.splitlines() if line.startswith("- (")]
+    said = all("same as before" in run and "snapshot --full" in run for run in runs)
     moved = replies[STEPS.index("click Save") : STEPS.index("read the message") + 1]
     told = any(
         line.startswith("[t1] ") and line.endswith("/change/")
         for reply in moved
         for line in reply.splitlines()
     )
-    return "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1] and told
+    return (
+        "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1] and told and said
+    )
 
 
 async def measure(admin: str) -> dict[str, Any]:

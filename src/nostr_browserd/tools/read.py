@@ -73,7 +73,9 @@ async def snapshot(session: Session, params: SnapshotToolParams) -> dict[str, An
     """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.
 
     Refs stay valid until the element changes role or name or the page navigates.
-    --delta sends only what changed since this tab's last snapshot.
+    --delta sends only what changed since this tab's last snapshot.  After a navigation,
+    lines the last snapshot of the site showed the same (its header, its navigation) print
+    as one, and their old refs still work; --full prints them.
     """
     previous = session.tab.snapshot if session.tab is not None else None
     rendered = await remembered_snapshot(session, params, elide=not params.full)
