@@ -103,12 +103,13 @@ def same_run(now: tuple[str, ...], before: tuple[str, ...], kinds: tuple[str, ..
 
 
 def run(printer: Printer, start: int, end: int) -> str:
-    """The one line that stands for printed lines [start, end)."""
+    """The one line that stands for printed lines [start, end), as indented as the first."""
     regions = [landmark(printer.owners[i]) for i in range(start, end)]
     names = ", ".join(dict.fromkeys(r for r in regions if r))
     held = f": {names}" if names else ""
+    indent = printer.lines[start][: len(printer.lines[start]) - len(printer.lines[start].lstrip())]
     return (
-        f"- ({end - start} lines same as before, old refs working{held}; "
+        f"{indent}- ({end - start} lines same as before, old refs working{held}; "
         "snapshot --full shows them)"
     )
 

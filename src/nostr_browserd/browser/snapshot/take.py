@@ -30,6 +30,12 @@ SELECT_JS = "e => e.tagName === 'SELECT'"
 LISTBOX = re.compile(r"^ *- '?listbox\b.*?\[ref=((?:f\d+)?e\d+)\]", re.MULTILINE)
 
 
+# Only a snapshot sent whole, and of at most this many lines, is kept to compare the next one
+# with: the comparison costs about 2 ms a thousand lines, and a longer print is over the
+# result cap (20,000 characters, some 500 lines) unless the cap was raised.
+SEEN_LINES = 2_000
+
+
 # A text field printed with its value: only then can a password be on show.
 SHOWS_VALUE = re.compile(r"^ *- '?(?:textbox|searchbox)\b.*\]'?: ", re.MULTILINE)
 
@@ -70,8 +76,10 @@ def render(
     else:
         printer.tree(printer.tidy(nodes), 0, (0, 0))
     rendered = cut(printer, first_line_of(printer, nodes, options.start), options.max_chars)
+    if options.start or rendered.truncated or len(printer.lines) > SEEN_LINES:
+        return rendered
     rendered.seen = seen(printer, origin)
-    if before is None or before.origin != origin or options.start or rendered.truncated:
+    if before is None or before.origin != origin:
         return rendered
     return elide(printer, rendered.seen, before, navigated)
 

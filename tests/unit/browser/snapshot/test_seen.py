@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from nostr_browserd.browser.refs import alias, resolve
 from nostr_browserd.browser.snapshot.printer import Options
-from nostr_browserd.browser.snapshot.take import render
+from nostr_browserd.browser.snapshot.take import SEEN_LINES, render
 
 ADD = """\
 - generic [ref=e1]:
@@ -106,3 +106,14 @@ def test_an_old_ref_follows_its_element_across_navigations() -> None:
     assert resolve(page, "e7") == resolve(page, "f1e7") == "f2e7"
     assert resolve(page, "e10") == "e10"  # not carried over: stale, as Playwright says
     assert resolve(cast(Any, Page()), "e7") == "e7"  # another page has its own
+
+
+def test_a_print_too_long_to_compare_cheaply_is_not_kept() -> None:
+    def buttons(count: int) -> str:
+        return "- generic [ref=e1]:\n" + "".join(
+            f'  - button "B{n}" [ref=e{n + 2}]\n' for n in range(count)
+        )
+
+    wide = Options(interactive=True, max_chars=10**9)
+    assert render(buttons(SEEN_LINES), wide, origin=SITE).seen is not None
+    assert render(buttons(SEEN_LINES + 1), wide, origin=SITE).seen is None
