@@ -95,7 +95,8 @@ class Tools:
             return await timed(self.raw_page.aria_snapshot(mode="ai"))
 
         async def mine(interactive: bool) -> tuple[float, str]:
-            command = {"tool": "snapshot", "params": {"interactive": interactive}}
+            # full: the whole page each time, none of it left out as seen before
+            command = {"tool": "snapshot", "params": {"interactive": interactive, "full": True}}
             ms, data = await timed(ours(self.session, command))
             return ms, data["snapshot"]
 
