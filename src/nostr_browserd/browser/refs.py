@@ -38,13 +38,13 @@ _ALIASES: WeakKeyDictionary[Page, dict[str, str]] = WeakKeyDictionary()
 
 
 def alias(page: Page, pairs: dict[str, str]) -> None:
-    """From now on, each old ref of ``pairs`` resolves to its new ref on ``page``."""
+    """From now on, each old ref of ``pairs`` resolves to its new ref on ``page``, and so
+    does every older ref that resolved to one of them; the rest named the last document
+    only, and are dropped."""
     if not pairs:
         return
-    table = _ALIASES.setdefault(page, {})
-    for old, new in table.items():
-        table[old] = pairs.get(new, new)
-    table.update(pairs)
+    table = _ALIASES.get(page, {})
+    _ALIASES[page] = {old: pairs[new] for old, new in table.items() if new in pairs} | pairs
 
 
 def resolve(page: Page | Frame, ref: str) -> str:
