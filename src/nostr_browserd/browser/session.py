@@ -22,13 +22,16 @@ from playwright.async_api import (
     Page,
 )
 
+from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
+from ..redact import scrub
 from .config import BrowserConfig, RecordConfig
-from .egress import EgressProxy
 from .endpoints import Endpoint
 from .labels import is_label, label_ref
+from .masked import filled_in
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
+from .quota import FileQuota
 from .refs import locate
 from .screencast import Fanout, Screencast, StreamSettings
 from .shelf import StateShelf
@@ -50,14 +53,19 @@ class Pool(Protocol):
     config: BrowserConfig
     listeners: list[EventCallback]
     policy: NetworkPolicy
-    egress: EgressProxy | None
+    fetches: Capacity
     shelf: StateShelf | None
     vault: Keeper | None
     frames: Fanout
+    quota: FileQuota
 
     @property
     def devices(self) -> dict[str, Any]:
         """Playwright's device descriptors by name."""
+        ...
+
+    async def proxy_url(self, owner: str) -> str | None:
+        """The egress proxy's URL for ``owner``'s own fetches, if the policy applies to it."""
         ...
 
     async def revive(self, session: Session) -> bool:
@@ -465,10 +473,9 @@ class Session:
         """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
         return await self.pool.policy.check(url, self.owner)
 
-    @property
-    def egress(self) -> EgressProxy | None:
+    async def proxy_url(self) -> str | None:
         """The proxy the owner's own fetches go through, when private networks are refused."""
-        return self.pool.egress if self.pool.policy.blocks_private(self.owner) else None
+        return await self.pool.proxy_url(self.owner)
 
     @property
     def shelf(self) -> StateShelf | None:
@@ -554,7 +561,11 @@ class Session:
         self._listeners.append(callback)
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
+        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``.
+
+        A title, a dialog or a console line the page made of a value the vault filled shows
+        ``MASK`` in its place (browser/masked.py)."""
+        data = scrub(data, filled_in(self.windows.values()))
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
         if event in self._watching:  # the daemon forwards these to the controller (watch)

@@ -35,6 +35,7 @@ from ..errors import BrowserdError
 from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
 from ..files.watch import ScreenWatch
+from ..login.files import private_dir
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
@@ -52,6 +53,7 @@ from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
+from .schedule.service import Scheduler
 from .status import Running, daemon_status
 from .store import Store
 from .store.state_files import seal_older_releases
@@ -105,6 +107,7 @@ class Daemon:
         self.link: NostrLink | None = None
         self.contextvm: ContextVmServer | None = None
         self.worker: Worker | None = None
+        self.watches: Scheduler | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
@@ -121,7 +124,7 @@ class Daemon:
         that arrives before it is up waits for it.  READY once both are done.
         """
         check_ask_config(self.config, REGISTRY)
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.state_dir, "the state directory")
         self.core = await open_core(
             self.config,
             self.allowed,
@@ -197,6 +200,9 @@ class Daemon:
             await self._rewiring
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+        timeout = self.config.browser.command_timeout
+        dispatcher.watches = self.watches = Scheduler(dispatcher, self.config.monitors, timeout)
+        await self.watches.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
@@ -248,7 +254,7 @@ class Daemon:
             self.embedded.stop()
         if core is not None:
             await core.store.close()
-            self.core = None
+            self.core, self.watches = None, None
         log.info("stopped")
 
     @property
@@ -307,7 +313,7 @@ class Daemon:
     async def _prune_store(self) -> None:
         """Hourly: forget seen and rejected ids older than the retention (far beyond any
         relay's re-delivery), and workers silent as long; keep the rejected ids and the audit
-        log within their bounds."""
+        log within their bounds; delete the files controllers sent that are due."""
         assert self.store is not None
         state = self.config.state
         while True:
@@ -324,6 +330,8 @@ class Daemon:
                 pruned = 0
             if pruned:
                 log.info("pruned %d old rows from the state store", pruned)
+            if self.browser is not None and (expired := self.browser.quota.expire()):
+                log.info("deleted %d received files past [files] received_keep", len(expired))
             await asyncio.sleep(3600)
 
     # --- the Nostr side (rebuilt when the identity changes) ----------------------------
@@ -426,11 +434,8 @@ class Daemon:
             files.max_mb,
             self.config.browser.uploads_dir,
             browser.policy,
-            lambda owner: (
-                browser.egress.url
-                if browser.egress is not None and browser.policy.blocks_private(owner)
-                else None
-            ),
+            browser.proxy_url,
+            browser.quota,
         )
         self._tasks.append(asyncio.create_task(sender.clean_up()))
 
@@ -520,6 +525,7 @@ class Daemon:
                 dispatcher=self.dispatcher,
                 store=self.store,
                 worker=self.worker,
+                watches=self.watches,
             )
         )
 

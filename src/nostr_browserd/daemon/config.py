@@ -3,8 +3,8 @@
 Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
 schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
 ``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``,
-``[local]`` (the loopback control channel), ``[ask]`` (the model loop) and ``[files]`` (files
-in private chats).
+``[local]`` (the loopback control channel), ``[ask]`` (the model loop), ``[files]`` (files
+in private chats) and ``[monitors]`` (page monitors and scheduled commands).
 
 Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
 ``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
@@ -21,6 +21,7 @@ import socket
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -33,6 +34,7 @@ from pydantic import (
 )
 
 from ..browser.config import BrowserConfig, RecordConfig
+from ..browser.quota import FREE_MB, QUOTA_MB, RECEIVED_KEEP, FileQuota
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..files.blossom import server_address
@@ -151,11 +153,28 @@ def _pubkey(value: Any) -> str:
     return parse_pubkey(value)
 
 
+# Tools that put a value of the vault into a page: the model chooses the field, and a page's
+# text can steer that choice, so a person always reads where the value goes (docs/ask.md).
+NEVER_AUTO_APPROVED = ("fill_credential", "login_with")
+
+
 class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
     record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
+
+    @field_validator("auto_approve")
+    @classmethod
+    def _no_vault_tools(cls, names: list[str]) -> list[str]:
+        vault = [name for name in names if name in NEVER_AUTO_APPROVED]
+        if vault:
+            raise ValueError(
+                f"{', '.join(vault)} cannot be auto-approved: they put a value of the vault "
+                "into the field the model chose, and a page's text can steer that choice, so "
+                "a person always reads where it goes; remove them from auto_approve"
+            )
+        return names
 
 
 class ControllerConfig(Section):
@@ -263,6 +282,12 @@ def make_browser_dirs(browser: BrowserSection) -> None:
             path.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError as exc:
             raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
+
+
+def file_quota(config: Config) -> FileQuota:
+    """Each controller's files held to ``[files]``'s limits, in ``[browser]``'s directories."""
+    files = config.files
+    return FileQuota(config.browser, files.quota_mb, files.free_mb, files.received_keep)
 
 
 def default_state_dir() -> Path:
@@ -374,11 +399,17 @@ class AskConfig(Section):
 
 
 class FilesConfig(Section):
-    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers)."""
+    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers), and what each
+    controller's files may take of the daemon's disk (``browser.quota``)."""
 
     blossom_servers: list[str] = Field(default_factory=list)
     keep: float = Field(default=86400.0, gt=0)
     max_mb: float = Field(default=20.0, gt=0)
+    # Each controller's files on the daemon's disk (sent in, downloaded, recorded), the room
+    # every file leaves free for the state store, and how long a file sent in is kept.
+    quota_mb: float = Field(default=QUOTA_MB, gt=0)
+    free_mb: float = Field(default=FREE_MB, ge=0)
+    received_keep: float = Field(default=RECEIVED_KEEP, gt=0)
 
     @field_validator("blossom_servers")
     @classmethod
@@ -389,6 +420,32 @@ class FilesConfig(Section):
                     f"blossom server {url!r} must start with https:// (http:// only on loopback)"
                 )
         return list(dict.fromkeys(url.rstrip("/") for url in urls))
+
+
+class MonitorsConfig(Section):
+    """``[monitors]``: page monitors and scheduled commands (``daemon/schedule``).
+
+    ``min_interval`` (whole seconds) and ``max_per_controller`` bound monitors and schedules
+    together; ``concurrency`` is how many checks run at once in this daemon; ``timezone`` is
+    where ``daily``, ``weekdays`` and cron times are read (``schedule add --tz`` overrides).
+    """
+
+    min_interval: int = Field(default=60, ge=1)
+    max_per_controller: int = Field(default=20, ge=0)
+    failures_before_notice: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=4, ge=1)
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{name!r} is not a time zone: write Area/City, such as Europe/Paris"
+            ) from None
+        return name
 
 
 class Config(Section):
@@ -404,6 +461,7 @@ class Config(Section):
     ask: AskConfig = Field(default_factory=AskConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
     record: RecordConfig = Field(default_factory=RecordConfig)
+    monitors: MonitorsConfig = Field(default_factory=MonitorsConfig)
 
     @model_validator(mode="after")
     def _record_bounds_reach_the_browser(self) -> Config:
@@ -510,7 +568,7 @@ def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
         if section == "controllers" or section is None:
             raise ConfigError(
                 f"{var}: no such setting (sections: identity, nostr, contextvm, browser, state,"
-                " local, ask, files; [[controllers]] entries can only be set in the file)"
+                " local, ask, files, monitors; [[controllers]] entries can only be set in the file)"
             )
         model = _nested_model(Config, section)
         assert model is not None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..browser.labels import Labels
+from ..browser.masked import screen_masks
 from ..browser.session import Session
 from ..browser.snapshot import PRINTED_REF, Node, inner_offset, parse
 from ..commands.registry import NoParams, Registry
@@ -80,7 +81,8 @@ async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, 
         legend.append({"n": n, "ref": f"@{ref}", "role": node.role, "name": node.name})
     await page.evaluate(DRAW_JS, [OVERLAY_ID, labels])
     try:
-        data = await page.screenshot(type="png")
+        async with screen_masks(page) as mask:
+            data = await page.screenshot(type="png", mask=mask)
     finally:
         await page.evaluate(ERASE_JS, OVERLAY_ID)
     shot = binary(session, data, "image/png", "make the viewport smaller (set_viewport)")

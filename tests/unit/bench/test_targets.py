@@ -125,8 +125,10 @@ def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
         {"page": page, "tool": tool, "ms": [ms]}
         for page, tool, ms in (
             ("a", "Playwright goto", 100),
+            ("a", "Playwright goto, again", 103),
             ("a", "ours open", 105),
             ("b", "Playwright goto", 100),
+            ("b", "Playwright goto, again", 101),
             ("b", "ours open", 150),
         )
     ]
@@ -139,7 +141,11 @@ def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
         t.name: t
         for t in [*targets.snapshot_targets(measured), *targets.navigation_targets(measured)]
     }
-    assert (page["open"].value, page["open"].ok) == ("1.05–1.50×, 1 of 2 pages", False)
+    # ours within the control's ratio + 0.05 on a (+0.02), not on b (+0.49)
+    assert (page["open"].value, page["open"].ok) == (
+        "ours − control +0.02 to +0.49, 1 of 2 pages",
+        False,
+    )
     assert (page["snapshot"].value, page["snapshot"].ok) == ("1.10–1.10×, 1 of 1 pages", True)
 
 
@@ -189,3 +195,25 @@ def test_the_job_is_ours_over_the_smallest_peer_and_needs_every_step_readable() 
     chars["ours"] = [10, 10]
     (target,) = targets.job_targets({"job": {"chars": chars, "readable": False}})
     assert not target.ok and "not readable" in target.value
+
+
+def test_a_recording_is_judged_per_command_against_the_same_commands_unrecorded() -> None:
+    record = {
+        "median_ms": {
+            "off": {"open": 100, "click": 50, "snapshot": 20},
+            "on": {"open": 110, "click": 60, "snapshot": 21},
+        }
+    }
+    (target,) = targets.record_targets({"record": record})
+    assert target.value == "open 1.10× / click 1.20× / snapshot 1.05×"
+    assert not target.ok, "click is over 1.15×"
+
+
+def test_a_monitor_check_is_judged_on_time_and_cpu_against_the_plain_loop() -> None:
+    rows = {
+        "check": [{"ms": 110, "cpu_ms": 30}, {"ms": 100, "cpu_ms": 30}],
+        "playwright": [{"ms": 100, "cpu_ms": 20}, {"ms": 100, "cpu_ms": 20}],
+    }
+    (target,) = targets.monitor_targets({"monitor": {"rows": rows}})
+    assert target.value == "time 1.05× / CPU 1.50×"
+    assert not target.ok, "the CPU is over 1.2×"

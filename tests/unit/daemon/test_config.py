@@ -123,6 +123,14 @@ def test_browser_dirs_default_under_the_state_dir(tmp_path):
     assert config.browser.uploads_dir == tmp_path / "s/uploads"
 
 
+def test_monitors_section_defaults_and_environment():
+    monitors = load_config(None, {}).monitors
+    assert (monitors.min_interval, monitors.max_per_controller) == (60, 20)
+    assert (monitors.failures_before_notice, monitors.timezone) == (3, "UTC")
+    env = {"NOSTR_BROWSERD_MONITORS_TIMEZONE": "Europe/Paris"}
+    assert load_config(None, env).monitors.timezone == "Europe/Paris"
+
+
 def test_isolation_has_one_spelling(tmp_path):
     assert load_config(None, {}).browser.isolation == BrowserConfig().isolation == "per-controller"
     shared = load_config(None, {"NOSTR_BROWSERD_BROWSER_ISOLATION": "shared"})
@@ -150,6 +158,8 @@ def test_isolation_has_one_spelling(tmp_path):
         ("", {"NOSTR_BROWSERD_NOSTR_NOPE": "1"}, "NOSTR_BROWSERD_NOSTR_NOPE: no such setting"),
         ("", {"NOSTR_BROWSERD_BOGUS_X": "1"}, "NOSTR_BROWSERD_BOGUS_X: no such setting"),
         ("[nostr\n", {}, "not valid TOML"),
+        ('[monitors]\ntimezone = "Mars/Olympus"\n', {}, "monitors.timezone: 'Mars/Olympus'"),
+        ("[monitors]\nmin_interval = 0\n", {}, "NOSTR_BROWSERD_MONITORS_MIN_INTERVAL"),
     ],
 )
 def test_errors_name_the_key(tmp_path, text, env, expected):
@@ -233,3 +243,15 @@ def test_uploads_never_reach_the_state_directory(tmp_path, where):
     assert load_config(None, env).browser.uploads_dir == tmp_path / "s" / "uploads"
     elsewhere = write(tmp_path, f'[browser]\nuploads_dir = "{tmp_path / "up"}"\n')
     assert load_config(elsewhere, env).browser.uploads_dir == tmp_path / "up"
+
+
+def test_a_vault_fill_cannot_be_auto_approved(tmp_path):
+    """The model picks the field a vault value goes into, and a page's text can steer it."""
+    for tool in ("fill_credential", "login_with"):
+        text = f'[[controllers]]\npubkey = "{PK}"\n[controllers.ask]\nauto_approve = ["{tool}"]\n'
+        with pytest.raises(ConfigError) as info:
+            load_config(write(tmp_path, text), {})
+        assert f"{tool} cannot be auto-approved" in str(info.value)
+        assert "a person always reads where it goes" in str(info.value)
+    fine = f'[[controllers]]\npubkey = "{PK}"\n[controllers.ask]\nauto_approve = ["open"]\n'
+    assert load_config(write(tmp_path, fine), {}).controllers[0].ask.auto_approve == ["open"]
