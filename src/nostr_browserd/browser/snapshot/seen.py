@@ -62,10 +62,8 @@ def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendere
     """
     total = len(now.lines)
     if navigated:
-        head = same_run(now.lines, before.lines, now.kinds)
-        rest = len(before.lines) - head
-        tail = same_run(now.lines[head:][::-1], before.lines[head:][::-1], now.kinds[::-1])
-        tail = min(tail, rest)
+        head = same_top(now, before)
+        tail = same_bottom(now, before, head)
     else:
         head, tail = before.head, before.tail
         if now.lines[:head] != before.lines[:head] or (
@@ -91,15 +89,60 @@ def elide(printer: Printer, now: Seen, before: Seen, navigated: bool) -> Rendere
     return Rendered(text, refs, len(text), truncated=False, seen=shown)
 
 
-def same_run(now: tuple[str, ...], before: tuple[str, ...], kinds: tuple[str, ...]) -> int:
-    """How many lines the two begin with alike, outside ``main``, up to the last one in a
-    landmark."""
-    last = 0
-    for count, (a, b, kind) in enumerate(zip(now, before, kinds, strict=False), 1):
+def same_top(now: Seen, before: Seen) -> int:
+    """How many lines ``now`` begins with as ``before`` did: none in ``main``, the last in a
+    landmark, and the next line outside them all (a run ends between whole subtrees)."""
+    depth = [indent(line) for line in now.lines]
+    count = 0
+    for a, b, kind in zip(now.lines, before.lines, now.kinds, strict=False):
         if a != b or kind == "main":
             break
-        last = count if kind == "landmark" else last
-    return last
+        count += 1
+    while count:
+        count = max((i + 1 for i in range(count) if now.kinds[i] == "landmark"), default=0)
+        if count == 0 or count == len(depth) or depth[count] <= min(depth[:count]):
+            return count
+        count -= 1
+    return 0
+
+
+def same_bottom(now: Seen, before: Seen, head: int) -> int:
+    """How many lines ``now`` ends with as ``before`` did, below the top run ``head``: none in
+    ``main``, the first in a landmark, and none inside a subtree that starts above them."""
+    depth = [indent(line) for line in now.lines]
+    total, count = len(now.lines), 0
+    while (
+        count < min(total - head, len(before.lines) - head)
+        and now.lines[total - 1 - count] == before.lines[len(before.lines) - 1 - count]
+        and now.kinds[total - 1 - count] != "main"
+    ):
+        count += 1
+    while count:
+        landmarks = (i for i in range(total - count, total) if now.kinds[i] == "landmark")
+        start = next(landmarks, total)
+        count = total - start
+        if count == 0 or whole(depth, start):
+            return count
+        count -= 1
+    return 0
+
+
+def whole(depth: list[int], start: int) -> bool:
+    """Whether no line from ``start`` down has its parent (the nearest line above it that is
+    less indented) above ``start``."""
+    if start == 0:
+        return True
+    above = min(depth[:start])
+    inside = None  # the least indent from start to the line before this one
+    for level in depth[start:]:
+        if (inside is None or inside >= level) and above < level:
+            return False
+        inside = level if inside is None else min(inside, level)
+    return True
+
+
+def indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def run(printer: Printer, start: int, end: int) -> str:

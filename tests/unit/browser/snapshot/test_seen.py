@@ -117,3 +117,44 @@ def test_a_print_too_long_to_compare_cheaply_is_not_kept() -> None:
     wide = Options(interactive=True, max_chars=10**9)
     assert render(buttons(SEEN_LINES), wide, origin=SITE).seen is not None
     assert render(buttons(SEEN_LINES + 1), wide, origin=SITE).seen is None
+
+
+def test_in_the_tree_view_a_run_ends_between_whole_subtrees() -> None:
+    page = """\
+- generic [ref={p}e1]:
+  - banner [ref={p}e3]:
+    - link "Site" [ref={p}e4] [cursor=pointer]
+    - button "Log out" [ref={p}e5]
+  - navigation "Breadcrumbs" [ref={p}e6]:
+    - link "Home" [ref={p}e7] [cursor=pointer]
+    - link "Users" [ref={p}e8] [cursor=pointer]
+    - text: › {crumb}
+  - main [ref={p}e9]:
+    - heading "{crumb}" [level=1] [ref={p}e10]
+"""
+    before = render(page.format(p="", crumb="Add user"), Options(), origin=SITE).seen
+    after = page.format(p="f1", crumb="alice")
+    lines = render(after, Options(), origin=SITE, before=before, navigated=True).text
+    assert lines.splitlines()[:3] == [
+        "- (3 lines same as before, old refs working: banner; snapshot --full shows them)",
+        '- navigation "Breadcrumbs" @f1e6:',  # not cut: its last crumb changed
+        '  - link "Home" @f1e7',
+    ]
+
+
+def test_the_same_footer_prints_as_one_line_at_the_bottom() -> None:
+    footer = """\
+  - contentinfo [ref={p}e20]:
+    - link "Docs" [ref={p}e21] [cursor=pointer]
+    - link "Support" [ref={p}e22] [cursor=pointer]
+"""
+    before = render(ADD + footer.format(p=""), Options(), origin=SITE).seen
+    page = render(
+        CHANGE + footer.format(p="f1"), Options(), origin=SITE, before=before, navigated=True
+    )
+    lines = page.text.splitlines()
+    assert lines[-2:] == [
+        '  - button "Save" @f1e11',
+        "- (3 lines same as before, old refs working: contentinfo; snapshot --full shows them)",
+    ]
+    assert page.seen is not None and page.seen.aliases["e22"] == "f1e22"
