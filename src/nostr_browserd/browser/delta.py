@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from .snapshot import PRINTED_REF
+from .snapshot import printed_ref as ref_of
 
 HEADING = re.compile(r"^ *- '?heading\b")
 
@@ -32,11 +32,6 @@ class Delta:
 
 def indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
-
-
-def ref_of(line: str) -> str | None:
-    match = PRINTED_REF.match(line)
-    return match.group(1) if match else None
 
 
 def parents(lines: list[str]) -> list[int | None]:

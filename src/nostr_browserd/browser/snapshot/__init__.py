@@ -12,7 +12,7 @@ last snapshot of the same site printed the same (its header, its navigation) pri
 """
 
 from .pages import Rendered
-from .printer import PRINTED_REF, Options
+from .printer import PRINTED_REF, Options, printed_ref
 from .take import SHOWS_VALUE, render, take
 from .tree import ACTIONABLE, MASK, Node, inner_offset, parse, unquote
 
@@ -26,6 +26,7 @@ __all__ = [
     "Rendered",
     "inner_offset",
     "parse",
+    "printed_ref",
     "render",
     "take",
     "unquote",

@@ -50,6 +50,12 @@ PRINTED_REF = re.compile(
 )
 
 
+def printed_ref(line: str) -> str | None:
+    """The ref a printed line shows, if any."""
+    match = PRINTED_REF.match(line)
+    return match.group(1) if match else None
+
+
 WRAPPERS = frozenset(["generic", "list", "listitem", "group", "none", "presentation", "rowgroup"])
 
 

@@ -15,7 +15,7 @@ delta between the two says only what changed.
 from __future__ import annotations
 
 from .pages import Rendered
-from .printer import PRINTED_REF, Printer, Seen
+from .printer import PRINTED_REF, Printer, Seen, printed_ref
 from .tree import Node
 
 LANDMARKS = frozenset(["banner", "navigation", "complementary", "contentinfo", "search"])
@@ -26,7 +26,7 @@ SHORTEST = 3  # runs shorter than this print as they are
 
 def seen(printer: Printer, origin: str) -> Seen:
     """The whole print of ``printer``, as the next snapshot compares with it."""
-    refs = tuple(ref_in(line) for line in printer.lines)
+    refs = tuple(printed_ref(line) for line in printer.lines)
     lines = tuple(without_ref(line) for line in printer.lines)
     kinds = tuple(place(node) for node in printer.owners)
     return Seen(origin, lines, refs, kinds)
@@ -42,11 +42,6 @@ def place(node: Node | None) -> str:
             kind = "landmark"
         node = node.parent
     return kind
-
-
-def ref_in(line: str) -> str | None:
-    match = PRINTED_REF.match(line)
-    return match.group(1) if match else None
 
 
 def without_ref(line: str) -> str:
