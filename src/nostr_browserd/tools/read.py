@@ -115,7 +115,6 @@ async def remembered_snapshot(
 ) -> Rendered:
     """Take a snapshot of the active tab (or its chosen frame) and keep it for the diffs;
     with ``elide``, leave out the lines the last one of the same site showed the same."""
-
     cap = session.config.result_cap - 1000
     options = Options(
         interactive=params.interactive,
