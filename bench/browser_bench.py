@@ -35,7 +35,7 @@ from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapsh
 from .sites import BENCH_BROWSER, SANDBOX, free_port
 
 CONTROL = "Playwright goto, again"  # a second plain context: the method's own spread
-REF = re.compile(r"\[ref=[a-z0-9]+\]")
+REF = re.compile(r"\[ref=[a-z0-9]+\]| @(?:f\d+)?e\d+(?=:|$)", re.MULTILINE)  # theirs, ours
 SMALL_MS = 300  # a page whose goto takes less is cheap to repeat, and noisier: it gets
 SNAPSHOT_ROUNDS = 3  # this many times the repetitions of snapshots,
 NAVIGATION_ROUNDS = 5  # and this many of navigations (library/index's open spread 61–160 ms)
@@ -96,7 +96,8 @@ class Tools:
             return await timed(self.raw_page.aria_snapshot(mode="ai"))
 
         async def mine(interactive: bool) -> tuple[float, str]:
-            command = {"tool": "snapshot", "params": {"interactive": interactive}}
+            # full: the whole page each time, none of it left out as seen before
+            command = {"tool": "snapshot", "params": {"interactive": interactive, "full": True}}
             ms, data = await timed(ours(self.session, command))
             return ms, data["snapshot"]
 

@@ -52,11 +52,13 @@ Step = Callable[[str, str], Awaitable[str]]  # (step's kind, its argument) → t
 
 def ref(snapshot: str, role: str, name: str) -> str:
     """The ref of the element ``role "name…"`` in a tool's snapshot text, without the @
-    (``[ref=e5]`` in ours and playwright-mcp's, ``[required, ref=e5]`` in agent-browser's)."""
-    match = re.search(rf'{role} "{re.escape(name)}[^"]*"[^\n]*?[\[ ]ref=(\w+)[\],]', snapshot)
+    (``@e5`` in ours, ``[ref=e5]`` in playwright-mcp's, ``[required, ref=e5]`` in
+    agent-browser's)."""
+    line = rf'{role} "{re.escape(name)}[^"]*"[^\n]*?'
+    match = re.search(rf"{line}(?:[\[ ]ref=(\w+)[\],]| @(\w+)(?::|$))", snapshot, re.MULTILINE)
     if match is None:
         raise RuntimeError(f'no {role} "{name}" in the snapshot:\n{snapshot[:2000]}')
-    return match.group(1)
+    return match.group(1) or match.group(2)
 
 
 async def job(step: Step, url: str, user: str) -> list[str]:
@@ -139,16 +141,22 @@ def agent_step(agent: AgentBrowser) -> Step:
 
 def readable(replies: list[str], staff_checked: str) -> bool:
     """Whether ours' steps stand alone: each snapshot says what it is, the last one names
-    the box it ticked, checked, by the ref it had, and once Save moved the tab to the user's
-    page a reply said so (the tab's line comes only when it is news)."""
+    the box it ticked, checked, by the ref it had, once Save moved the tab to the user's
+    page a reply said so (the tab's line comes only when it is news), and every line the
+    user's page left out says what it is the same as and how to see it."""
     snapshots = [replies[STEPS.index(s)] for s in ("interactive snapshot", "snapshot again")]
+    page = replies[STEPS.index("snapshot the user's page")]
+    runs = [line for line in page.splitlines() if line.startswith("- (")]
+    said = all("same as before" in run and "snapshot --full" in run for run in runs)
     moved = replies[STEPS.index("click Save") : STEPS.index("read the message") + 1]
     told = any(
         line.startswith("[t1] ") and line.endswith("/change/")
         for reply in moved
         for line in reply.splitlines()
     )
-    return "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1] and told
+    return (
+        "⚠ The full snapshot:" in snapshots[0] and staff_checked in snapshots[1] and told and said
+    )
 
 
 async def measure(admin: str) -> dict[str, Any]:
@@ -166,7 +174,7 @@ async def measure(admin: str) -> dict[str, Any]:
     chars["ours"] = [len(r) for r in ours]
     chars["ours (JSON, as ask's model gets it)"] = json_chars
     page = ours[STEPS.index("snapshot the user's page")]
-    staff = f'~ - checkbox "Staff status" [checked] [ref={ref(page, "checkbox", "Staff status")}]'
+    staff = f'~ - checkbox "Staff status" [checked] @{ref(page, "checkbox", "Staff status")}'
     mcp = PlaywrightMcp()
     await mcp.start()
     try:

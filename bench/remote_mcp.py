@@ -53,7 +53,7 @@ PAGES = {
     "controlflow": ("docs", sites.DOC_PAGES["controlflow"], 'textbox "Quick search"'),
 }
 MATCHED = {"snapshot": "snapshot", "click": "click", "get_url": "floor"}  # audit's → ours
-REF = re.compile(r"\[ref=([a-z0-9]+)\]")
+REF = re.compile(r"\[ref=([a-z0-9]+)\]| @((?:f\d+)?e\d+)(?=:|$)")  # theirs, ours
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def ref_of(snapshot: str, needle: str) -> str:
     for line in snapshot.splitlines():
         found = REF.search(line)
         if needle in line and found:
-            return found[1]
+            return found[1] or found[2]
     raise RuntimeError(f"{needle!r} is not in the snapshot:\n{snapshot[:3000]}")
 
 

@@ -50,8 +50,9 @@ def job_section(result: dict[str, Any]) -> list[str]:
         f"Target: ours ≤ {TARGETS['job_chars'].bound}× the smallest peer ({smallest}) over "
         "the whole job, "
         f"every step readable on its own: {ratio:.2f}× {mark(ok)}; the steps stand alone: "
-        f"{'yes' if result['readable'] else 'no'} (the first snapshot says it is full, the last "
-        "one names the ticked box, checked, by its ref). Ours' last step, as sent:",
+        f"{'yes' if result['readable'] else 'no'} (the first snapshot says it is full, the "
+        "user's page says which lines it left out as the same as before and how to see them, "
+        "the last one names the ticked box, checked, by its ref). Ours' last step, as sent:",
         "",
         "```",
         result["ours_replies"][-1],

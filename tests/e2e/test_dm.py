@@ -24,7 +24,7 @@ from tests.fixtures.leaks import LEAKS
 def ref_of(snapshot: str, needle: str) -> str:
     """The ref on the first snapshot line containing ``needle``."""
     line = next(line for line in snapshot.splitlines() if needle in line)
-    return "@" + line.split("[ref=")[1].split("]")[0]
+    return "@" + line.split(" @")[-1].split(":")[0]
 
 
 async def test_nip17_commands_run_and_are_answered(nostr_relay_url, site_url, start_daemon):

@@ -122,7 +122,7 @@ async def test_gated_commands_wait_for_the_approver(nostr_relay_url, site_url, s
         # A free tool runs without asking.
         snap = await agent.command(me, {"tool": "snapshot", "params": {"interactive": True}})
         line = next(x for x in snap["data"]["snapshot"].splitlines() if 'button "Send"' in x)
-        ref = "@" + line.split("[ref=")[1].split("]")[0]
+        ref = "@" + line.split(" @")[-1].split(":")[0]
         clicking = asyncio.create_task(
             agent.command(me, {"tool": "click", "params": {"ref": ref}}, timeout=30)
         )

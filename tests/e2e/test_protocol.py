@@ -357,7 +357,7 @@ async def test_the_tab_line_comes_when_it_is_news(message, call, site_url):
     assert opened.splitlines()[-1] == place  # opening: where the tab is, is the answer
     snap = await message("snapshot -i")
     assert "[t1]" not in snap  # nothing moved since the open said where
-    save = re.search(r'button "Save" \[ref=(\w+)\]', snap).group(1)
+    save = re.search(r'button "Save" @(\w+)', snap).group(1)
     clicked = await message(f"click @{save}")
     assert clicked.splitlines()[-1] == f"[t1] Saved {site_url}/lists.html"  # the title changed
     assert "[t1]" not in await message("get text main")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from nostr_browserd.browser.snapshot import ACTIONABLE, Options, render, take
 
-REFS = re.compile(r"\[ref=(\w+)\]")
+REFS = re.compile(r" @((?:f\d+)?e\d+)(?=:|$)", re.MULTILINE)  # as ours print them
 
 
 async def snapshot(call, command="snapshot"):
@@ -47,7 +47,7 @@ async def test_open_can_snapshot(call, site_url):
 async def test_frames_same_and_cross_origin(call, site_url, site2_url):
     await call(f"open {site_url}/frames.html?cross={site2_url}")
     text = (await snapshot(call, "snapshot -i"))["snapshot"]
-    buttons = re.findall(r'button "Frame button" \[ref=(f\d+e\d+)\]', text)
+    buttons = re.findall(r'button "Frame button" @(f\d+e\d+)', text)
     assert len(buttons) == 2, text
     cross = buttons[1]
     clicked = await call(f"click @{cross}")
@@ -59,15 +59,15 @@ async def test_frames_same_and_cross_origin(call, site_url, site2_url):
 async def test_shadow_dom_is_in_the_snapshot(call, site_url):
     await call(f"open {site_url}/shadow.html")
     text = (await snapshot(call, "snapshot -i"))["snapshot"]
-    ref = re.search(r'button "Shadow button" \[ref=(\w+)\]', text).group(1)
+    ref = re.search(r'button "Shadow button" @(\w+)', text).group(1)
     assert (await call(f"click @{ref}"))["data"]["verified"] is True
 
 
 async def test_scope_by_selector_keeps_other_refs_valid(call, site_url):
     await call(f"open {site_url}/buttons.html")
     full = (await snapshot(call))["snapshot"]
-    accept = re.search(r'button "Accept cookies" \[ref=(\w+)\]', full).group(1)
-    main = re.search(r"main \[ref=(\w+)\]", full).group(1)
+    accept = re.search(r'button "Accept cookies" @(\w+)', full).group(1)
+    main = re.search(r"main @(\w+)", full).group(1)
     scoped = (await snapshot(call, 'snapshot -s "main"'))["snapshot"]
     assert "Accept cookies" not in scoped and 'button "Count"' in scoped
     assert (await snapshot(call, f"snapshot @{main}"))["snapshot"] == scoped
@@ -189,7 +189,7 @@ async def test_a_left_out_subtree_can_be_scoped_to(call, site_url):
     assert len(left) >= 2, note
     for ref, name, count in left:
         scoped = (await snapshot(call, f"snapshot @{ref}"))["snapshot"].splitlines()
-        assert scoped[0].startswith(f'- region "{name}" [ref={ref}]')
+        assert scoped[0].startswith(f'- region "{name}" @{ref}')
         assert len(scoped) == int(count.replace(",", ""))
 
 
@@ -197,8 +197,8 @@ async def test_delta_sends_what_changed_with_the_same_refs(call, site_url):
     await call(f"open {site_url}/form.html")
     first = await snapshot(call, "snapshot --delta")
     assert first["delta"] is False and "no earlier snapshot" in first["note"]
-    name = re.search(r'textbox "Name" \[ref=(\w+)\]', first["snapshot"]).group(1)
-    send = re.search(r'button "Send" \[ref=(\w+)\]', first["snapshot"]).group(1)
+    name = re.search(r'textbox "Name" @(\w+)', first["snapshot"]).group(1)
+    send = re.search(r'button "Send" @(\w+)', first["snapshot"]).group(1)
     same = await snapshot(call, "snapshot --delta")
     assert same["delta"] is True and same["snapshot"].startswith("[delta: nothing changed")
     assert (await call(f"fill @{name} Ada"))["success"]
@@ -206,7 +206,7 @@ async def test_delta_sends_what_changed_with_the_same_refs(call, site_url):
     sent = await snapshot(call, "snapshot --delta")
     lines = sent["snapshot"].splitlines()
     assert sent["delta"] is True and lines[0].startswith("[delta since this tab's last snapshot")
-    assert f'  - textbox "Name" [ref={name}]:' in lines  # unmarked: it places the change
+    assert f'  - textbox "Name" @{name}:' in lines  # unmarked: it places the change
     assert any(line.startswith("+ ") and "Ada" in line for line in lines)
     assert any(line.startswith("+ ") and "sent Ada" in line for line in lines)
     assert 'textbox "Email"' not in sent["snapshot"]
@@ -225,11 +225,11 @@ async def test_delta_sends_what_changed_with_the_same_refs(call, site_url):
 async def test_delta_of_a_checked_box_marks_its_line_changed(call, site_url):
     await call(f"open {site_url}/form.html")
     full = await snapshot(call, "snapshot -i")
-    agree = re.search(r'checkbox "Agree" \[ref=(\w+)\]', full["snapshot"]).group(1)
+    agree = re.search(r'checkbox "Agree" @(\w+)', full["snapshot"]).group(1)
     assert (await call(f"check @{agree}"))["success"]
     delta = await snapshot(call, "snapshot -i --delta")
     assert delta["delta"] is True and "1 changed (~)" in delta["snapshot"]
-    assert f'~ - checkbox "Agree" [checked] [ref={agree}]' in delta["snapshot"].splitlines()
+    assert f'~ - checkbox "Agree" [checked] @{agree}' in delta["snapshot"].splitlines()
     assert delta["refs"] == 1
 
 
@@ -238,7 +238,7 @@ async def test_delta_of_a_checked_box_marks_its_line_changed(call, site_url):
 
 def ref_in(text: str, line_start: str) -> str:
     """The ref on the line of ``text`` that starts ``- {line_start}``."""
-    match = re.search(rf"^- {re.escape(line_start)}[^\n]*?\[ref=(\w+)\]", text, re.MULTILINE)
+    match = re.search(rf"^- {re.escape(line_start)}[^\n]*?@(\w+)", text, re.MULTILINE)
     assert match, text
     return match.group(1)
 
@@ -248,23 +248,20 @@ async def test_a_selects_options_ride_on_its_line(call, site_url):
     text = (await snapshot(call, "snapshot -i"))["snapshot"]
     lines = text.splitlines()
     colours, perms = ref_in(text, 'listbox "Colours"'), ref_in(text, 'listbox "Permissions"')
-    assert f'- listbox "Colours" [ref={colours}]: "Red", "Green", "Blue"' in lines
+    assert f'- listbox "Colours" @{colours}: "Red", "Green", "Blue"' in lines
     summary = f"5 options, none selected (all: snapshot @{perms})"
-    assert f'- listbox "Permissions" [ref={perms}]: {summary}' in lines
+    assert f'- listbox "Permissions" @{perms}: {summary}' in lines
     assert 'option "Red"' not in text and "Can add user" not in text
     # a custom listbox is no <select>: its options are clicked, so they keep their refs
-    assert re.search(r'^- option "One" \[ref=\w+\]$', text, re.MULTILINE), text
+    assert re.search(r'^- option "One" @\w+$', text, re.MULTILINE), text
     # select picks them by label, several at once (a list: JSON), and the line then says which
     several = {"tool": "select", "params": {"ref": f"@{colours}", "value": ["Green", "Blue"]}}
     assert (await call(several))["success"]
     assert (await call(f'select @{perms} "Sessions | session | Can view session"'))["success"]
     after = (await snapshot(call, "snapshot -i"))["snapshot"].splitlines()
-    assert (
-        f'- listbox "Colours" [ref={colours}]: "Red", "Green" [selected], "Blue" [selected]'
-        in after
-    )
+    assert f'- listbox "Colours" @{colours}: "Red", "Green" [selected], "Blue" [selected]' in after
     chosen = f'5 options, selected "Sessions | session | Can view session" (all: snapshot @{perms})'
-    assert f'- listbox "Permissions" [ref={perms}]: {chosen}' in after
+    assert f'- listbox "Permissions" @{perms}: {chosen}' in after
     every = (await snapshot(call, f"snapshot @{perms}"))["snapshot"]
     assert 'option "Administration | log entry | Can add log entry"' in every
 
@@ -290,3 +287,35 @@ async def test_open_with_a_snapshot_is_the_tabs_delta_baseline(call, site_url):
     delta = await snapshot(call, "snapshot -i --delta")
     assert delta["delta"] is True, delta
     assert delta["snapshot"].startswith("[delta: nothing changed")
+
+
+# --- a site's header and navigation, read once (tests/site/site_*.html) ----------------
+
+SAME = '- (4 lines same as before, old refs working: banner, navigation "Sidebar"; '
+
+
+async def test_a_sites_header_and_sidebar_print_once_and_their_old_refs_still_work(call, site_url):
+    await call(f"open {site_url}/site_users.html")
+    users = (await snapshot(call, "snapshot -i"))["snapshot"]
+    assert not users.startswith("- (")  # the first snapshot of the site is whole
+    to_groups, to_users = ref_in(users, 'link "Groups"'), ref_in(users, 'link "Users"')
+    add_user = ref_in(users, 'button "Add user"')
+    assert (await call(f"click @{to_groups}"))["success"]
+    groups = await snapshot(call, "snapshot -i")
+    lines = groups["snapshot"].splitlines()
+    assert lines[0].startswith(SAME) and lines[0].endswith("snapshot --full shows them)")
+    assert [line.split(" @")[0] for line in lines[1:]] == [
+        '- textbox "Group name"',
+        '- button "Save"',
+    ]
+    assert groups["refs"] == 2 and 'button "Log out"' not in groups["snapshot"]
+    same = await snapshot(call, "snapshot -i --delta")  # the same lines left out again
+    assert same["delta"] is True and same["snapshot"].startswith("[delta: nothing changed")
+    full = (await snapshot(call, "snapshot -i --full"))["snapshot"]
+    assert ref_in(full, 'button "Log out"') and ref_in(full, 'link "Users"') != to_users
+    # a ref read on the first page, left out of this one, still names its element
+    assert (await call(f"click @{to_users}"))["success"]
+    assert (await call("get_url"))["data"]["url"] == f"{site_url}/site_users.html"
+    # one the elision did not carry over (the first page's main) names nothing now
+    stale = await call(f"click @{add_user}")
+    assert stale["error"]["code"] == "STALE_REF", stale

@@ -401,7 +401,7 @@ async def test_after_a_failover_the_pages_follow_and_old_refs_are_refused(cluste
     for step in steps:
         assert (await controller.command(cluster.pubkey, step, timeout=60))["success"], step
     snapshot = await controller.command(cluster.pubkey, {"tool": "snapshot", "params": {}})
-    (ref,) = re.findall(r'button "Click" \[ref=(e\d+)\]', snapshot["data"]["snapshot"])
+    (ref,) = re.findall(r'button "Click" @(e\d+)', snapshot["data"]["snapshot"])
     first.kill()
     request = {"id": secrets.token_hex(6), "tool": "get_url"}
     moved = await controller.command(cluster.pubkey, request, timeout=LEASE + 60)

@@ -39,7 +39,7 @@ async def all_tools(client: JsClient) -> dict[str, dict]:
 
 def ref_of(snapshot: str, line_part: str) -> str:
     line = next(x for x in snapshot.splitlines() if line_part in x)
-    return "@" + line.split("[ref=")[1].split("]")[0]
+    return "@" + line.split(" @")[-1].split(":")[0]
 
 
 async def test_the_official_client_lists_and_calls_our_tools(

@@ -81,7 +81,8 @@ def progress_line(tool: str, target: str, params: dict[str, Any]) -> str:
 @dataclass
 class Snapshots:
     """Which tabs the model was shown a snapshot of in this turn: its next snapshot of one of
-    them is a delta (``snapshot --delta``), unless it asks otherwise.
+    them is a delta (``snapshot --delta``), unless it asks otherwise, and a snapshot of any
+    other tab is whole (``--full``): it leaves out no header the model read before.
 
     Only this turn counts: the transcript of earlier turns may be trimmed, and a model must
     never be sent the changes to a page it no longer has.  The daemon's delta is against
@@ -92,10 +93,13 @@ class Snapshots:
     tab: str | None = None  # the active tab, as the last result said
 
     def params(self, tool: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The call's params, with ``delta`` on for a snapshot of a tab the model has seen."""
-        if tool == "snapshot" and "delta" not in params and self.tab in self.tabs:
-            return {**params, "delta": True}
-        return params
+        """The call's params: ``delta`` on for a snapshot of a tab the model has seen, and
+        ``full`` for one of a tab it has not."""
+        if tool != "snapshot":
+            return params
+        if self.tab not in self.tabs:
+            return {"full": True, **params}
+        return params if "delta" in params else {**params, "delta": True}
 
     def saw(self, response: dict[str, Any]) -> None:
         """Note which tab is active after a call, and whether the model got its snapshot."""

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-REF = re.compile(r"\[ref=((?:f\d+)?e\d+)\]")
+from .snapshot import printed_ref as ref_of
+
 HEADING = re.compile(r"^ *- '?heading\b")
 
 
@@ -31,11 +32,6 @@ class Delta:
 
 def indent(line: str) -> int:
     return len(line) - len(line.lstrip(" "))
-
-
-def ref_of(line: str) -> str | None:
-    match = REF.search(line)
-    return match.group(1) if match else None
 
 
 def parents(lines: list[str]) -> list[int | None]:
@@ -145,7 +141,7 @@ def compare(before: str, after: str) -> Delta:
         f"[delta since this tab's last snapshot: {counts}{placed}; its other "
         f"{len(new) - len(marks) - len(context):,} lines and their refs are unchanged]"
     )
-    refs = sum(1 for j in marks.keys() | context if REF.search(new[j]))
+    refs = sum(1 for j in marks.keys() | context if ref_of(new[j]))
     return Delta("\n".join([head, *out]), len(came), removed, len(changed), refs)
 
 

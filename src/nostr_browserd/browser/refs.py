@@ -9,6 +9,7 @@ roots, so selectors reach inside web components.
 from __future__ import annotations
 
 import re
+from weakref import WeakKeyDictionary
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Locator, Page
@@ -29,6 +30,29 @@ def parse_ref(ref: str) -> str:
     return match.group(1)
 
 
+# Per page: a ref a model read before the page navigated → the ref its element has now, for
+# the lines a snapshot left out as the same as before (``snapshot/seen.py``).  Playwright
+# gives each document of a page refs of its own (e5, f1e5, f2e5…), so an old ref that is an
+# alias names nothing else.
+_ALIASES: WeakKeyDictionary[Page, dict[str, str]] = WeakKeyDictionary()
+
+
+def alias(page: Page, pairs: dict[str, str]) -> None:
+    """From now on, each old ref of ``pairs`` resolves to its new ref on ``page``, and so
+    does every older ref that resolved to one of them; the rest named the last document
+    only, and are dropped."""
+    if not pairs:
+        return
+    table = _ALIASES.get(page, {})
+    _ALIASES[page] = {old: pairs[new] for old, new in table.items() if new in pairs} | pairs
+
+
+def resolve(page: Page | Frame, ref: str) -> str:
+    """The ref Playwright knows the element ``ref`` (a bare ref) by now."""
+    owner = page.page if isinstance(page, Frame) else page
+    return _ALIASES.get(owner, {}).get(ref, ref)
+
+
 def looks_like_ref(token: str) -> bool:
     """Whether a bare word from the text grammar is a ref rather than a selector."""
     return bool(REF.match(token))
@@ -42,7 +66,7 @@ async def locate(
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "Give exactly one of ref or selector.")
     if ref is not None:
         bare = parse_ref(ref)
-        locator = page.locator(f"aria-ref={bare}")
+        locator = page.locator(f"aria-ref={resolve(page, bare)}")
         if await locator.count() != 1:
             raise BrowserdError(
                 ErrorCode.STALE_REF,

@@ -15,7 +15,7 @@ import contextlib
 import itertools
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import (
     BrowserContext,
@@ -30,6 +30,9 @@ from playwright.async_api import (
 from ..errors import BrowserdError, ErrorCode
 from .downloads import was_asked
 from .labels import Labels
+
+if TYPE_CHECKING:
+    from .snapshot.printer import Seen
 
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
@@ -102,6 +105,7 @@ class Snapshot:
     document: int | None = None
     frame: Frame | None = None
     truncated: bool = False
+    seen: Seen | None = None  # its whole print, to leave out what the next one repeats
 
 
 @dataclass

@@ -9,19 +9,17 @@ looking at the picture can type ``click 3`` (browser/labels.py).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..browser.labels import Labels
 from ..browser.masked import screen_masks
 from ..browser.session import Session
-from ..browser.snapshot import Node, inner_offset, parse
+from ..browser.snapshot import PRINTED_REF, Node, inner_offset, parse
 from ..commands.registry import NoParams, Registry
 from .output import binary
 from .read import SnapshotParams, remembered_snapshot
 
 TOOLS = Registry()
-REF_IN_SNAPSHOT = re.compile(r"\[ref=([a-z0-9]+)\]")
 MAX_LABELS = 300
 OVERLAY_ID = "__nbd_annotations"
 DRAW_JS = """([id, labels]) => {
@@ -64,10 +62,10 @@ async def screenshot_annotated(session: Session, params: NoParams) -> dict[str, 
     page = session.page
     latest = session.tab.snapshot if session.tab is not None else None
     placed = boxes(parse(await page.aria_snapshot(mode="ai", boxes=True)))
-    refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(latest.text))) if latest else []
+    refs = list(dict.fromkeys(PRINTED_REF.findall(latest.text))) if latest else []
     if not set(refs) & set(placed):  # none yet, or of a document the tab has left
         fresh = await remembered_snapshot(session, SnapshotParams(interactive=True))
-        refs = list(dict.fromkeys(REF_IN_SNAPSHOT.findall(fresh.text)))
+        refs = list(dict.fromkeys(PRINTED_REF.findall(fresh.text)))
         placed = boxes(parse(await page.aria_snapshot(mode="ai", boxes=True)))
     width, height = await page.evaluate("[innerWidth, innerHeight]")
     labels: list[dict[str, float]] = []

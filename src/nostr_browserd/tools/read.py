@@ -43,6 +43,11 @@ class SnapshotToolParams(SnapshotParams):
         description="only what changed since this tab's last snapshot (same options), "
         "with the same refs; the full snapshot when there is none or the page navigated",
     )
+    full: bool = Field(
+        False,
+        description="print the lines the last snapshot of this site showed the same too "
+        "(they are left out by default, and their refs still work)",
+    )
 
 
 FLAGS = {
@@ -68,10 +73,12 @@ async def snapshot(session: Session, params: SnapshotToolParams) -> dict[str, An
     """The page as an accessibility tree with refs (@e5) to act on; -i for actionable only.
 
     Refs stay valid until the element changes role or name or the page navigates.
-    --delta sends only what changed since this tab's last snapshot.
+    --delta sends only what changed since this tab's last snapshot.  After a navigation,
+    lines the last snapshot of the site showed the same (its header, its navigation) print
+    as one, and their old refs still work; --full prints them.
     """
     previous = session.tab.snapshot if session.tab is not None else None
-    rendered = await remembered_snapshot(session, params)
+    rendered = await remembered_snapshot(session, params, elide=not params.full)
     full: dict[str, Any] = {"snapshot": rendered.text, "refs": rendered.refs}
     if rendered.truncated:  # said only when cut, as other reads do
         full |= {"truncated": True, "next": rendered.next}
@@ -103,8 +110,11 @@ def no_delta(previous: Snapshot | None, current: Snapshot | None) -> str | None:
     return None
 
 
-async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rendered:
-    """Take a snapshot of the active tab (or its chosen frame) and keep it for the diffs."""
+async def remembered_snapshot(
+    session: Session, params: SnapshotParams, *, elide: bool = False
+) -> Rendered:
+    """Take a snapshot of the active tab (or its chosen frame) and keep it for the diffs;
+    with ``elide``, leave out the lines the last one of the same site showed the same."""
     cap = session.config.result_cap - 1000
     options = Options(
         interactive=params.interactive,
@@ -118,15 +128,29 @@ async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rende
     )
     page, frame, tab = session.page, session.active_frame, session.tab
     document = tab.document if tab is not None else None
-    rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
+    kept = SnapshotParams.model_fields.keys()  # the options, not how it is sent (delta)
+    chosen = params.model_dump(include=set(kept))
+    last = tab.snapshot if tab is not None else None
+    alike = last is not None and last.params == chosen and last.frame is None and frame is None
+    before = last.seen if elide and last is not None and alike and not params.has_target else None
+    navigated = last is None or last.document is None or last.document != document
+    rendered = await take(
+        page,
+        options,
+        ref=params.ref,
+        selector=params.selector,
+        frame=frame,
+        before=before,
+        navigated=navigated,
+    )
     if tab is not None:
-        kept = SnapshotParams.model_fields.keys()  # the options, not how it is sent (delta)
         tab.snapshot = Snapshot(
-            params.model_dump(include=set(kept)),
+            chosen,
             rendered.text,
             document=document if document == tab.document else None,
             frame=frame,
             truncated=rendered.truncated,
+            seen=rendered.seen,
         )
     return rendered
 

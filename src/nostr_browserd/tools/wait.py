@@ -10,7 +10,7 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
 from ..browser.masked import unfindable
-from ..browser.refs import first_line, parse_ref
+from ..browser.refs import first_line, parse_ref, resolve
 from ..browser.session import Session
 from ..commands.params import Target
 from ..commands.registry import Params, Registry
@@ -50,7 +50,8 @@ class WaitForParams(Target):
 )
 async def wait_for(session: Session, params: WaitForParams) -> dict[str, Any]:
     """Wait until an element is visible (or hidden, attached, detached)."""
-    query = f"aria-ref={parse_ref(params.ref)}" if params.ref else params.selector
+    ref = resolve(session.page, parse_ref(params.ref)) if params.ref else None
+    query = f"aria-ref={ref}" if ref else params.selector
     locator = session.scope.locator(query or "")
     if params.ref and await locator.count() == 0:  # a ref names an element seen before
         if params.state in ("hidden", "detached"):

@@ -141,7 +141,7 @@ async def test_screenshot_over_the_cap_is_too_large(call, session, site_url, mon
 async def test_wait_for_a_ref(call, site_url):
     await ok(call, f"open {site_url}/buttons.html")
     snap = (await ok(call, "snapshot -i"))["snapshot"]
-    ref = snap.split('button "Accept cookies" [ref=')[1].split("]")[0]
+    ref = snap.split('button "Accept cookies" @')[1].split("\n")[0]
     assert (await ok(call, f"wait for @{ref}"))["state"] == "visible"
     await ok(call, "click #accept")
     assert (await ok(call, f"wait for @{ref} detached"))["state"] == "detached"

@@ -23,7 +23,7 @@ async def test_targets_and_snapshot_resolve_inside_the_chosen_frame(frames, site
     assert switched["data"]["frame"]["url"] == f"{site2_url}/frame_child.html?other"
     snap = (await call("snapshot"))["data"]["snapshot"]
     assert "Frame button" in snap and "Frames" not in snap  # only the frame, not the heading
-    ref = re.search(r'button "Frame button" \[ref=(\w+)\]', snap).group(1)
+    ref = re.search(r'button "Frame button" @(\w+)', snap).group(1)
     assert (await call(f"click @{ref}"))["data"]["verified"]
     port = site2_url.rsplit(":", 1)[1]
     assert (await call("get_text button"))["data"]["text"] == f"Pressed in {port}"
@@ -43,7 +43,7 @@ async def test_targets_and_snapshot_resolve_inside_the_chosen_frame(frames, site
 async def test_frames_by_ref_name_and_url_and_bad_choices(frames, site_url):
     call = frames
     snap = (await call("snapshot"))["data"]["snapshot"]
-    first_iframe = re.search(r"iframe \[ref=(\w+)\]", snap).group(1)
+    first_iframe = re.search(r"iframe @(\w+)", snap).group(1)
     by_ref = await call(f"frame_switch @{first_iframe}")
     assert by_ref["data"]["frame"]["url"] == f"{site_url}/frame_child.html"
     # a selector now resolves in the same-origin frame

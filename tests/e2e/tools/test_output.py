@@ -19,7 +19,7 @@ async def test_pdf(devtools):
 async def test_annotated_screenshot_labels_the_snapshots_refs(devtools):
     call = devtools
     snap = (await call("snapshot -i"))["data"]["snapshot"]
-    refs = re.findall(r"\[ref=(\w+)\]", snap)
+    refs = re.findall(r"@(\w+)", snap)
     shot = (await call("screenshot_annotated"))["data"]
     assert base64.b64decode(shot["base64"]).startswith(b"\x89PNG")
     legend = shot["legend"]

@@ -50,7 +50,7 @@ async def test_count_box_styles_and_states(page):
 
 async def test_find_returns_refs_that_later_commands_resolve(page):
     snap = (await page("snapshot -i"))["data"]["snapshot"]
-    twice = re.search(r'button "Double me" \[ref=(\w+)\]', snap).group(1)
+    twice = re.search(r'button "Double me" @(\w+)', snap).group(1)
 
     found = await page("find_role button Go")
     match = found["data"]["matches"][0]

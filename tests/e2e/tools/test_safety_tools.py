@@ -10,7 +10,7 @@ def ref_of(snapshot: str, pattern: str) -> str:
     """The ref on the first snapshot line matching ``pattern``."""
     for line in snapshot.splitlines():
         if re.search(pattern, line):
-            return "@" + re.search(r"\[ref=(\w+)\]", line).group(1)
+            return "@" + re.search(r"@(\w+)", line).group(1)
     raise AssertionError(f"{pattern!r} not in snapshot:\n{snapshot}")
 
 

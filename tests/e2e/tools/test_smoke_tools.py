@@ -11,8 +11,8 @@ async def test_open_snapshot_fill_click(call, site_url):
 
     snap = await call("snapshot -i")
     text = snap["data"]["snapshot"]
-    name_ref = re.search(r'textbox "Name" \[ref=(\w+)\]', text).group(1)
-    send_ref = re.search(r'button "Send" \[ref=(\w+)\]', text).group(1)
+    name_ref = re.search(r'textbox "Name" @(\w+)', text).group(1)
+    send_ref = re.search(r'button "Send" @(\w+)', text).group(1)
 
     filled = await call(f'fill @{name_ref} "Ada Lovelace"')
     assert filled["data"]["ok"] is True

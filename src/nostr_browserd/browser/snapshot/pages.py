@@ -7,11 +7,11 @@ left out by ref, and says ``start=@eN`` for the next page; a ref that names noth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...errors import BrowserdError, ErrorCode
 from ..refs import parse_ref
-from .printer import Printer
+from .printer import Printer, Seen
 from .tree import Node, depth, find
 
 
@@ -24,6 +24,8 @@ class Rendered:
     chars: int  # characters of the whole snapshot (from ``start``), shown or not
     truncated: bool
     next: str | None = None  # where the next page starts, when cut
+    # The whole print, for the next snapshot to leave out what it repeats (``seen.py``).
+    seen: Seen | None = field(default=None, repr=False)
 
 
 def stale(ref: str) -> BrowserdError:

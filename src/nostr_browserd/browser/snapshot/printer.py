@@ -8,7 +8,8 @@ pages (``pages.py``) can cut between whole subtrees and name what they left out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from .tree import (
     Node,
@@ -41,6 +42,20 @@ SCOPES = frozenset(
 )
 
 
+# Where a printed line shows its ref: `` @e5`` after the role, name and state, before any
+# ``: value``.  Read this way, a name or value that holds "@e5" is never taken for a ref.
+PRINTED_REF = re.compile(
+    r'^ *- [^\s"\[:]+(?: "(?:[^"\\]|\\.)*")?(?: \[[^\]]*\])* @((?:f\d+)?e\d+)(?=:|$)',
+    re.MULTILINE,
+)
+
+
+def printed_ref(line: str) -> str | None:
+    """The ref a printed line shows, if any."""
+    match = PRINTED_REF.match(line)
+    return match.group(1) if match else None
+
+
 WRAPPERS = frozenset(["generic", "list", "listitem", "group", "none", "presentation", "rowgroup"])
 
 
@@ -68,6 +83,19 @@ class Options:
     start: str | None = None
 
 
+@dataclass(frozen=True)
+class Seen:
+    """What a snapshot printed, for the next one to leave out what it repeats (``seen.py``)."""
+
+    origin: str
+    lines: tuple[str, ...]  # every line of the whole print, refs taken out
+    refs: tuple[str | None, ...]  # the ref each line showed
+    kinds: tuple[str, ...]  # each line's place: "landmark", "main" or "other"
+    head: int = 0  # lines left out at the top
+    tail: int = 0  # and at the bottom
+    aliases: dict[str, str] = field(default_factory=dict)  # old ref → the same element's now
+
+
 class Printer:
     """Prints a filtered forest line by line; ``cut`` then fits it to the budget."""
 
@@ -91,9 +119,10 @@ class Printer:
         if node.name is not None:
             out += f' "{node.name}"'
         for key, value in node.attrs.items():
-            if key in ("cursor", "box", "active") or (key == "ref" and not self.keeps_ref(node)):
-                continue
-            out += f" [{key}]" if value is None else f" [{key}={value}]"
+            if key not in ("cursor", "box", "active", "ref"):
+                out += f" [{key}]" if value is None else f" [{key}={value}]"
+        if node.ref is not None and self.keeps_ref(node):
+            out += f" @{node.ref}"
         return f"{out}: {inline}" if inline else out
 
     def emit(self, node: Node, line: str) -> None:

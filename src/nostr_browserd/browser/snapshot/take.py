@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+from urllib.parse import urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page
 
 from ...errors import BrowserdError, ErrorCode
 from ..masked import masked
-from ..refs import first_line, locate, parse_ref
+from ..refs import alias, first_line, locate, parse_ref, resolve
 from .pages import Rendered, cut, first_line_of, stale
-from .printer import Options, Printer, shed_descriptions
+from .printer import Options, Printer, Seen, shed_descriptions
+from .seen import elide, seen
 from .tree import find, parse, redact
 
 # The listboxes among the refs that are <select multiple> elements, whose options
@@ -26,6 +28,12 @@ SELECT_JS = "e => e.tagName === 'SELECT'"
 
 
 LISTBOX = re.compile(r"^ *- '?listbox\b.*?\[ref=((?:f\d+)?e\d+)\]", re.MULTILINE)
+
+
+# Only a snapshot sent whole, and of at most this many lines, is kept to compare the next one
+# with: the comparison costs about 2 ms a thousand lines, and a longer print is over the
+# result cap (20,000 characters, some 500 lines) unless the cap was raised.
+SEEN_LINES = 2_000
 
 
 # A text field printed with its value: only then can a password be on show.
@@ -40,12 +48,18 @@ def render(
     secrets: set[str] | None = None,
     view: tuple[float, float, float, float] | None = None,
     selects: frozenset[str] = frozenset(),
+    origin: str = "",
+    before: Seen | None = None,
+    navigated: bool = False,
 ) -> Rendered:
-    """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``.
+    """Print ``raw`` (an ai snapshot) as ``options`` ask, within ``options.max_chars``,
+    with the whole print (``seen``) for the next snapshot of ``origin`` to compare with.
 
     ``scopes`` limits it to the subtrees under those refs; ``view`` (x, y, width, height)
     to nodes whose boxes meet it, for a snapshot taken with ``boxes=True``; ``selects``
-    names the listboxes that are ``<select>`` elements (``select_refs``).
+    names the listboxes that are ``<select>`` elements (``select_refs``).  With ``before``
+    (the last snapshot of the same site, same options) the lines it printed the same are
+    left out (``seen.py``) from a snapshot that fits whole.
     """
     nodes = parse(raw)
     if scopes is not None:
@@ -61,7 +75,13 @@ def render(
         printer.flat(nodes, (0, 0))
     else:
         printer.tree(printer.tidy(nodes), 0, (0, 0))
-    return cut(printer, first_line_of(printer, nodes, options.start), options.max_chars)
+    rendered = cut(printer, first_line_of(printer, nodes, options.start), options.max_chars)
+    if options.start or rendered.truncated or len(printer.lines) > SEEN_LINES:
+        return rendered
+    rendered.seen = seen(printer, origin)
+    if before is None or before.origin != origin:
+        return rendered
+    return elide(printer, rendered.seen, before, navigated)
 
 
 PASSWORDS_JS = (
@@ -91,21 +111,42 @@ async def take(
     ref: str | None = None,
     selector: str | None = None,
     frame: Frame | None = None,
+    before: Seen | None = None,
+    navigated: bool = False,
 ) -> Rendered:
     """Snapshot ``page`` (optionally scoped to a ref or selector) and render it.
 
     With ``frame`` (a child frame chosen by frame_switch) the selector resolves there, and
-    without a ref or selector the snapshot shows that frame only.
+    without a ref or selector the snapshot shows that frame only.  ``before`` and
+    ``navigated`` are ``render``'s; the refs an elision carried over resolve from now on.
     """
     view = tuple(await page.evaluate(VIEWPORT_JS)) if options.viewport else None
-    scopes = [parse_ref(ref)] if ref is not None else None
+    scopes = [resolve(page, parse_ref(ref))] if ref is not None else None
     if selector is not None or (frame is not None and ref is None):
         scopes = await selector_scope(frame or page, selector or "body")
     raw = await page.aria_snapshot(mode="ai", boxes=options.viewport or None)
     shows = SHOWS_VALUE.search(raw)
     secrets = await password_values(page) | masked(page.context) if shows else set()
     selects = await select_refs(page, raw) if options.interactive else frozenset()
-    return render(raw, options, scopes=scopes, secrets=secrets, view=view, selects=selects)
+    rendered = render(
+        raw,
+        options,
+        scopes=scopes,
+        secrets=secrets,
+        view=view,
+        selects=selects,
+        origin=origin_of(page.url),
+        before=before,
+        navigated=navigated,
+    )
+    if rendered.seen is not None:
+        alias(page, rendered.seen.aliases)
+    return rendered
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 async def select_refs(page: Page, raw: str) -> frozenset[str]:

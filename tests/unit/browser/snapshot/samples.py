@@ -27,7 +27,7 @@ RAW = """\
 """
 
 
-REFS = re.compile(r"\[ref=(\w+)\]")
+REFS = re.compile(r" @((?:f\d+)?e\d+)(?=:|$)", re.MULTILINE)  # as a snapshot prints them
 
 
 # Lines as Playwright 1.65 prints them: a key with ": ", " #", braces or backticks in the

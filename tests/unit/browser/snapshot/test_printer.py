@@ -9,16 +9,16 @@ from .samples import RAW, REFS
 def test_default_view_keeps_actionable_refs_and_drops_noise():
     text = render(RAW, Options()).text
     assert text == (
-        '- navigation "Site" [ref=e2]:\n'
-        '  - link "Home" [ref=e5]\n'
-        "  - link [ref=e7]: abs()\n"
-        "- main [ref=e9]:\n"
-        '  - heading "Title" [level=1] [ref=e10]\n'
+        '- navigation "Site" @e2:\n'
+        '  - link "Home" @e5\n'
+        "  - link @e7: abs()\n"
+        "- main @e9:\n"
+        '  - heading "Title" [level=1] @e10\n'
         "  - paragraph: Some words here and more words that go on for a long while, "
         "longer than the…\n"
-        '  - textbox "Name" [ref=e13]: Ada\n'
-        '  - textbox "Password" [ref=e14]: hunter2\n'
-        "  - generic [ref=e15]: Clickable"
+        '  - textbox "Name" @e13: Ada\n'
+        '  - textbox "Password" @e14: hunter2\n'
+        "  - generic @e15: Clickable"
     )
 
 
@@ -36,8 +36,8 @@ def test_full_structure_and_urls_on_request():
 
 def test_depth_and_scope():
     assert render(RAW, Options(depth=1)).text.splitlines() == [
-        '- navigation "Site" [ref=e2]',
-        "- main [ref=e9]",
+        '- navigation "Site" @e2',
+        "- main @e9",
     ]
     scoped = render(RAW, Options(), scopes=["e2"]).text
-    assert "main" not in scoped and 'link "Home" [ref=e5]' in scoped
+    assert "main" not in scoped and 'link "Home" @e5' in scoped
