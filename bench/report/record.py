@@ -48,4 +48,17 @@ def monitor_section(monitor: dict[str, Any]) -> list[str]:
     met = all(TARGETS["monitor"].met(v) for v in ratios.values())
     shown = ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items())
     lines += ["", f"Target: each ≤ {TARGETS['monitor'].bound}×: {shown} {mark(met)}", ""]
+    if "load" in monitor:
+        load = monitor["load"]
+        without, beside = load["without"], load["with"]
+        lines += [
+            f"With {load['monitors']} monitors at a one-minute interval, a controller's"
+            f" `get_url` over NIP-17 (one a second for {monitor_bench.SPAN_S:.0f} s): p50"
+            f" {beside['p50_ms']:.0f} ms against {without['p50_ms']:.0f} ms without"
+            f" ({beside['p50_ms'] / without['p50_ms']:.2f}×, goal ≤ 1.1×); the daemon and its"
+            f" Chromium used {beside['cpu_s_per_min']:.1f} s of CPU a minute against"
+            f" {without['cpu_s_per_min']:.1f} s. Between checks nothing stays open: a check's"
+            " page is in a context of its own, closed after it.",
+            "",
+        ]
     return lines
