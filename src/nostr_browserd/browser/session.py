@@ -26,7 +26,7 @@ from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig
 from .egress import EgressProxy
 from .endpoints import Endpoint
-from .labels import is_label, label_ref
+from .labels import is_label, label_of
 from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .refs import locate
@@ -348,7 +348,10 @@ class Session:
         """
         if is_label(selector) and ref is None:
             assert selector is not None
-            ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
+            label = label_of(self.tab.labels if self.tab else None, selector)
+            ref, selector = label.ref, None
+            if self.tab is not None:  # the reply repeats what the number meant (click 3)
+                self.tab.told_labels[label.n] = label
         try:
             return await locate(self.scope, ref=ref, selector=selector)
         except BrowserdError as exc:
@@ -551,6 +554,8 @@ class Session:
         if self.moved_note is not None:
             state["moved"] = self.moved_note
             self.moved_note = None
+        if tab is not None and tab.told_labels:
+            state["label"] = "; ".join(label.describe() for label in tab.told_labels.values())
         state["dialog"] = self.dialog.describe() if self.dialog else None
         if self.last_alert is not None:
             state["alert"] = self.last_alert

@@ -28,7 +28,7 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserdError, ErrorCode
-from .labels import Labels
+from .labels import Label, Labels
 
 # Every top document reports its title whenever it changes, so a result's state can carry it
 # without a round trip to the page.  It observes only where the title lives (the document, its
@@ -143,6 +143,7 @@ class Tab:
         self.document = 0
         self.screenshot: bytes | None = None
         self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
+        self.told_labels: dict[int, Label] = {}  # the numbers the running command acts on
         # Reopened at its last address after the browser moved to this worker: a ref that names
         # nothing on it is one from before the move (``Session.locate`` says so).
         self.reloaded = False
@@ -254,6 +255,7 @@ class Tab:
         reported at the last load is no longer known current (the command may change it)."""
         self._alerts = 0
         self._load_reported.clear()
+        self.told_labels.clear()
 
     async def answer(self, accept: bool, value: str | None = None) -> dict[str, Any]:
         """Accept (with ``value`` for a prompt) or dismiss the dialog waiting here."""
