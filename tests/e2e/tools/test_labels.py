@@ -50,9 +50,7 @@ def numbers_in_picture(png: bytes, scale: float) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("attack", ["numbers", "order"])
-async def test_a_page_cannot_move_or_renumber_the_labels(
-    call, message, session, site_url, attack
-):
+async def test_a_page_cannot_move_or_renumber_the_labels(call, message, session, site_url, attack):
     await call(f"open {site_url}/relabel.html?attack={attack}")
     shot = (await call("screenshot_annotated"))["data"]
     legend = {e["n"]: e for e in shot["legend"]}
