@@ -90,10 +90,10 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
             async with session.lock:
                 await session.ready()
                 running = tool.run(registry, session, params)
-                interrupted, data = await session.until_dialog(running)
+                interrupted, data = await session.dialogs.until(running)
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
-                await session.settle()
+                await session.chores.settle()
                 state = await session.state(fresh=acts_on_page(tool))
                 state |= place_told(session, state, tool, data)
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}

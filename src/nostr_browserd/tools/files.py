@@ -155,7 +155,7 @@ async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -
     browser's routes do not see this request); an owner under ``block_private_networks``
     connects through the egress proxy, as its pages do.
     """
-    config, egress = session.config, session.egress
+    config, egress = session.config, session.reach.egress
     url = resolve(text, config.allowed_schemes, config.search_url)
     deadline = time.monotonic() + timeout_ms / 1000
     saved: list[Path] = []
@@ -169,7 +169,7 @@ async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -
     for _hop in range(MAX_REDIRECTS + 1):
         if urlsplit(url).scheme not in ("http", "https"):
             raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-        await session.refuse_url(url)
+        await session.reach.refuse_url(url)
         cookies = await session.page.context.cookies(url)
         headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
         try:

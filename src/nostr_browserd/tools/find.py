@@ -21,7 +21,7 @@ from ..browser.refs import first_line
 from ..browser.session import Session
 from ..browser.snapshot import parse
 from ..commands.params import SELECTOR_HELP
-from ..commands.registry import Call, Params, Registry
+from ..commands.registry import Call, Params, Registry, ToolContext
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
@@ -154,8 +154,8 @@ def find_tool(
 ) -> None:
     """Register one find_* tool: a params model and how it becomes a Playwright locator."""
 
-    async def handler(session: Session, p: FindParams, registry: Registry) -> dict[str, Any]:
-        return await found(registry, session, locate(session.scope, p), p)
+    async def handler(session: Session, p: FindParams, ctx: ToolContext) -> dict[str, Any]:
+        return await found(ctx.registry, session, locate(session.scope, p), p)
 
     handler.__doc__ = doc
     TOOLS.tool(name, family="find", gated=True, params=params, args=args, delegates=action_of)(

@@ -116,7 +116,8 @@ async def remembered_snapshot(session: Session, params: SnapshotParams) -> Rende
         max_chars=min(params.max_chars or cap, cap),
         start=params.start,
     )
-    page, frame, tab = session.page, session.active_frame, session.tab
+    page, tab = session.page, session.tab
+    frame = tab.frame if tab is not None else None
     document = tab.document if tab is not None else None
     rendered = await take(page, options, ref=params.ref, selector=params.selector, frame=frame)
     if tab is not None:

@@ -53,7 +53,7 @@ SENDS_IN_URL_JS = "el => el.form?.getAttribute('method')?.toLowerCase() === 'get
 
 def vault_of(session: Session) -> Keeper:
     """The daemon's vault, for a session of one controller."""
-    vault = session.vault
+    vault = session.reach.vault
     if vault is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,
