@@ -87,7 +87,7 @@ class BackgroundTabs:
 
     def _popup(self, popup: Page) -> None:
         self._pages.add(popup)
-        popup.on("close", self._pages.discard)
+        popup.on("close", lambda closed: self._pages.discard(closed))
         self.chores.run(popup.close())
 
     # --- the rest of what a tab tells its owner (``tab.TabOwner``) ------------------
