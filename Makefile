@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.  Both set up first.
-.PHONY: setup run test test-fast fuzz bench lint lock
+.PHONY: setup run test test-fast fuzz bench lint lock install uninstall
 
 setup:
 	@./scripts/setup.sh
@@ -35,7 +35,8 @@ bench: setup
 	@chmod +x bench/node_modules/agent-browser/bin/agent-browser-linux-*
 	.venv/bin/python -m bench.run
 
-# ruff, then the import contracts in pyproject.toml (which room may import which).
+# ruff, mypy (strict: pyproject.toml [tool.mypy]), then the import contracts in pyproject.toml
+# (which room may import which).
 lint: setup
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
@@ -48,3 +49,11 @@ lock: setup
 	UV_PYTHON_DOWNLOADS=never .uv/bin/uv lock --upgrade
 	@rm -f .venv/.installed
 	@./scripts/setup.sh
+
+# As root: the systemd service from the lock (docs/deployment.md).  DESTDIR=/a/root stages it
+# there instead.  uninstall keeps /etc/nostr-browserd and the state.
+install:
+	@DESTDIR="$(DESTDIR)" ./scripts/install.sh install
+
+uninstall:
+	@DESTDIR="$(DESTDIR)" ./scripts/install.sh uninstall

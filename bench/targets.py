@@ -30,6 +30,7 @@ from typing import Any
 
 SNAPSHOT_BASE = "Playwright raw"
 NAV_BASE = "Playwright goto"
+NAV_CONTROL = "Playwright goto, again"  # browser_bench.CONTROL: the method's own spread
 COLD_BASE = "Playwright launch"
 LOAD_BASE = "minimal responder"
 
@@ -66,7 +67,12 @@ class Goal:
 
 TARGETS: dict[str, Goal] = {
     "snapshot": Goal("24", "our snapshot ≤ {bound}× raw Playwright's time, on every page", 1.15),
-    "open": Goal("24 §1", "`open` ≤ {bound}× Playwright's `goto`, on every page", 1.1),
+    "open": Goal(
+        "36",
+        "`open` over Playwright's `goto` ≤ the control's ratio (a second plain context) +"
+        " {bound}, on every page",
+        0.05,
+    ),
     "throughput": Goal(
         "24 §2", "daemon throughput ≥ {bound}× the minimal responder's", 0.95, at_most=False
     ),
@@ -141,10 +147,23 @@ def snapshot_targets(results: dict[str, Any]) -> list[Target]:
     ]
 
 
+def open_margins(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Per page, ours' ratio to goto less the control's: how far past the method's own noise.
+
+    The control (a second plain Playwright context measured the same way) came in as far
+    from goto as ours did in the runs of issue 36, so a bound on the bare ratio judged noise.
+    """
+    ours = page_ratios(rows, "ours open", NAV_BASE)
+    control = page_ratios(rows, NAV_CONTROL, NAV_BASE)
+    return {page: ours[page] - control[page] for page in ours}
+
+
 def navigation_targets(results: dict[str, Any]) -> list[Target]:
-    return [
-        every_page("open", page_ratios(results["navigation"], "ours open", NAV_BASE), NAVIGATION)
-    ]
+    margins = open_margins(results["navigation"])
+    met = sum(TARGETS["open"].met(m) for m in margins.values())
+    low, high = min(margins.values()), max(margins.values())
+    value = f"ours − control {low:+.2f} to {high:+.2f}, {met} of {len(margins)} pages"
+    return [Target("open", value, met == len(margins), NAVIGATION)]
 
 
 def load_ratios(rows: list[dict[str, Any]]) -> dict[int, dict[str, float]]:

@@ -11,17 +11,9 @@ command -v chromium-headless-shell >/dev/null 2>&1 || [ -x /usr/lib/chromium/chr
 # `systemd-analyze verify` checks the unit file in the tests (part of Debian's systemd).
 command -v systemd-analyze >/dev/null 2>&1 || ./scripts/apt-install.sh systemd
 
-# Every Python package comes from uv.lock (hashes included); uv itself is the one pin outside
-# it (scripts/pins/uv.txt), in a venv of its own, .uv.  A venv keeps Debian's own Python
-# untouched (PEP 668); Debian's python3 needs python3-venv for that first venv.
+# Every Python package comes from uv.lock (hashes included), installed by the pinned uv.
+./scripts/setup-uv.sh
 python=${PYTHON:-python3}
-"$python" -c 'import ensurepip' 2>/dev/null || ./scripts/apt-install.sh python3-venv
-if [ ! -x .uv/bin/uv ] || [ scripts/pins/uv.txt -nt .uv/bin/uv ]; then
-  rm -rf .uv
-  "$python" -m venv .uv
-  .uv/bin/pip install -q --disable-pip-version-check --require-hashes -r scripts/pins/uv.txt
-  touch .uv/bin/uv
-fi
 export UV_PYTHON_DOWNLOADS=never
 if [ ! -f .venv/.installed ] || [ uv.lock -nt .venv/.installed ] \
    || [ pyproject.toml -nt .venv/.installed ]; then
@@ -46,11 +38,12 @@ if [ ! -x .venv-legacy/bin/python ]; then
 fi
 
 # Independent JavaScript sides (each pinned by its package-lock.json): a NIP-46 remote signer
-# the tests run our bunker client against, a phone that opens our NIP-17 file messages, and
-# the official ContextVM client and server (@contextvm/sdk) for our ContextVM server and client.
+# the tests run our bunker client against, a phone that opens our NIP-17 file messages,
+# the official ContextVM client and server (@contextvm/sdk) for our ContextVM server and client,
+# and nostr-tools writing NIP-44's extended length prefix (messages over 65,535 bytes).
 # Only where Node.js is installed (.ci/run installs Debian's nodejs and npm); without it those
 # tests are skipped.  With it, a failed install fails the setup.
-for js in tests/nip46_js tests/phone_js tests/contextvm_js; do
+for js in tests/nip46_js tests/phone_js tests/contextvm_js tests/nip44_js; do
   if command -v npm >/dev/null 2>&1 && [ $js/package-lock.json -nt $js/node_modules/.package-lock.json ]; then
     (cd $js && npm ci --no-audit --no-fund --loglevel=error) || {
       echo "setup: the JS side in $js could not be installed" >&2

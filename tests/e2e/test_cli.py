@@ -32,7 +32,9 @@ def is_running(pid: int) -> bool:
 class DaemonProcess:
     """``nostr-browserd run`` in a subprocess on free ports, its banner and log captured."""
 
-    def __init__(self, workdir: Path, env: dict[str, str], config: Path | None = None) -> None:
+    def __init__(
+        self, workdir: Path, env: dict[str, str], config: Path | None = None, cli: str = CLI
+    ) -> None:
         self.relay_port, self.local_port = free_port(), free_port()
         self.relay = f"ws://127.0.0.1:{self.relay_port}"
         self.env = {
@@ -45,7 +47,7 @@ class DaemonProcess:
             **env,
         }
         self.out, self.err = workdir / "daemon.out", workdir / "daemon.err"
-        args = [CLI, "run"] + (["--config", str(config)] if config else [])
+        args = [cli, "run"] + (["--config", str(config)] if config else [])
         with self.out.open("wb") as out, self.err.open("wb") as err:
             self.proc = subprocess.Popen(args, stdout=out, stderr=err, env=self.env)
 

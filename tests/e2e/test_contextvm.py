@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from nostr_browserd import __version__
 from nostr_browserd.mcp.contextvm_remote import AutoBackend, ContextVmBackend
 from nostr_browserd.mcp.remote import RemoteBackend
 from nostr_browserd.nostr import contextvm
@@ -166,7 +167,8 @@ async def test_announcements_are_opt_in_and_say_what_they_say(nostr_relay_url, s
     assert ["name", "nostr-browserd"] in server["tags"]
     assert ["website", "https://example.org"] in server["tags"]
     assert ["support_encryption"] in server["tags"]
-    assert json.loads(server["content"])["serverInfo"]["name"] == "nostr-browserd"
+    info = json.loads(server["content"])["serverInfo"]
+    assert info == {"name": "nostr-browserd", "version": __version__}
     names = {t["name"] for t in json.loads(found[contextvm.TOOLS_LIST_KIND]["content"])["tools"]}
     assert {"open", "click", "snapshot"} <= names
 

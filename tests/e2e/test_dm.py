@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nostr_sdk as n
 
+from nostr_browserd import __version__
 from nostr_browserd.daemon.keyfile import write_new_key
 from nostr_browserd.errors import ErrorCode
 from nostr_browserd.nostr.nip19 import npub_encode
@@ -101,7 +102,8 @@ async def test_the_daemon_announces_where_to_reach_it(
             events = await wait_for_kinds(client, me, {0, 10002, 10050})
             assert ["relay", nostr_relay_url] in events[10050]["tags"]
             assert ["r", nostr_relay_url] in events[10002]["tags"]
-            assert json.loads(events[0]["content"])["name"] == "nostr-browserd"
+            profile = json.loads(events[0]["content"])
+            assert profile["name"] == "nostr-browserd" and profile["version"] == __version__
 
 
 async def wait_for_kinds(client, author: str, kinds: set[int]) -> dict[int, dict]:

@@ -14,6 +14,7 @@ import httpx2 as httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from nostr_browserd import __version__
 from tests.e2e.test_mcp_local import local_config
 from tests.fixtures.mcp_client import CLI
 from tests.fixtures.relays import free_port
@@ -66,10 +67,11 @@ async def test_streamable_http_refuses_a_call_without_the_token(tmp_path: Path) 
             streamable_http_client(url, http_client=authorized) as (read, write),
             ClientSession(read, write) as session,
         ):
-            await session.initialize()
+            init = await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
             answer = await session.call_tool("get_url", {})
         assert {"open", "snapshot", "click"} <= names
+        assert init.server_info.version == __version__
         assert not answer.is_error and "about:blank" in answer.content[0].text
 
 

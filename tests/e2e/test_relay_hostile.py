@@ -24,7 +24,6 @@ from nostr_browserd.nostr.relay import (
     OUTBOX_SIZE,
     SINCE_MARGIN,
     RelayPool,
-    backoff_delay,
 )
 from nostr_browserd.nostr.signer import KeySigner
 from tests.e2e.test_relay import next_event, note, wait_until
@@ -313,14 +312,6 @@ async def test_a_failing_signer_does_not_take_the_connection_down() -> None:
         await wait_until(lambda: "bunker is offline" in (pool.status()[relay.url].last_error or ""))
         assert pool.status()[relay.url].state == "connected"
         assert relay.connections == 2
-
-
-def test_backoff_grows_to_the_cap_with_jitter() -> None:
-    delays = [[backoff_delay(attempt, 0.5, 30.0) for _ in range(50)] for attempt in range(12)]
-    assert all(0.25 <= d <= 0.5 for d in delays[0])
-    assert all(15.0 <= d <= 30.0 for d in delays[-1])
-    assert len(set(delays[-1])) > 1  # jitter: not everyone retries at the same moment
-    assert backoff_delay(10_000, 0.5, 30.0) <= 30.0
 
 
 def test_filter_matching() -> None:

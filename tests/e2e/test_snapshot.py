@@ -3,217 +3,12 @@
 import html
 import re
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nostr_browserd.browser.snapshot import ACTIONABLE, SHOWS_VALUE, Options, render, take
-from nostr_browserd.errors import BrowserdError, ErrorCode
+from nostr_browserd.browser.snapshot import ACTIONABLE, Options, render, take
 
-RAW = """\
-- generic [active] [ref=e1]:
-  - navigation "Site" [ref=e2]:
-    - list [ref=e3]:
-      - listitem [ref=e4]:
-        - link "Home" [ref=e5] [cursor=pointer]:
-          - /url: /index.html
-      - listitem [ref=e6]:
-        - link [ref=e7] [cursor=pointer]:
-          - /url: /abs.html
-          - code [ref=e8]: abs()
-  - main [ref=e9]:
-    - heading "Title" [level=1] [ref=e10]
-    - paragraph [ref=e11]:
-      - text: Some words
-      - code [ref=e12]: here
-      - text: and more words that go on for a long while, longer than the limit of the view
-    - text: Name
-    - textbox "Name" [ref=e13]: Ada
-    - textbox "Password" [ref=e14]: hunter2
-    - generic [ref=e15] [cursor=pointer]: Clickable
-    - paragraph [ref=e16]
-"""
 REFS = re.compile(r"\[ref=(\w+)\]")
-
-
-def test_default_view_keeps_actionable_refs_and_drops_noise():
-    text = render(RAW, Options()).text
-    assert text == (
-        '- navigation "Site" [ref=e2]:\n'
-        '  - link "Home" [ref=e5]\n'
-        "  - link [ref=e7]: abs()\n"
-        "- main [ref=e9]:\n"
-        '  - heading "Title" [level=1] [ref=e10]\n'
-        "  - paragraph: Some words here and more words that go on for a long while, "
-        "longer than the…\n"
-        '  - textbox "Name" [ref=e13]: Ada\n'
-        '  - textbox "Password" [ref=e14]: hunter2\n'
-        "  - generic [ref=e15]: Clickable"
-    )
-
-
-def test_password_values_are_masked():
-    text = render(RAW, Options(), secrets={"hunter2"}).text
-    assert "hunter2" not in text
-    assert 'textbox "Password" [ref=e14]: ••••••••' in text
-
-
-def test_interactive_is_one_line_per_actionable_element():
-    text = render(RAW, Options(interactive=True)).text
-    assert REFS.findall(text) == ["e5", "e7", "e13", "e14", "e15"]
-    assert "heading" not in text and "  -" not in text
-
-
-def test_full_structure_and_urls_on_request():
-    text = render(RAW, Options(compact=False, urls=True, text_limit=0)).text
-    assert "    - listitem:" in text and "/url: /abs.html" in text
-    assert "longer than the limit of the view" in text
-
-
-def test_depth_and_scope():
-    assert render(RAW, Options(depth=1)).text.splitlines() == [
-        '- navigation "Site" [ref=e2]',
-        "- main [ref=e9]",
-    ]
-    scoped = render(RAW, Options(), scopes=["e2"]).text
-    assert "main" not in scoped and 'link "Home" [ref=e5]' in scoped
-
-
-def test_cut_says_how_to_narrow():
-    rendered = render(RAW, Options(max_chars=210))
-    assert rendered.truncated
-    assert rendered.text.splitlines()[-1].startswith("[snapshot cut: lines 1–")
-    assert "scope=" in rendered.text and "interactive=true" in rendered.text
-
-
-# Lines as Playwright 1.65 prints them: a key with ": ", " #", braces or backticks in the
-# name is single-quoted whole ('' for a quote inside), a value with ": " double-quoted.
-QUOTED_RAW = """\
-- generic [ref=e1]:
-  - banner [ref=e2]:
-    - 'button "Toggle theme (current theme: auto)" [ref=e3]'
-    - 'link "Read: the manual" [ref=e4] [cursor=pointer]':
-      - /url: "#colon"
-  - main [ref=e6]:
-    - 'heading "Names: quoted" [level=1] [ref=e7]'
-    - 'button "it''s \\"quoted\\": yes" [ref=e8]'
-    - link "- starts with a dash" [ref=e10] [cursor=pointer]:
-      - /url: "#dash"
-    - 'button "issue #42" [ref=e12]'
-    - 'button "{braces}" [ref=e14]'
-    - 'button "back\\\\slash: here" [ref=e17]'
-    - 'button "Ünïcödé: café ✓ 中文" [ref=e18]'
-    - 'searchbox "Search: anything" [ref=e29]': "key: value"
-    - 'textbox "Password: 8 or more" [active] [ref=e31]': "hunter2: secret"
-    - 'combobox "Colour: pick" [ref=e37]':
-      - 'option "red: warm" [selected]'
-      - 'option "blue: cold"'
-    - generic [ref=e39] [cursor=pointer]: "click me: div"
-"""
-
-
-def test_quoted_lines_keep_their_refs():
-    actionable = ["e3", "e4", "e8", "e10", "e12", "e14", "e17", "e18", "e29", "e31", "e37", "e39"]
-    interactive = render(QUOTED_RAW, Options(interactive=True)).text
-    assert REFS.findall(interactive) == actionable
-    assert interactive.splitlines()[:2] == [
-        '- button "Toggle theme (current theme: auto)" [ref=e3]',
-        '- link "Read: the manual" [ref=e4]',
-    ]
-    assert '- button "it\'s \\"quoted\\": yes" [ref=e8]' in interactive
-    assert '- combobox "Colour: pick" [ref=e37]: red: warm' in interactive
-    tree = render(QUOTED_RAW, Options()).text
-    assert set(REFS.findall(tree)) == {"e2", "e6", "e7", *actionable}
-    assert '  - heading "Names: quoted" [level=1] [ref=e7]' in tree
-
-
-def test_quoted_password_value_is_masked():
-    text = render(QUOTED_RAW, Options(), secrets={"hunter2: secret"}).text
-    assert "hunter2" not in text
-    assert 'textbox "Password: 8 or more" [ref=e31]: ••••••••' in text
-
-
-def test_a_password_in_a_quoted_line_is_looked_up():
-    assert SHOWS_VALUE.search(QUOTED_RAW.replace('"key: value"', ""))
-
-
-def big_raw(tables: int = 5, rows: int = 40) -> str:
-    """A page of tables of rows, each row a cell with text and a button, and a footer."""
-    lines = ["- generic [ref=e1]:", '  - navigation "Site" [ref=e2]:']
-    n = 3
-    for i in range(20):
-        lines += [f'    - link "Nav {i}" [ref=e{n}] [cursor=pointer]:', f"      - /url: /n{i}"]
-        n += 1
-    lines.append(f"  - main [ref=e{n}]:")
-    n += 1
-    for t in range(tables):
-        lines.append(f'    - table "T{t}" [ref=e{n}]:')
-        n += 1
-        for r in range(rows):
-            lines += [
-                f'      - row "r{r}" [ref=e{n}]:',
-                f"        - cell [ref=e{n + 1}]:",
-                f"          - text: Some words {r}",
-                f"          - 'button \"Go: {t}.{r}\" [ref=e{n + 2}]'",
-            ]
-            n += 3
-    lines += [f"  - contentinfo [ref=e{n}]:", f'    - link "Foot" [ref=e{n + 1}] [cursor=pointer]']
-    return "\n".join(lines)
-
-
-def read_in_pages(raw: str, options: Options) -> tuple[list[str], int]:
-    """Every page's lines (notes dropped), following ``next`` until the end."""
-    lines, start, pages = [], None, 0
-    while True:
-        options.start = start
-        rendered = render(raw, options)
-        page = rendered.text.splitlines()
-        assert len(rendered.text) <= options.max_chars
-        assert rendered.refs == len(REFS.findall(rendered.text))
-        lines += page[:-1] if page[-1].startswith("[snapshot") else page
-        pages += 1
-        if rendered.next is None:
-            return lines, pages
-        start = rendered.next
-
-
-@pytest.mark.parametrize(
-    "view", [{}, {"interactive": True}, {"compact": False, "urls": True}, {"depth": 4}]
-)
-def test_a_big_snapshot_reads_in_pages_without_gaps_or_repeats(view):
-    raw = big_raw()
-    whole = render(raw, Options(max_chars=10**9, **view)).text.splitlines()
-    lines, pages = read_in_pages(raw, Options(max_chars=1500, **view))
-    assert pages > 3
-    assert lines == whole
-
-
-def test_a_cut_names_the_subtrees_it_left_out():
-    raw = big_raw()
-    rendered = render(raw, Options(max_chars=2000))
-    note = rendered.text.splitlines()[-1]
-    left = dict(re.findall(r"@(e\d+) [a-z]+(?: \"[^\"]*\")? \(([\d,]+) lines\)", note))
-    assert {"e145", "e266", "e387", "e508"} <= set(left), note  # the tables after the cut
-    assert f"start={rendered.next}" in note
-    for ref, count in left.items():
-        scoped = render(raw, Options(max_chars=10**9), scopes=[ref]).text.splitlines()
-        assert len(scoped) == int(count.replace(",", "")), ref
-    first = render(raw, Options(max_chars=10**9), scopes=[rendered.next.lstrip("@")]).text
-    assert first.splitlines()[0] not in rendered.text.splitlines()
-
-
-def test_start_errors():
-    raw = big_raw()
-    with pytest.raises(BrowserdError) as stale:
-        render(raw, Options(start="e9999"))
-    assert stale.value.code == ErrorCode.STALE_REF
-    with pytest.raises(BrowserdError) as far:
-        render(raw, Options(start="100000"))
-    assert far.value.code == ErrorCode.INVALID_PARAMS
-    assert render(raw, Options(start="3", max_chars=10**9)).text.startswith('  - link "Nav 1"')
-
-
-# --- in the browser -------------------------------------------------------------------
 
 
 async def snapshot(call, command="snapshot"):
@@ -341,7 +136,11 @@ async def test_a_password_under_a_quoted_label_is_masked(call, session, site_url
 
 
 NAME_CHARS = st.sampled_from([*"ab Z09:'\"-#{}`[]\\&*!|>%@,?~éß中✓🙂", ": ", " #"])
+
+
 NAMES = st.lists(NAME_CHARS, min_size=1, max_size=12).map("".join).filter(str.strip)
+
+
 ELEMENTS = {
     "button": "<button>{}</button>",
     "link": '<a href="#x">{}</a>',

@@ -19,6 +19,7 @@ from nostr_browserd.daemon.store import SqliteStore, Store
 from nostr_browserd.errors import BrowserdError
 from nostr_browserd.nostr.keys import generate_secret
 from nostr_browserd.nostr.nip19 import nsec_encode
+from nostr_browserd.nostr.signer import KeySigner
 from nostr_browserd.redact import REDACTED, redact
 from nostr_browserd.vault.keeper import VaultRow
 from tests.fixtures.postgres import fresh_database
@@ -26,20 +27,22 @@ from tests.fixtures.postgres import fresh_database
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 async def open_store(request, tmp_path) -> AsyncIterator[Callable[[], Awaitable[Store]]]:
-    """Opens stores on one fresh database of the backend; closes them all afterwards."""
+    """Opens stores on one fresh database of the backend, all with one identity (workers of
+    one daemon); closes them all afterwards."""
     opened: list[Store] = []
+    identity = KeySigner.generate()
     if request.param == "sqlite":
         path = tmp_path / "sub" / "state.sqlite3"
 
         async def make() -> Store:
-            return SqliteStore(path)
+            return SqliteStore(path, lambda: identity)
     else:
         from nostr_browserd.daemon.store.postgres import PostgresStore
 
         url = fresh_database(request.getfixturevalue("postgres_dsn"))
 
         async def make() -> Store:
-            return await PostgresStore.connect(url)
+            return await PostgresStore.connect(url, signer=lambda: identity)
 
     async def opener() -> Store:
         opened.append(await make())

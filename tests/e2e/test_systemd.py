@@ -157,10 +157,8 @@ def test_the_template_is_the_unit_itself_and_its_drop_in_weakens_nothing():
     """One copy of the hardening: the template is the unit installed under its name; the
     drop-in only names the worker, its own directories and user, its credential and its
     start command."""
-    install = (
-        "install -m 0644 systemd/nostr-browserd.service /etc/systemd/system/nostr-browserd@.service"
-    )
-    assert install in DROP_IN.read_text()
+    install = 'install -C -m 0644 systemd/nostr-browserd.service "$units/nostr-browserd@.service"'
+    assert install in (REPO / "scripts" / "install.sh").read_text()
     hardening = set(directives(UNIT.read_text())) - {"Description", "Documentation"}
     worker_keys = {
         "Description",

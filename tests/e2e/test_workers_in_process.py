@@ -22,6 +22,7 @@ from nostr_browserd.daemon.placement import preferred
 from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
 from nostr_browserd.daemon.workers import Worker, _died_here
 from nostr_browserd.dm.messages import Incoming
+from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.browser import local_dispatcher
 
 LEASE = 1.0
@@ -75,12 +76,14 @@ async def workers_on(pool: BrowserPool, tmp_path) -> AsyncIterator[tuple[Node, N
         f"{i:064x}" for i in range(100) if preferred(f"{i:064x}", ["w1", "w2"]) == "w1"
     )
     nodes = []
+    identity = KeySigner.generate()  # workers of one daemon: one identity
     for name in ("w1", "w2"):
         dispatcher = local_dispatcher(
             pool,
             tmp_path,
             controllers={controller: ControllerConfig(pubkey=controller)},
             worker=lambda d, name=name: Worker(d.store, name, LEASE, dispatcher=d, browser=pool),
+            identity=identity,
         )
         worker = dispatcher.worker
         assert isinstance(worker, Worker)

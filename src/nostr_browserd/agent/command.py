@@ -27,6 +27,9 @@ class AskParams(Params):
     model: str | None = Field(None, max_length=200, description="the model (default: config's)")
     max_tool_calls: int | None = Field(None, ge=1, le=100, description="the cap (default 12)")
     new: bool = Field(False, description="start a new conversation")
+    record: bool = Field(
+        False, description="a video of the turn and a picture of its steps with the answer"
+    )
     stop: bool = Field(False, description="end the running turn")
 
 

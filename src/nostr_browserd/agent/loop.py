@@ -164,7 +164,8 @@ def kept(args: dict[str, Any]) -> dict[str, Any]:
     store keeps them): typed text the call marks ``secret`` and any param named like a secret
     become placeholders, as an approval prompt shows them.  The model never needs them back.
     """
-    return redact(args, show_typed=True)
+    shown: dict[str, Any] = redact(args, show_typed=True)
+    return shown
 
 
 def without_images(transcript: list[Entry]) -> list[Entry]:

@@ -165,7 +165,7 @@ async def refuse_if_covered(locator: Locator) -> None:
 
 async def editable_field(locator: Locator, *, secret: bool) -> dict[str, Any]:
     """Refuse anything a person could not type into; returns the inspection."""
-    info = await locator.evaluate(FIELD_JS)
+    info: dict[str, Any] = await locator.evaluate(FIELD_JS)
     kind = info["type"] if info["tag"] == "input" else info["tag"]
     if not (info["editable"] or info["tag"] == "textarea" or kind in TEXT_TYPES):
         raise BrowserdError(ErrorCode.REFUSED, f"Not a text field ({kind}): nothing typed.")
@@ -192,7 +192,7 @@ async def multi_control(
     ``script`` returns ``{"multiple", "disabled", …}`` or null for any other element, which
     is refused with ``other``; so is a disabled control, and several items for a single one.
     """
-    info = await locator.evaluate(script)
+    info: dict[str, Any] | None = await locator.evaluate(script)
     if info is None:
         raise BrowserdError(ErrorCode.REFUSED, other)
     if info["disabled"]:

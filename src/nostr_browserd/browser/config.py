@@ -24,6 +24,15 @@ EXECUTABLES = (
 )
 
 
+class RecordConfig(BaseModel):
+    """``[record]``: the bounds of one recording (record_start, ask --record), and its pace."""
+
+    max_seconds: float = Field(300.0, gt=0, le=3600, description="a recording stops here")
+    max_mb: float = Field(50.0, gt=0, le=1024, description="megabytes of video at most")
+    fps: int = Field(5, ge=1, le=30, description="frames per second at most")
+    max_width: int = Field(1280, ge=320, le=3840, description="pixels; wider pages scale down")
+
+
 class BrowserConfig(BaseModel):
     """How to get a browser and the limits every tool obeys."""
 
@@ -80,6 +89,8 @@ class BrowserConfig(BaseModel):
         description="recordings, per owner (saved login states live in the state store; files"
         " an older release saved here are moved into it at start)",
     )
+    # Set from the file's own [record] section (daemon/config.py), not under [browser].
+    record: RecordConfig = Field(default_factory=RecordConfig, exclude=True)
 
     @field_validator("endpoints", "cdp_endpoint", "ws_endpoint")
     @classmethod

@@ -1,29 +1,35 @@
-"""The live view's stream of one session: a screencast that follows the active tab.
+"""The screencasts that follow a session's active tab: the live view's stream, and a recording.
 
-``stream_enable`` starts it on the active tab; switching tabs moves it to the new one, and a
+``stream_enable`` starts the live view on the active tab, ``record_start`` a recording
+(``recorder.py``, a screencast of its own).  Switching tabs moves both to the new one, and a
 tab that loads while its screencast had sent nothing (started while the tab was opening)
-gets it started again.  Stopping it clears the viewers' last picture, so the next stream
-never opens on a stale one.
+gets it started again.  Stopping the live view clears the viewers' last picture, so the next
+stream never opens on a stale one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import BrowserdError, ErrorCode
 from .screencast import Fanout, Screencast, StreamSettings
 from .tab import Tab
 
-Background = Callable[[Awaitable[Any]], None]
+if TYPE_CHECKING:
+    from .recorder import Recorder, Recording
+
+Run = Callable[[Awaitable[Any]], None]
 
 
 class LiveStream:
-    """A session's screencast to the live view's viewers (``frames``), when it is on."""
+    """A session's screencasts: the live view's (to ``frames``) and a recording's, when on."""
 
-    def __init__(self, frames: Fanout, background: Background) -> None:
+    def __init__(self, frames: Fanout, run: Run) -> None:
         self.frames = frames
-        self._background = background  # the session's: settled before a command's reply
+        self._run = run  # the session's chores: settled before a command's reply
         self.screencast: Screencast | None = None
+        self.recorder: Recorder | None = None  # a recording of the active tab (record_start)
 
     async def start(self, settings: StreamSettings, tab: Tab) -> dict[str, Any]:
         """Screencast ``tab`` (the active one) to the viewers; again: new settings."""
@@ -47,14 +53,39 @@ class LiveStream:
             return {"on": False, **self.frames.status()}
         return self.screencast.status()
 
+    async def record(self, recorder: Recorder, tab: Tab) -> Recorder:
+        """Record ``tab`` (the active one), and the tabs it moves to, until ``stop_recording``."""
+        if self.recorder is not None:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "A recording is on: record stop ends it.")
+        self.recorder = recorder
+        await recorder.cast.start(tab.id, tab.page)
+        return recorder
+
+    async def stop_recording(self) -> Recording:
+        """End the recording; its video and contact sheet."""
+        if self.recorder is None:
+            raise BrowserdError(ErrorCode.INVALID_PARAMS, "No recording is on: record start it.")
+        recorder, self.recorder = self.recorder, None
+        return await recorder.stop()
+
+    async def abandon_recording(self) -> None:
+        """Drop a recording without a video (the session closed)."""
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            await recorder.abandon()
+
+    def _casts(self) -> list[Screencast]:
+        recording = self.recorder.cast if self.recorder is not None else None
+        return [cast for cast in (self.screencast, recording) if cast is not None]
+
     def follow(self, tab: Tab) -> None:
-        """The active tab changed: the live view shows the new one."""
-        if self.screencast is not None:
-            self._background(self.screencast.start(tab.id, tab.page))
+        """The active tab changed: the live view and a recording show the new one."""
+        for cast in self._casts():
+            self._run(cast.start(tab.id, tab.page))
 
     def loaded(self, tab: Tab) -> None:
         """A tab loaded: a screencast started while it was opening starts again."""
-        cast = self.screencast
-        if cast is not None and cast.tab == tab.id and cast.quiet:
-            # Started while the tab was opening: Chrome sent nothing, so start it again.
-            self._background(cast.start(tab.id, tab.page))
+        for cast in self._casts():
+            if cast.tab == tab.id and cast.quiet:
+                # Started while the tab was opening: Chrome sent nothing, so start it again.
+                self._run(cast.start(tab.id, tab.page))

@@ -10,15 +10,15 @@ The session is shaped after Playwright MCP's ``Context``: it holds the windows, 
 which one is active, and the lock its commands take.  What belongs to one page (frame focus,
 its dialog, its title, its refs and numbers) is its ``Tab``'s.  What spans the tabs has an
 object of its own: ``dialogs`` (the one waiting, the actions a dialog interrupts), ``events``
-(who hears them, what the controller watches), ``stream`` (the live view), ``actions`` (the
-door every action goes through) and ``background_tabs`` (tabs no one sees).
+(who hears them, what the controller watches), ``stream`` (the live view and a recording),
+``actions`` (the door every action goes through) and ``background_tabs`` (tabs no one sees).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import BrowserContext, Frame, Locator, Page
 
@@ -26,7 +26,7 @@ from ..errors import BrowserdError, ErrorCode
 from .actions import Actions
 from .background_tabs import BackgroundTabs
 from .chores import Chores
-from .config import BrowserConfig
+from .config import BrowserConfig, RecordConfig
 from .dialogs import Dialogs
 from .endpoints import Endpoint
 from .events import EventCallback, Events
@@ -36,6 +36,9 @@ from .reach import Reach, Services
 from .screencast import Fanout
 from .tab import Tab
 from .window import Window
+
+if TYPE_CHECKING:
+    from .recorder import Recorder
 
 __all__ = ["EventCallback", "Pool", "Session"]
 
@@ -183,7 +186,8 @@ class Session:
         self._crash_told = True
 
     async def close(self) -> None:
-        """Close this owner's context; the pool forgets the session."""
+        """Close this owner's context (a recording is dropped); the pool forgets the session."""
+        await self.stream.abandon_recording()
         await self.pool.release(self.owner)
 
     # --- tabs ----------------------------------------------------------------------
@@ -228,7 +232,7 @@ class Session:
         if self.tab is not tab:
             self.tab = tab
             self.chores.run(tab.announce("tab_changed"))
-            self.stream.follow(tab)  # the live view follows the active tab
+            self.stream.follow(tab)  # the live view and a recording follow the active tab
         return tab.page
 
     @property
@@ -310,6 +314,18 @@ class Session:
         assert self.tab is not None
         return await self.tab.locate(ref, selector)
 
+    async def start_recording(self, settings: RecordConfig) -> Recorder:
+        """Record the active tab, and the tabs it moves to (``stream``), masking the secret
+        fields of the active page as they are then."""
+        # Here, not at the top: PyAV and Pillow load with the first recording, not at start.
+        from .mask_boxes import secret_boxes
+        from .recorder import Recorder
+
+        page = self.page
+        assert self.tab is not None and self.tab.page is page
+        recorder = Recorder(settings, lambda: secret_boxes(self.page))
+        return await self.stream.record(recorder, self.tab)
+
     # --- what the tabs tell it (the session is their TabOwner) --------------------
 
     def _on_title(self, source: dict[str, Any], title: Any, at_load: Any = False) -> None:
@@ -319,7 +335,7 @@ class Session:
                 tab.title_reported(title, at_load is True)
 
     def loaded(self, tab: Tab) -> None:
-        """A tab loaded: the live view may start again on it."""
+        """A tab loaded: the live view and a recording may start again on it."""
         self.stream.loaded(tab)
 
     def closed(self, tab: Tab) -> None:

@@ -38,7 +38,8 @@ def read_key(stream: Any = None) -> str:
         import getpass
 
         return getpass.getpass("API key (not shown): ")
-    return stream.read()
+    key: str = stream.read()
+    return key
 
 
 async def keys_command(config: Config, action: str, provider: str | None) -> int:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import __version__
 from ..daemon.config_error import ConfigError
 from ..daemon.ports import DEFAULT_EMBEDDED_RELAY_PORT
 from ..errors import BrowserdError, ErrorCode
@@ -69,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="nostr-browserd",
         description="A headless browser driven over encrypted Nostr direct messages.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = sub.add_parser("run", help="run the daemon (no config: a local default setup)")
@@ -97,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     keygen = sub.add_parser("keygen", help="write a new key (mode 0600) and print its npub")
-    keygen.add_argument("file", type=Path, help="where to write the nsec (must not exist)")
+    keygen.add_argument("file", type=Path, help="where to write the nsec (new, or empty 0600)")
 
     keys = sub.add_parser("keys", help="the model providers' API keys for ask (set reads stdin)")
     keys.add_argument("--config", type=Path, help="the daemon's config file")
@@ -198,7 +200,7 @@ def _run(path: Path | None, verbose: bool) -> int:
 # --- status --------------------------------------------------------------------------------
 
 
-def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | None:
+def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict[str, Any] | None:
     """The running daemon's status from its local HTTP endpoint, or None if none answers.
 
     A daemon that answers but refuses the token is an error, not "not running".
@@ -211,7 +213,8 @@ def fetch_status(port: int, token: str | None, timeout: float = 5.0) -> dict | N
         request.add_header("Authorization", f"Bearer {token}")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())
+            status: dict[str, Any] = json.loads(response.read())
+            return status
     except urllib.error.HTTPError as exc:
         raise BrowserdError(
             ErrorCode.FORBIDDEN,

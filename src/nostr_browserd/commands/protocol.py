@@ -89,8 +89,15 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
         else:
             async with session.lock:
                 await session.ready()
+                recorder = session.stream.recorder
+                if recorder is not None and acts_on_page(tool):
+                    await recorder.begin(step_caption(request))
                 running = tool.run(registry, session, params)
-                interrupted, data = await session.dialogs.until(running)
+                try:
+                    interrupted, data = await session.dialogs.until(running)
+                finally:
+                    if recorder is not None:
+                        recorder.end()
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
                 await session.chores.settle()
@@ -106,8 +113,6 @@ async def run(registry: Registry, session: Any, request: Request) -> dict[str, A
     return {"id": request.id, "success": False, "error": error.to_dict()}
 
 
-# Tools whose answer is where the tab is: their text always ends with the tab's line.
-PLACE_FAMILIES = frozenset({"navigate", "tabs", "windows"})
 PLACE_KEYS = ("tab", "url", "title", "frame")
 
 
@@ -118,14 +123,28 @@ def place_told(
     controller's previous reply carried: the text reply then leaves the tab's line out,
     since nothing in it is news (``render.state_lines``).  JSON keeps them all.
 
-    A tool that goes somewhere, or answers with the address or title itself (``get url``),
-    always shows the line: there it is the answer.
+    A tool whose answer is where the tab is (``reports_place``: it goes somewhere, or lists or
+    closes tabs), or that answers with the address or title itself (``get url``), always
+    shows the line: there it is the answer.
     """
     place = tuple(state.get(key) for key in PLACE_KEYS)
-    answers = tool.family in PLACE_FAMILIES or any(key in data for key in PLACE_KEYS)
+    answers = tool.reports_place or any(key in data for key in PLACE_KEYS)
     same = not answers and place == getattr(session, "place_told", None)
     session.place_told = place
     return {"same_place": True} if same else {}
+
+
+def step_caption(request: Request) -> str:
+    """A recorded step's caption: the command as a person would type it, secrets left out."""
+    params = request.params
+    words = [request.tool.replace("_", " ")]
+    target = params.get("ref") or params.get("selector") or params.get("url")
+    if isinstance(target, str):
+        words.append(target)
+    value = params.get("value", params.get("text", params.get("key")))
+    if isinstance(value, str) and value:
+        words.append("•••" if params.get("secret") else json.dumps(value[:40], ensure_ascii=False))
+    return " ".join(words)
 
 
 def acts_on_page(tool: Tool[Any]) -> bool:

@@ -16,6 +16,8 @@ The policy is in explicit fields, never in the family name (which is for display
 - ``idempotent``: running it twice with the same params does no more than once;
 - ``needs_session``: it runs on a browser session, under its lock (``help`` does not);
 - ``waits``: it waits for the page to change, so the reply's state is read fresh;
+- ``reports_place``: where the tab is, is its answer (it goes somewhere, or lists or closes
+  tabs and windows), so its text reply always ends with the tab's line, news or not;
 - ``local_only``: it works on this machine only (the live view's stream): refused over
   messages and to ``ask``;
 - ``sends``: it can carry data off the machine: it reaches an address it is given (scrape,
@@ -52,6 +54,7 @@ from ..errors import BrowserdError, ErrorCode
 P = TypeVar("P", bound=BaseModel)
 S = TypeVar("S")
 Handler = Callable[..., Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
 Call = tuple[str, dict[str, Any]]
 Delegates = Callable[[dict[str, Any]], list[Call]]
 Approval = Callable[[Any, dict[str, Any], str], Awaitable[str]]
@@ -96,6 +99,7 @@ class Tool(Generic[P]):
     idempotent: bool = True
     needs_session: bool = True
     waits: bool = False
+    reports_place: bool = False
     local_only: bool = False
     sends: bool = False
     reads_secrets: bool = False
@@ -157,6 +161,7 @@ class Registry:
         idempotent: bool | None = None,
         needs_session: bool = True,
         waits: bool = False,
+        reports_place: bool = False,
         local_only: bool = False,
         sends: bool = False,
         reads_secrets: bool = False,
@@ -164,7 +169,7 @@ class Registry:
         delegates: Delegates | None = None,
         delegates_only: bool = False,
         approval: Approval | None = None,
-    ) -> Callable[[Handler], Handler]:
+    ) -> Callable[[H], H]:
         """Decorator: register ``handler(session, params)``; its docstring is the description.
 
         ``args`` and ``flags`` shape the text grammar: the params filled by bare words in
@@ -175,7 +180,7 @@ class Registry:
         parameter, ``handler(session, params, ctx)``, gets its ``ToolContext``.
         """
 
-        def register(handler: Handler) -> Handler:
+        def register(handler: H) -> H:
             doc = inspect.getdoc(handler) or ""
             description = doc.strip().split("\n\n")[0].replace("\n", " ")
             if not description:
@@ -196,6 +201,7 @@ class Registry:
                     idempotent=quiet if idempotent is None else idempotent,
                     needs_session=needs_session,
                     waits=waits,
+                    reports_place=reports_place,
                     local_only=local_only,
                     sends=sends,
                     reads_secrets=reads_secrets,

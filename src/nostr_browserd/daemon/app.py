@@ -54,6 +54,7 @@ from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
 from .status import Running, daemon_status
 from .store import Store
+from .store.state_files import seal_older_releases
 from .timeline import Timeline
 from .workers import Worker
 
@@ -128,6 +129,7 @@ class Daemon:
             send=self._send,
             local_tools=self._local_tool,
             logged_in=lambda: self.identity.logged_in,
+            signer=self.signer,
             initial_state=self._saved_session,
             vault=lambda store: Vault(store, self.signer),
             worker=self._make_worker,
@@ -150,6 +152,7 @@ class Daemon:
             configured = login_params(self.config.identity, self.state_dir)
             if configured is not None:
                 await self.identity.login(configured)
+            await self._seal_older()
         if self.config.nostr.uses_embedded_relay:
             with self.timeline.step("embedded relay"):
                 self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
@@ -394,9 +397,15 @@ class Daemon:
             if not self.identity.logged_in and self.core is not None:
                 await self.core.browser.release_all()
             await self._connect_nostr()
+            await self._seal_older()
             self._notify_identity()
 
         self._rewiring = asyncio.create_task(rewire())
+
+    async def _seal_older(self) -> None:
+        """Once an identity is in: seal what an older release saved in plaintext."""
+        if self.core is not None and self.identity.logged_in:
+            await seal_older_releases(self.config.browser.state_dir, self.core.store)
 
     def _notify_identity(self) -> None:
         """Tell systemd who we serve as now (``systemctl status`` shows it)."""
@@ -470,7 +479,8 @@ class Daemon:
             await self._send(owner, text, self.dispatcher.scheme_of(owner))
 
     def signer(self) -> Signer | None:
-        """The identity logged in now, which seals the API keys and the vault."""
+        """The identity logged in now, which seals the API keys, the vault, the saved states
+        and the conversations."""
         return self.identity.signer if self.identity.logged_in else None
 
     def key_store(self) -> KeyStore:

@@ -24,6 +24,7 @@ from ..agent.tools import DEFAULT_TOOLS, Snapshots, progress_line, tool_specs, u
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..tools.record import recording_result
 from .admission import permits
 from .config import AskConfig, Config, ConfigError, ControllerConfig
 from .dispatch import Dispatcher, error_response
@@ -119,7 +120,14 @@ class AskRunner:
                 note = "A new conversation starts with your next ask."
                 return {"id": request.id, "success": True, "data": {"note": note}}
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "ask needs a task: ask <what to do>.")
-        result = await self._turn(owner, controller, model)
+        recording = model.record or controller.ask.record
+        session = await self.dispatcher.browser.session(owner) if recording else None
+        if session is not None:
+            await session.start_recording(session.config.record)
+        try:
+            result = await self._turn(owner, controller, model)
+        finally:
+            replay = await session.stream.stop_recording() if session is not None else None
         log.info(
             "ask from %s: %s after %d step(s)%s",
             owner[:12],
@@ -127,13 +135,17 @@ class AskRunner:
             len(result.steps),
             f" ({result.reason})" if result.reason else "",
         )
-        return {"id": request.id, "success": True, "data": result.to_dict()}
+        data = result.to_dict()
+        if session is not None and replay is not None:  # the turn's replay: video and sheet
+            data |= recording_result(session, replay, None, sheet=True)
+        return {"id": request.id, "success": True, "data": data}
 
     async def _hand_over(self, owner: str, reason: str) -> Outcome:
         """Pause the turn until the person sends ``resume`` (their commands run meanwhile,
         in the lane beside it); then, after those they sent before it, the page as they left
         it.  ``ask --stop`` ends the wait (the loop's stop), and so does the timeout."""
         event = self._handoffs[owner] = asyncio.Event()
+        await self._mark(owner, f"handed to the person: {reason or 'no reason given'}")
         try:
             screen = await self.dispatcher.show_screen(owner)
             wait = self.config.handoff_timeout
@@ -151,9 +163,17 @@ class AskRunner:
         finally:
             del self._handoffs[owner]
             await self.dispatcher.hand_back(owner)
+        await self._mark(owner, "the person gave the browser back")
         page = await self.dispatcher.page_now(owner)
         note = "The person is done and gave the browser back; the page as it is now follows."
         return Outcome({**page, "data": {"note": note, **(page.get("data") or {})}})
+
+    async def _mark(self, owner: str, text: str) -> None:
+        """A step of a recorded turn that is no tool call: the handoff and its end."""
+        session = await self.dispatcher.browser.session(owner)
+        if session.stream.recorder is not None:
+            await session.stream.recorder.begin(text)
+            session.stream.recorder.end()
 
     async def _turn(self, owner: str, controller: ControllerConfig, ask: AskParams) -> TurnResult:
         name = ask.provider or self.config.provider

@@ -18,12 +18,13 @@ from ..browser.endpoints import Launched
 from ..browser.netpolicy import LOCAL_OWNER
 from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
+from ..nostr.signer import Signer
 from ..vault.entry import Keeper
 from .allow_list import AllowList
 from .config import Config, make_browser_dirs
 from .dispatch import Dispatcher, LocalTools, MakeAsker, MakeWorker, Reply, Send
 from .store import Store, open_store
-from .store.state_files import import_state_files
+from .store.base import no_signer
 from .timeline import Timeline
 
 
@@ -44,6 +45,7 @@ async def open_core(
     send: Send,
     local_tools: LocalTools | None = None,
     logged_in: Callable[[], bool] = lambda: True,
+    signer: Callable[[], Signer | None] = no_signer,
     initial_state: StateHook | None = None,
     vault: Callable[[Store], Keeper] | None = None,
     worker: MakeWorker | None = None,
@@ -52,8 +54,9 @@ async def open_core(
     timeline: Timeline | None = None,
     early: Awaitable[Launched] | None = None,
 ) -> Core:
-    """Open the store (moving old state files into it), make the browser pool and the
-    dispatcher, and start the browser while ``beside(core)`` runs: the daemon signs in,
+    """Open the store (its saved states and conversations sealed through ``signer()``, the
+    identity logged in now), make the browser pool and the dispatcher, and start the
+    browser while ``beside(core)`` runs: the daemon signs in,
     connects its relays and opens its local channel meanwhile, and a command that needs the
     browser before it is up waits for it (``BrowserPool.revive``).  Returns once both are
     done; when one fails the other is stopped (a launch is let finish, for ``close``) and
@@ -65,8 +68,7 @@ async def open_core(
     timeline = timeline or Timeline()
     make_browser_dirs(config.browser)
     with timeline.step("store"):
-        store = await open_store(config.state)
-        await import_state_files(config.browser.state_dir, store)
+        store = await open_store(config.state, signer)
     browser = BrowserPool(
         config.browser,
         shelf=store,

@@ -32,7 +32,7 @@ from pydantic import (
     model_validator,
 )
 
-from ..browser.config import BrowserConfig
+from ..browser.config import BrowserConfig, RecordConfig
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..files.blossom import server_address
@@ -40,7 +40,7 @@ from ..login.files import credential_path
 from ..login.nsigner import DEFAULT_BINARY
 from ..login.params import LOGIN_MODELS, LoginMethod, LoginParams
 from ..nostr.nip19 import parse_pubkey
-from .config_error import ConfigError
+from .config_error import ConfigError as ConfigError  # re-exported: the loader raises it
 from .keyfile import DEFAULT_TOKEN_FILE
 from .ports import DEFAULT_EMBEDDED_RELAY_PORT, DEFAULT_LOCAL_PORT
 
@@ -155,6 +155,7 @@ class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
+    record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
 
 
 class ControllerConfig(Section):
@@ -402,6 +403,13 @@ class Config(Section):
     local: LocalConfig = Field(default_factory=LocalConfig)
     ask: AskConfig = Field(default_factory=AskConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
+    record: RecordConfig = Field(default_factory=RecordConfig)
+
+    @model_validator(mode="after")
+    def _record_bounds_reach_the_browser(self) -> Config:
+        """The tools read ``[record]`` from the browser's settings, as every other bound."""
+        self.browser.record = self.record
+        return self
 
     @model_validator(mode="after")
     def _browser_dirs_under_state(self) -> Config:

@@ -13,8 +13,9 @@ from collections.abc import Collection
 from ..commands.registry import Registry
 from ..contextvm.server import ContextVmServer, Publish, ServerInfo
 from ..nostr.signer import Signer
+from .admission import role_catalog
 from .config import Config, ControllerConfig
-from .dispatch import Dispatcher, role_catalog
+from .dispatch import Dispatcher
 
 
 def contextvm_server(

@@ -42,6 +42,7 @@ from ..dm.pending import notice
 from ..errors import BrowserdError, ErrorCode
 from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
+from ..nostr.nip19 import npub_encode
 from ..redact import redact
 from .admission import (
     LOCAL_ONLY,
@@ -658,6 +659,9 @@ class Dispatcher:
             what += f". Why: {caller.reason}" if caller.reason else ""
         assert approver is not None
         await self.consent(caller.controller, approver, request.tool, caller.who(), what, waiting)
+        recorder = session.stream.recorder
+        if recorder is not None:  # a recording shows who approved what, and when
+            await recorder.begin(f"approved by {npub_encode(approver)[:16]}…: {what}")
         return element
 
     async def _execute(

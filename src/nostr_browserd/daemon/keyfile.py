@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from ..nostr.keys import generate_secret, public_key_hex
@@ -18,11 +19,28 @@ DEFAULT_TOKEN_FILE = "local-token"
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Create ``path`` with ``text``, mode 0600 from creation; ``O_EXCL`` never replaces one."""
+    """Create ``path`` with ``text``, mode 0600 from creation; ``O_EXCL`` never replaces one.
+
+    An empty owner-only file is a slot waiting for its key (``make install`` leaves
+    /etc/nostr-browserd/nsec so), and is filled; any other existing file is refused.
+    """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        fd = _empty_slot(path)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
+
+
+def _empty_slot(path: Path) -> int:
+    """Open an existing empty, regular, owner-only file for writing, or raise FileExistsError."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    info = os.fstat(fd)
+    if info.st_size or not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+        os.close(fd)
+        raise FileExistsError(path)
+    return fd
 
 
 def write_new_key(path: Path) -> str:

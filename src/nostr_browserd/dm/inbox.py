@@ -148,13 +148,13 @@ class StrangerBudget:
 
 def subscription_filters(
     pubkey: str, schemes: Iterable[Scheme], now: int, freshness: float, mcp: bool = False
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """REQ filters for our inbox: wraps since two days back, kind 4 since the freshness edge,
     and with ContextVM (``mcp``) its ephemeral wraps from now on.
 
     Anything older could only be refused, so it is not worth fetching after a restart.
     """
-    filters: list[dict] = []
+    filters: list[dict[str, Any]] = []
     if "nip17" in schemes or mcp:
         filters.append({"kinds": [GIFT_WRAP_KIND], "#p": [pubkey], "since": now - WRAP_LOOKBACK})
     if mcp:
@@ -322,7 +322,9 @@ class Inbox:
             for task in opening:
                 task.cancel()
 
-    async def _settle(self, opened: asyncio.Queue[Incoming], submit: Callable[[Incoming], None]):
+    async def _settle(
+        self, opened: asyncio.Queue[Incoming], submit: Callable[[Incoming], None]
+    ) -> None:
         """Claim the opened commands one at a time, in the order they arrived, and submit
         them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
 

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from .. import __version__
 from ..nostr import nip17
 from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
@@ -233,7 +234,14 @@ class NostrLink:
             },
             {
                 "kind": PROFILE_KIND,
-                "content": json.dumps({"name": config.name, "about": config.about, "bot": True}),
+                "content": json.dumps(
+                    {
+                        "name": config.name,
+                        "about": config.about,
+                        "bot": True,
+                        "version": __version__,  # which release answers, for its operator
+                    }
+                ),
                 "tags": [],
                 "created_at": now(),
             },

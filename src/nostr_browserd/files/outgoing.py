@@ -130,6 +130,9 @@ class FileSender:
         if not self.settings.blossom_servers:
             return response
         shown = await self._file_of(to, request, data)
+        if isinstance(data.get("sheet"), dict):  # a recording's steps, a second picture
+            sheet = await self._file_of(to, request, data["sheet"])
+            shown = {**shown, "sheet": sheet.get("file")}
         if self.screen is not None:
             shot = await self.screen.after(to.sender, request, response)
             if shot is not None:
@@ -210,7 +213,8 @@ class FileSender:
                 f"send the command in JSON: {request_json(request)}"
             )
         server, url = put
-        tags = file_tags(sealed, mime, dimensions(content, mime))
+        dim = dimensions(content, mime) or data.get("dim")  # a video says its own
+        tags = file_tags(sealed, mime, dim if isinstance(dim, str) else None)
         if isinstance(data.get("name"), str):
             tags.append(["name", data["name"]])
         if await self.send(to, url, tags):

@@ -23,6 +23,7 @@ from .errors import NostrError
 from .keys import Keypair, schnorr_verify
 
 __all__ = [
+    "MAX_FRAME",
     "MAX_RELAY_TEXT",
     "Auth",
     "Closed",
@@ -226,6 +227,10 @@ def auth_message(event: Event) -> str:
 
 
 # -- relay → client frames -------------------------------------------------------------
+
+MAX_FRAME = 1 << 20
+"""The largest relay message, in bytes, that a relay pool accepts by default (``max_frame``):
+whatever an event carries (a NIP-44 payload) is shorter than the frame that brought it."""
 
 MAX_RELAY_TEXT = 300
 """Longest AUTH challenge accepted, in characters (each answer may cost a remote signer)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .keys import is_valid_pubkey
 from .nip01 import Event, now
@@ -83,7 +84,7 @@ async def open_dm(
     return opened
 
 
-def inbox_relays_event_template(relays: Iterable[str]) -> dict:
+def inbox_relays_event_template(relays: Iterable[str]) -> dict[str, Any]:
     """Kind 10050 (the user's DM inbox relays) with one ``["relay", url]`` tag each."""
     return {
         "kind": DM_RELAYS_KIND,

@@ -7,7 +7,7 @@ Decoders are strict: the caller says which prefix it expects and anything else i
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .errors import NostrError
 from .keys import is_valid_secret
@@ -312,17 +312,17 @@ def _expect(s: str, prefix: str) -> Any:
 
 def decode_npub(s: str) -> str:
     """The hex public key of an ``npub1…``."""
-    return _expect(s, "npub")
+    return cast(str, _expect(s, "npub"))
 
 
 def decode_nsec(s: str) -> bytes:
     """The 32-byte secret of an ``nsec1…``."""
-    return _expect(s, "nsec")
+    return cast(bytes, _expect(s, "nsec"))
 
 
 def decode_note(s: str) -> str:
     """The hex event id of a ``note1…``."""
-    return _expect(s, "note")
+    return cast(str, _expect(s, "note"))
 
 
 def decode_nprofile(s: str) -> tuple[str, list[str]]:
@@ -333,12 +333,12 @@ def decode_nprofile(s: str) -> tuple[str, list[str]]:
 
 def decode_nevent(s: str) -> dict[str, Any]:
     """``{"id", "relays", "author", "kind"}`` of an ``nevent1…``."""
-    return _expect(s, "nevent")
+    return cast(dict[str, Any], _expect(s, "nevent"))
 
 
 def decode_naddr(s: str) -> dict[str, Any]:
     """``{"identifier", "pubkey", "kind", "relays"}`` of an ``naddr1…``."""
-    return _expect(s, "naddr")
+    return cast(dict[str, Any], _expect(s, "naddr"))
 
 
 _HEXCHARS = frozenset("0123456789abcdefABCDEF")

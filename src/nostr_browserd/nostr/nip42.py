@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from .nip01 import Event, InvalidEvent, now, verify_event
@@ -15,7 +16,7 @@ class AuthError(InvalidEvent):
     """An AUTH event that does not authenticate for this relay and challenge."""
 
 
-def auth_template(relay_url: str, challenge: str) -> dict:
+def auth_template(relay_url: str, challenge: str) -> dict[str, Any]:
     """The unsigned kind 22242 answer to ``["AUTH", challenge]`` from ``relay_url``."""
     return {
         "kind": AUTH_KIND,

@@ -1,6 +1,13 @@
 """NIP-44 v2 encryption: secp256k1 ECDH, HKDF-SHA256, ChaCha20, HMAC-SHA256, padding.
 
-Verified against every vector in paulmillr/nip44's ``nip44.vectors.json``.
+Verified against every vector in paulmillr/nip44's ``nip44.vectors.json``, and NIP-44's
+extended length prefix against the spec's vectors at 65,535, 65,536 and 65,537 bytes.
+
+Plaintexts of 65,536 bytes and more carry a 6-byte length prefix (two zero bytes, then a u32),
+which nostr-tools and rust-nostr send.  We read them, up to what one relay frame can carry
+(``nip01.MAX_FRAME``: no payload is longer than the frame that brought it), and write them
+only when asked (``extended=True``): older clients cannot read them, so what the daemon sends
+stays within :data:`MAX_PLAINTEXT`.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
 from .errors import NostrError
 from .keys import shared_x
+from .nip01 import MAX_FRAME
 
 __all__ = [
+    "EXTENDED_THRESHOLD",
     "MAX_PLAINTEXT",
     "MIN_PLAINTEXT",
     "Nip44Error",
@@ -32,12 +41,14 @@ __all__ = [
 VERSION = 2
 MIN_PLAINTEXT = 1
 MAX_PLAINTEXT = 65535
+"""The most we encrypt by default: a 2-byte length prefix, which every client reads."""
+EXTENDED_THRESHOLD = 65536
+"""From this length on, the plaintext's length is a 6-byte prefix: ``00 00`` and a u32."""
+_MAX_EXTENDED = 0xFFFFFFFF
 _SALT = b"nip44-v2"
-# base64 payload length bounds (v2): 1 + 32 + (2 + 32) + 32 bytes min, 65603 bytes max.
+# base64 payload length bounds (v2): 1 + 32 + (2 + 32) + 32 bytes at least; at most a frame.
 _MIN_PAYLOAD_B64 = 132
-_MAX_PAYLOAD_B64 = 87472
 _MIN_DECODED = 99
-_MAX_DECODED = 65603
 
 
 class Nip44Error(NostrError):
@@ -89,27 +100,35 @@ def calc_padded_len(unpadded_len: int) -> int:
     return chunk * ((unpadded_len - 1) // chunk + 1)
 
 
-def pad(plaintext: str) -> bytes:
-    """u16 big-endian length ‖ UTF-8 plaintext ‖ zeros up to :func:`calc_padded_len`."""
+def pad(plaintext: str, *, extended: bool = False) -> bytes:
+    """Length prefix ‖ UTF-8 plaintext ‖ zeros up to :func:`calc_padded_len`.
+
+    The prefix is a big-endian u16, or with ``extended`` from :data:`EXTENDED_THRESHOLD` bytes
+    on, ``00 00`` and a u32 (which clients older than the extended length cannot read).
+    """
     try:
         data = plaintext.encode("utf-8")
     except (UnicodeEncodeError, AttributeError):
         raise Nip44Error("plaintext must be a valid Unicode string") from None
     n = len(data)
-    if not MIN_PLAINTEXT <= n <= MAX_PLAINTEXT:
-        raise Nip44Error(f"plaintext must be 1..{MAX_PLAINTEXT} bytes of UTF-8, got {n}")
-    return n.to_bytes(2, "big") + data + bytes(calc_padded_len(n) - n)
+    most = _MAX_EXTENDED if extended else MAX_PLAINTEXT
+    if not MIN_PLAINTEXT <= n <= most:
+        raise Nip44Error(f"plaintext must be 1..{most} bytes of UTF-8, got {n}")
+    prefix = bytes(2) + n.to_bytes(4, "big") if n >= EXTENDED_THRESHOLD else n.to_bytes(2, "big")
+    return prefix + data + bytes(calc_padded_len(n) - n)
 
 
 def unpad(padded: bytes) -> str:
     """Inverse of :func:`pad`; :class:`Nip44Error` if the length prefix or padding is wrong."""
-    if len(padded) < 2:
+    n, start = int.from_bytes(padded[0:2], "big"), 2
+    if n == 0 and len(padded) >= 6:  # the extended prefix: a u32 after two zero bytes
+        n, start = int.from_bytes(padded[2:6], "big"), 6
+        if n < EXTENDED_THRESHOLD:  # a length the u16 holds has one encoding only
+            raise Nip44Error("invalid padding")
+    if n < MIN_PLAINTEXT or len(padded) != start + calc_padded_len(n):
         raise Nip44Error("invalid padding")
-    n = int.from_bytes(padded[0:2], "big")
-    if not MIN_PLAINTEXT <= n <= MAX_PLAINTEXT or len(padded) != 2 + calc_padded_len(n):
-        raise Nip44Error("invalid padding")
-    data = padded[2 : 2 + n]
-    if any(padded[2 + n :]):
+    data = padded[start : start + n]
+    if any(padded[start + n :]):
         raise Nip44Error("invalid padding")
     try:
         return data.decode("utf-8")
@@ -128,11 +147,16 @@ def _hmac_aad(key: bytes, message: bytes, aad: bytes) -> bytes:
     return hmac.new(key, aad + message, hashlib.sha256).digest()
 
 
-def encrypt(plaintext: str, conv_key: bytes, nonce: bytes | None = None) -> str:
-    """Encrypt ``plaintext`` under ``conv_key``; ``nonce`` (32 bytes) is random by default."""
+def encrypt(
+    plaintext: str, conv_key: bytes, nonce: bytes | None = None, *, extended: bool = False
+) -> str:
+    """Encrypt ``plaintext`` under ``conv_key``; ``nonce`` (32 bytes) is random by default.
+
+    Up to :data:`MAX_PLAINTEXT` bytes unless ``extended`` (see :func:`pad`).
+    """
     nonce = os.urandom(32) if nonce is None else nonce
     chacha_key, chacha_nonce, hmac_key = message_keys(conv_key, nonce)
-    ciphertext = _chacha20(chacha_key, chacha_nonce, pad(plaintext))
+    ciphertext = _chacha20(chacha_key, chacha_nonce, pad(plaintext, extended=extended))
     mac = _hmac_aad(hmac_key, ciphertext, bytes(nonce))
     return base64.b64encode(bytes((VERSION,)) + bytes(nonce) + ciphertext + mac).decode("ascii")
 
@@ -145,13 +169,13 @@ def decode_payload(payload: str) -> tuple[bytes, bytes, bytes]:
         raise Nip44Error("payload is empty")
     if payload[0] == "#":
         raise Nip44Error("unknown encryption version (payload starts with '#')")
-    if not _MIN_PAYLOAD_B64 <= len(payload) <= _MAX_PAYLOAD_B64:
+    if not _MIN_PAYLOAD_B64 <= len(payload) <= MAX_FRAME:
         raise Nip44Error("invalid payload length")
     try:
         data = base64.b64decode(payload, validate=True)
     except (binascii.Error, ValueError):
         raise Nip44Error("payload is not valid base64") from None
-    if not _MIN_DECODED <= len(data) <= _MAX_DECODED:
+    if len(data) < _MIN_DECODED:
         raise Nip44Error("invalid decoded payload length")
     if data[0] != VERSION:
         raise Nip44Error(f"unknown encryption version {data[0]}")

@@ -75,7 +75,7 @@ def make_rumor(
     pubkey: str,
     kind: int,
     content: str,
-    tags: list[list[str]] | tuple = (),
+    tags: list[list[str]] | tuple[list[str], ...] = (),
     created_at: int | None = None,
 ) -> Event:
     """An unsigned event with its id: what gets sealed. ``created_at`` is the real time."""

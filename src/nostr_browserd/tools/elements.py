@@ -64,7 +64,7 @@ DEFAULT_STYLES = (
 async def get_value(session: Session, params: Target) -> dict[str, Any]:
     """The current value of a field (checked state too); a password field's is never shown."""
     locator = await session.locate(**params.target())
-    info = await locator.evaluate(VALUE_JS)
+    info: dict[str, Any] | None = await locator.evaluate(VALUE_JS)
     if info is None:
         raise BrowserdError(ErrorCode.REFUSED, "Not a form field: use get_text or get_attr.")
     if info["kind"] == "password":

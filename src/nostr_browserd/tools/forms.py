@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -36,11 +37,12 @@ class SelectParams(Target):
 
 def match_option(wanted: str, options: list[dict[str, Any]]) -> dict[str, Any]:
     """The option whose value is ``wanted``, else whose label is (exactly, then any case)."""
-    for test in (
+    tests: tuple[Callable[[dict[str, Any]], bool], ...] = (
         lambda o: o["value"] == wanted,
         lambda o: o["label"] == wanted,
         lambda o: o["label"].strip().casefold() == wanted.strip().casefold(),
-    ):
+    )
+    for test in tests:
         found = next((o for o in options if test(o)), None)
         if found is not None:
             if found["disabled"]:

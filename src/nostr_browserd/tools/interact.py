@@ -24,6 +24,7 @@ from ..browser.checks import (
     owner_frame,
     refuse_if_covered,
 )
+from ..browser.masked import remember
 from ..browser.navigation import NavigationWatch
 from ..browser.refs import first_line
 from ..browser.session import Session
@@ -92,9 +93,10 @@ OPENS_TAB_JS = """el => {
 
 async def has_focus(locator: Locator) -> bool:
     """Whether focus is on the element or inside it."""
-    return await locator.evaluate(
+    focused: bool = await locator.evaluate(
         "el => el === document.activeElement || el.contains(document.activeElement)"
     )
+    return focused
 
 
 @TOOLS.tool("click", family="interact", gated=True, params=Target, args=("target",))
@@ -129,6 +131,8 @@ async def fill(session: Session, params: FillParams) -> dict[str, Any]:
     locator = await session.locate(**params.target())
     info = await editable_field(locator, secret=params.secret)
     check_length(info, len(params.value))
+    if params.secret:  # masked wherever the session shows it: snapshots, recordings
+        remember(locator.page.context, params.value)
     await locator.fill(params.value)
     return await read_back(locator, info, params.value)
 
@@ -139,6 +143,8 @@ async def type_(session: Session, params: FillParams) -> dict[str, Any]:
     locator = await session.locate(**params.target())
     info = await editable_field(locator, secret=params.secret)
     check_length(info, len(info["value"]) + len(params.value))
+    if params.secret:
+        remember(locator.page.context, info["value"] + params.value)
     await locator.evaluate("el => { el.focus(); el.setSelectionRange?.(1e9, 1e9); }")
     await locator.press_sequentially(params.value)
     return await read_back(locator, info, info["value"] + params.value)

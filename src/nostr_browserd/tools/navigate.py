@@ -53,7 +53,15 @@ def loaded(response: Response | None) -> dict[str, Any]:
     return {"status": response.status} if response is not None else {}
 
 
-@TOOLS.tool("open", family="navigate", gated=True, params=OpenParams, args=("*url",), sends=True)
+@TOOLS.tool(
+    "open",
+    family="navigate",
+    gated=True,
+    params=OpenParams,
+    args=("*url",),
+    sends=True,
+    reports_place=True,
+)
 async def open_(session: Session, params: OpenParams) -> dict[str, Any]:
     """Open an address, bare host or search phrase in the active tab; returns once loaded."""
     if session.page_or_none is None:
@@ -75,19 +83,19 @@ async def history(session: Session, step: str) -> dict[str, Any]:
     return {"moved": True, **loaded(response)}
 
 
-@TOOLS.tool("back", family="navigate", gated=True)
+@TOOLS.tool("back", family="navigate", gated=True, reports_place=True)
 async def back(session: Session, params: NoParams) -> dict[str, Any]:
     """Go back one page in the active tab's history."""
     return await history(session, "back")
 
 
-@TOOLS.tool("forward", family="navigate", gated=True)
+@TOOLS.tool("forward", family="navigate", gated=True, reports_place=True)
 async def forward(session: Session, params: NoParams) -> dict[str, Any]:
     """Go forward one page in the active tab's history."""
     return await history(session, "forward")
 
 
-@TOOLS.tool("reload", family="navigate", gated=True)
+@TOOLS.tool("reload", family="navigate", gated=True, reports_place=True)
 async def reload(session: Session, params: NoParams) -> dict[str, Any]:
     """Reload the active tab."""
     return await history(session, "reload")

@@ -33,7 +33,7 @@ TOOLS = Registry()
 # Per session: the number of the last request logged before har_start.
 HAR_FROM: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
 TRACING: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
-SUFFIXES = {"har": "har", "trace": "zip"}
+SUFFIXES = {"har": "har", "trace": "zip", "mp4": "mp4", "webm": "webm"}
 
 
 class RecordingName(Params):

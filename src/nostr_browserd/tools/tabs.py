@@ -25,7 +25,7 @@ async def describe_tabs(session: Session) -> list[dict[str, Any]]:
     return tabs
 
 
-@TOOLS.tool("tab_list", family="tabs", gated=False)
+@TOOLS.tool("tab_list", family="tabs", gated=False, reports_place=True)
 async def tab_list(session: Session, params: NoParams) -> dict[str, Any]:
     """List open tabs with their ids, addresses and titles."""
     return {"tabs": await describe_tabs(session)}
@@ -37,7 +37,15 @@ class TabNewParams(Params):
     url: str | None = Field(None, description="address, bare host or search phrase")
 
 
-@TOOLS.tool("tab_new", family="tabs", gated=True, params=TabNewParams, args=("*url",), sends=True)
+@TOOLS.tool(
+    "tab_new",
+    family="tabs",
+    gated=True,
+    params=TabNewParams,
+    args=("*url",),
+    sends=True,
+    reports_place=True,
+)
 async def tab_new(session: Session, params: TabNewParams) -> dict[str, Any]:
     """Open a new tab (blank, or at an address) and make it active."""
     url = address(session, params.url) if params.url else None
@@ -61,6 +69,7 @@ class TabSwitchParams(Params):
     params=TabSwitchParams,
     args=("tab",),
     read_only=False,  # the next command acts on another tab: no host should switch unasked
+    reports_place=True,
 )
 async def tab_switch(session: Session, params: TabSwitchParams) -> dict[str, Any]:
     """Make another tab the active one."""
@@ -68,7 +77,7 @@ async def tab_switch(session: Session, params: TabSwitchParams) -> dict[str, Any
     return {"active": params.tab}
 
 
-@TOOLS.tool("tab_close", family="tabs", gated=True, params=TabId, args=("tab",))
+@TOOLS.tool("tab_close", family="tabs", gated=True, params=TabId, args=("tab",), reports_place=True)
 async def tab_close(session: Session, params: TabId) -> dict[str, Any]:
     """Close a tab (the active one by default)."""
     tab_id = params.tab or session.active_tab
@@ -83,7 +92,7 @@ async def tab_close(session: Session, params: TabId) -> dict[str, Any]:
     return {"closed": tab_id, "remaining": list(session.tabs)}
 
 
-@TOOLS.tool("close", family="tabs", gated=True)
+@TOOLS.tool("close", family="tabs", gated=True, reports_place=True)
 async def close(session: Session, params: NoParams) -> dict[str, Any]:
     """Close the active tab."""
     return await tab_close(session, TabId())

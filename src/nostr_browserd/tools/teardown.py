@@ -10,7 +10,7 @@ from ..commands.registry import NoParams, Registry
 TOOLS = Registry()
 
 
-@TOOLS.tool("close_all", family="tabs", gated=True)
+@TOOLS.tool("close_all", family="tabs", gated=True, reports_place=True)
 async def close_all(session: Session, params: NoParams) -> dict[str, Any]:
     """Close every tab and extra window; w1 gets one blank tab (its cookies are kept)."""
     closed = list(session.tabs)

@@ -179,7 +179,8 @@ async def fill_value(entry: Entry, handle: ElementHandle, part: str) -> dict[str
 
 async def kind_of(handle: ElementHandle | Locator) -> str | None:
     """The value a field takes by default, or None when it is not a login field."""
-    return await handle.evaluate(KIND_JS)
+    kind: str | None = await handle.evaluate(KIND_JS)
+    return kind
 
 
 class FillCredentialParams(Target):

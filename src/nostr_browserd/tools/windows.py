@@ -27,7 +27,13 @@ class WindowNewParams(Params):
 
 
 @TOOLS.tool(
-    "window_new", family="windows", gated=True, params=WindowNewParams, args=("*url",), sends=True
+    "window_new",
+    family="windows",
+    gated=True,
+    params=WindowNewParams,
+    args=("*url",),
+    sends=True,
+    reports_place=True,
 )
 async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any]:
     """Open a new window: its own cookies and storage, one tab (active), optionally a URL."""
@@ -39,7 +45,7 @@ async def window_new(session: Session, params: WindowNewParams) -> dict[str, Any
     return result
 
 
-@TOOLS.tool("window_list", family="windows", gated=False)
+@TOOLS.tool("window_list", family="windows", gated=False, reports_place=True)
 async def window_list(session: Session, params: NoParams) -> dict[str, Any]:
     """Every window with its tabs; the active tab is marked."""
     tabs = await describe_tabs(session)
@@ -57,7 +63,14 @@ class WindowId(Params):
     window: str = Field(pattern=r"^w\d+$", description="window id, e.g. w2")
 
 
-@TOOLS.tool("window_close", family="windows", gated=True, params=WindowId, args=("window",))
+@TOOLS.tool(
+    "window_close",
+    family="windows",
+    gated=True,
+    params=WindowId,
+    args=("window",),
+    reports_place=True,
+)
 async def window_close(session: Session, params: WindowId) -> dict[str, Any]:
     """Close a window and its tabs (not w1, the session's own: use close_all there)."""
     context = session.windows.get(params.window)

@@ -67,6 +67,11 @@ def test_the_policy_fields_agree_with_each_other():
     secrets = {"cookies_get", *storage, "network_requests", "network_request", "clipboard_read"}
     assert {t.name for t in REGISTRY if t.reads_secrets} == secrets
     assert [t.name for t in REGISTRY if t.spends] == ["ask", "resume"]  # resume: the turn goes on
+    # Where the tab is, is the answer: going somewhere, and listing or closing tabs and windows.
+    places = {t.name for t in REGISTRY if t.reports_place}
+    goes = {"open", "back", "forward", "reload", "tab_new", "tab_switch", "window_new"}
+    lists_or_closes = {"tab_list", "tab_close", "close", "close_all"}
+    assert places == goes | lists_or_closes | {"window_list", "window_close"}
 
 
 @pytest.mark.parametrize(

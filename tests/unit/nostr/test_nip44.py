@@ -10,12 +10,14 @@ import pytest
 
 from nostr_browserd.nostr import nip44
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
+from nostr_browserd.nostr.nip01 import MAX_FRAME
 from nostr_browserd.nostr.nip44 import Nip44Error
 from tests.fixtures.paths import TESTS
 
 PATH = TESTS / "vectors" / "nip44.vectors.json"
 V = json.loads(PATH.read_text())["v2"]
 VALID, INVALID = V["valid"], V["invalid"]
+EXTENDED = json.loads((TESTS / "vectors" / "nip44_extended.vectors.json").read_text())
 
 
 def test_vector_file_checksum() -> None:
@@ -134,3 +136,44 @@ def test_pad_unpad() -> None:
         assert nip44.unpad(padded) == text
     with pytest.raises(Nip44Error):
         nip44.unpad(b"\x00\x01a" + bytes(30) + b"\x01")
+
+
+@pytest.mark.parametrize("v", EXTENDED["vectors"], ids=lambda v: str(v["plaintext_len"]))
+def test_extended_length_vectors(v: dict) -> None:
+    # NIP-44's own vectors across the u16 / extended-prefix boundary.
+    conv, nonce = bytes.fromhex(EXTENDED["conversation_key"]), bytes.fromhex(EXTENDED["nonce"])
+    text = "a" * v["plaintext_len"]
+    assert hashlib.sha256(text.encode()).hexdigest() == v["plaintext_sha256"]
+    padded = nip44.pad(text, extended=True)
+    assert len(padded) == v["prefix"] + v["padded_len"]
+    payload = nip44.encrypt(text, conv, nonce, extended=True)
+    assert hashlib.sha256(payload.encode()).hexdigest() == v["payload_sha256"]
+    assert nip44.decrypt(payload, conv) == text
+
+
+def test_we_send_no_extended_prefix_unless_asked() -> None:
+    # Older clients read a u16 prefix only: the daemon's own messages stay within it.
+    conv = bytes(range(32))
+    assert len(base64.b64decode(nip44.encrypt("a" * 65535, conv))) == 1 + 32 + 2 + 65536 + 32
+    with pytest.raises(Nip44Error, match="65535"):
+        nip44.encrypt("a" * 65536, conv)
+
+
+def test_an_extended_payload_is_read_up_to_a_relay_frame() -> None:
+    conv = bytes(range(32))
+    text = "é" * 300_000  # 600,000 bytes of UTF-8: a 6-byte prefix
+    payload = nip44.encrypt(text, conv, extended=True)
+    assert len(payload) < MAX_FRAME and nip44.decrypt(payload, conv) == text
+    with pytest.raises(Nip44Error, match="length"):  # longer than any frame: never decoded
+        nip44.decrypt("A" * (MAX_FRAME + 4), conv)
+
+
+def test_an_extended_prefix_must_hold_a_length_the_u16_cannot() -> None:
+    # 00 00 then a u32 below 65,536: the short form exists, so this one is malformed.
+    text = b"a" * 100
+    padded = bytes(2) + len(text).to_bytes(4, "big") + text
+    padded += bytes(nip44.calc_padded_len(len(text)) - len(text))
+    with pytest.raises(Nip44Error, match="padding"):
+        nip44.unpad(padded)
+    with pytest.raises(Nip44Error, match="padding"):
+        nip44.unpad(bytes(4))  # a zero u16 and no room for the u32

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import BrowserdError
-from .base import AuditEntry, Pending, Store
+from ...nostr.signer import Signer
+from .base import AuditEntry, Pending, Store, no_signer
 from .sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -16,13 +17,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def open_store(state: StateConfig) -> Store:
-    """The store ``[state]`` names: ``database`` when set, else ``<dir>/state.sqlite3``."""
+async def open_store(state: StateConfig, signer: Callable[[], Signer | None] = no_signer) -> Store:
+    """The store ``[state]`` names: ``database`` when set, else ``<dir>/state.sqlite3``;
+    ``signer()`` (the identity logged in now) seals its saved states and conversations."""
     if state.database:
         from .postgres import PostgresStore
 
-        return await PostgresStore.connect(state.database)
-    return SqliteStore(state.dir / "state.sqlite3")
+        return await PostgresStore.connect(state.database, signer=signer)
+    return SqliteStore(state.dir / "state.sqlite3", signer)
 
 
 async def quietly(write: Awaitable[Any]) -> None:

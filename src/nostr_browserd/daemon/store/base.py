@@ -23,15 +23,18 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...dm.messages import Scheme
 from ...errors import BrowserdError, ErrorCode
+from ...login.envelope import Envelopes
+from ...nostr.signer import Signer
 from ...redact import redact
 from .blobs import BlobTables
 from .leases import DEAD_HOLDER, LeaseTables
+from .sealed_rows import SealedRows
 from .vault_rows import VaultRows
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
@@ -99,17 +102,24 @@ def steps_after(version: int, migrations: Migrations, where: str) -> list[tuple[
     return [(n, list(steps)) for n, steps in enumerate(migrations, 1) if n > version]
 
 
-class Store(LeaseTables, VaultRows, BlobTables, ABC):
-    """The replay guard, the held commands, the audit log, ``ask``'s conversations, the saved
-    browser states (what ``browser.shelf.StateShelf`` asks of it), the workers and their
-    controller leases (``LeaseTables``), the credential vault (``VaultRows``), and the blobs
-    kept on Blossom servers (``BlobTables``)."""
+def no_signer() -> Signer | None:
+    """A store opened without an identity: it keeps no saved state and no conversation."""
+    return None
+
+
+class Store(LeaseTables, VaultRows, SealedRows, BlobTables, ABC):
+    """The replay guard, the held commands, the audit log, the workers and their controller
+    leases (``LeaseTables``), the credential vault (``VaultRows``), ``ask``'s conversations and
+    the saved browser states (``SealedRows``: what ``browser.shelf.StateShelf`` asks of it),
+    and the blobs kept on Blossom servers (``BlobTables``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"
 
-    def __init__(self) -> None:
+    def __init__(self, signer: Callable[[], Signer | None] = no_signer) -> None:
+        """``signer()``: the identity logged in now, which seals states and conversations."""
         self._owed: set[str] = set()  # claimed while the store was unwritable: written later
+        self.envelopes = Envelopes(signer)
 
     @property
     @abstractmethod
@@ -335,55 +345,6 @@ class Store(LeaseTables, VaultRows, BlobTables, ABC):
             (limit,),
         )
         return [AuditEntry(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), *r[6:]) for r in rows]
-
-    async def conversation(self, controller: str) -> list[dict[str, Any]]:
-        """``controller``'s ``ask`` conversation (empty when none, or unreadable)."""
-        rows = await self._rows(
-            "SELECT transcript FROM conversation WHERE controller = ?", (controller,)
-        )
-        try:
-            transcript = json.loads(rows[0][0]) if rows else []
-        except ValueError:
-            return []
-        return transcript if isinstance(transcript, list) else []
-
-    async def save_conversation(self, controller: str, transcript: list[dict[str, Any]]) -> None:
-        """Keep ``controller``'s conversation across turns and restarts."""
-        await self._change(
-            "INSERT INTO conversation (controller, transcript, at) VALUES (?, ?, ?)"
-            " ON CONFLICT (controller) DO UPDATE SET transcript = excluded.transcript,"
-            " at = excluded.at",
-            (controller, json.dumps(transcript, ensure_ascii=False), time.time()),
-        )
-
-    async def forget_conversation(self, controller: str) -> None:
-        """``ask --new``: the next turn starts with nothing behind it."""
-        await self._change("DELETE FROM conversation WHERE controller = ?", (controller,))
-
-    async def save_state(self, owner: str, name: str, state: dict[str, Any]) -> None:
-        """Keep a saved browser state (``state_save``, or the daemon's own under a reserved
-        name), replacing the one of that name."""
-        await self._change(
-            "INSERT INTO saved_state (owner, name, state, at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (owner, name) DO UPDATE SET state = excluded.state, at = excluded.at",
-            (owner, name, json.dumps(state, ensure_ascii=False), time.time()),
-        )
-
-    async def load_state(self, owner: str, name: str) -> dict[str, Any] | None:
-        """``owner``'s saved state ``name``; None when there is none, or it is unreadable."""
-        rows = await self._rows(
-            "SELECT state FROM saved_state WHERE owner = ? AND name = ?", (owner, name)
-        )
-        try:
-            state = json.loads(rows[0][0]) if rows else None
-        except ValueError:
-            return None
-        return state if isinstance(state, dict) else None
-
-    async def state_names(self, owner: str) -> list[str]:
-        """The names of ``owner``'s saved states, reserved ones included."""
-        rows = await self._rows("SELECT name FROM saved_state WHERE owner = ?", (owner,))
-        return sorted(row[0] for row in rows)
 
     async def hold_approval(
         self,

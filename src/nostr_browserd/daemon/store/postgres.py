@@ -11,7 +11,7 @@ under an advisory lock so that workers starting together migrate once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -19,7 +19,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ...errors import BrowserdError, ErrorCode
-from .base import Migrations, Store, steps_after
+from ...nostr.signer import Signer
+from .base import Migrations, Store, no_signer, steps_after
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,14 @@ class PostgresStore(Store):
 
     unlimited = "LIMIT ALL"
 
-    def __init__(self, dsn: str, *, max_connections: int = 4) -> None:
-        super().__init__()
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        max_connections: int = 4,
+        signer: Callable[[], Signer | None] = no_signer,
+    ) -> None:
+        super().__init__(signer)
         self._where = describe(dsn)
         self._pool = AsyncConnectionPool(
             dsn,
@@ -110,10 +117,16 @@ class PostgresStore(Store):
 
     @classmethod
     async def connect(
-        cls, dsn: str, *, max_connections: int = 4, wait: float = CONNECT_TIMEOUT
+        cls,
+        dsn: str,
+        *,
+        max_connections: int = 4,
+        wait: float = CONNECT_TIMEOUT,
+        signer: Callable[[], Signer | None] = no_signer,
     ) -> PostgresStore:
-        """A store at ``dsn``, reached within ``wait`` seconds and migrated."""
-        store = cls(dsn, max_connections=max_connections)
+        """A store at ``dsn``, reached within ``wait`` seconds and migrated; ``signer()``
+        seals its saved states and conversations."""
+        store = cls(dsn, max_connections=max_connections, signer=signer)
         await store.open(wait)
         return store
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import BrowserdError, ErrorCode
-from .base import Migrations, Store, steps_after
+from ...nostr.signer import Signer
+from .base import Migrations, Store, no_signer, steps_after
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,15 @@ class SqliteStore(Store):
 
     now_sql = "(julianday('now') - 2440587.5) * 86400.0"
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
+    def __init__(self, path: Path, signer: Callable[[], Signer | None] = no_signer) -> None:
+        super().__init__(signer)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._run("PRAGMA journal_mode=WAL")
         self._run("PRAGMA synchronous=NORMAL")
+        # A replaced row's bytes are zeroed, not left in the file's free space.
+        self._run("PRAGMA secure_delete=ON")
         self._migrate()
 
     @property
@@ -106,6 +109,14 @@ class SqliteStore(Store):
             self._db.rollback()
             raise
         self._run("COMMIT")
+
+    async def seal_plaintext(self) -> int:
+        """Seal what an older release kept in plaintext, then write the sealed pages into the
+        file itself at once (a checkpoint), so no plaintext page stays behind in it."""
+        sealed = await super().seal_plaintext()
+        if sealed:
+            self._run("PRAGMA wal_checkpoint(TRUNCATE)")
+        return sealed
 
     async def _execute(
         self, sql: str, params: Sequence[Any] = ()

@@ -1,10 +1,11 @@
-"""Saved browser states from before the store kept them: moved into it once, at start.
+"""What older releases kept in plaintext: sealed once the daemon's identity is in.
 
 Releases before the state store kept each ``state_save`` as ``<browser.state_dir>/<owner>/
-<name>.json``.  At start every such file is written into the store (unless the store has a
-state of that name already: it is the newer one) and then removed, so a state lives in one
-place, which on PostgreSQL every worker reaches.  A file that cannot be read stays where it
-is, and the log says so.
+<name>.json``.  Once logged in at start, every such file is written into the store, sealed
+(unless the store has a state of that name already: it is the newer one), and then removed, so
+a state lives in one place, which on PostgreSQL every worker reaches.  A file that cannot be
+read stays where it is, and the log says so.  Then the states and conversations that 0.1.0
+kept in the store in plaintext are sealed in place (``SealedRows.seal_plaintext``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 from pathlib import Path
 
 from ...browser.paths import NAME
+from ...errors import BrowserdError
 from .base import Store
 
 log = logging.getLogger(__name__)
@@ -43,3 +45,16 @@ async def import_state_files(base: Path | None, store: Store) -> int:
     if moved:
         log.info("moved %d saved state(s) from %s into the store %s", moved, base, store.where)
     return moved
+
+
+async def seal_older_releases(base: Path | None, store: Store) -> None:
+    """Move old state files into ``store`` and seal its plaintext rows; without an identity
+    that can encrypt, all of it waits for the next login, and the log says so."""
+    try:
+        await import_state_files(base, store)
+        sealed = await store.seal_plaintext()
+    except BrowserdError as exc:
+        log.warning("what an older release saved in plaintext stays so for now: %s", exc.message)
+        return
+    if sealed:
+        log.info("sealed %d saved state(s) and conversation(s) kept in plaintext before", sealed)

@@ -1,0 +1,221 @@
+"""A recording of one session: the live view's screencast, encoded as it comes, with steps.
+
+The recorder is one more viewer of a screencast (:mod:`.screencast`), its own, so a
+recording needs no live view and opens no second capture path: Chrome paints, the frame comes
+here, and it is queued for the encoder, which runs in a thread of :data:`ENCODERS` (a
+bounded pool: two recordings encode at once on the whole daemon, the others wait their turn
+frame by frame; one owner has one recording at a time).  The screencast's ack waits for the
+queue, so a slow encoder slows Chrome's frames down instead of a backlog growing.
+
+Each step (a command, an approval, the handoff) is marked: its caption is drawn on the frames
+that follow it for :data:`CAPTION_MS`, and the last picture before the next step becomes its
+cell of the contact sheet.  Fields that hold a secret (a vault value, ``--secret``) are
+boxed out of every frame before it is encoded.  At ``max_seconds`` or ``max_mb`` the
+recording stops by itself and says which bound stopped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from .config import RecordConfig
+from .frames import Box, Caption, Frame, contact_sheet
+from .screencast import Fanout, Screencast, StreamSettings
+from .video import Video, VideoEncoder
+
+log = logging.getLogger(__name__)
+
+ENCODERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="record-encode")
+CAPTION_MS = 2500
+# A step that changed the page is pictured by the frame its paint sends; when none came since
+# it ended, the next step (or the stop) waits this long for one before it goes on.
+SETTLE_AT_STEP = 0.25
+SETTLE_AT_STOP = 1.0
+QUEUE_FRAMES = 8  # frames waiting for the encoder before the screencast waits for us
+Masks = Callable[[], Awaitable[tuple[float, list[Box]]]]  # the viewport's width, the boxes
+
+
+@dataclass
+class Step:
+    """A marked step: its caption, when it was, and the picture it left."""
+
+    number: int
+    text: str
+    at_ms: int
+    frame: Frame | None = None
+    end_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What ``stop`` hands back: the video, the sheet of its steps, and why it ended."""
+
+    video: Video | None
+    sheet: bytes | None
+    steps: list[str]
+    stopped_by: str | None  # "max_seconds" or "max_mb" when a bound ended it
+
+
+class Recorder:
+    """One session's recording, from :meth:`start` to :meth:`stop`."""
+
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    def __init__(self, settings: RecordConfig, masks: Masks) -> None:
+        self.settings = settings
+        self._masks = masks
+        self._boxes: tuple[float, tuple[Box, ...]] = (0.0, ())
+        self._masking: asyncio.Task[None] | None = None
+        self.fanout = Fanout()
+        self.fanout.add(self, self._take)
+        stream = StreamSettings("jpeg", 70, settings.fps, settings.max_width)
+        self.cast = Screencast(self.fanout, stream)
+        self.started = self.clock()
+        self.steps: list[Step] = []
+        self.stopped_by: str | None = None
+        self._latest: Frame | None = None
+        self._fresh = asyncio.Event()  # set by each frame
+        self._encoder: VideoEncoder | None = None
+        self._queue: asyncio.Queue[Frame | None] = asyncio.Queue(QUEUE_FRAMES)
+        self._encoding = asyncio.create_task(self._encode_all())
+        self._ended = asyncio.Event()
+
+    @property
+    def elapsed_ms(self) -> int:
+        return round((self.clock() - self.started) * 1000)
+
+    async def begin(self, text: str) -> None:
+        """A step starts: caption it from now on; the previous one keeps the latest picture."""
+        await self._settle(SETTLE_AT_STEP)
+        self._close_step()
+        self.steps.append(Step(len(self.steps) + 1, text, self.elapsed_ms))
+
+    def end(self) -> None:
+        """The current step is done: the frame its paint sends is its picture."""
+        if self.steps:
+            self.steps[-1].end_ms = self.elapsed_ms
+            self._fresh.clear()
+
+    async def _settle(self, seconds: float) -> None:
+        """Wait (at most ``seconds``) for a frame, if none came since the last step ended."""
+        step = self.steps[-1] if self.steps else None
+        if step is None or step.end_ms is None or self._fresh.is_set() or self.stopped_by:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._fresh.wait(), seconds)
+
+    def _close_step(self) -> None:
+        if self.steps and self.steps[-1].frame is None:
+            self.steps[-1].frame = self._latest
+
+    async def _take(self, text: str) -> None:
+        """The screencast's frame, queued for the encoder (this is a viewer's ``send``)."""
+        if self.stopped_by is not None or self._ended.is_set():
+            return
+        at_ms = self.elapsed_ms
+        if at_ms > self.settings.max_seconds * 1000:
+            self._limit("max_seconds")
+            return
+        try:
+            jpeg = base64.b64decode(json.loads(text)["data"]["data"], validate=True)
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            log.debug("a screencast frame that is no JPEG", exc_info=True)
+            return
+        self._refresh_masks()
+        css_width, boxes = self._boxes
+        frame = Frame(jpeg, at_ms, boxes, css_width)
+        self._latest = frame
+        self._fresh.set()
+        await self._queue.put(frame)
+
+    def _refresh_masks(self) -> None:
+        """Ask the page where its secret fields are now; one question at a time."""
+        if self._masking is None or self._masking.done():
+            self._masking = asyncio.create_task(self._ask_masks())
+
+    async def _ask_masks(self) -> None:
+        try:
+            css_width, boxes = await self._masks()
+            self._boxes = (css_width, tuple(boxes))
+        except Exception:  # a page between documents: keep the boxes we had
+            log.debug("mask boxes not read", exc_info=True)
+
+    def _limit(self, bound: str) -> None:
+        if self.stopped_by is None:
+            self.stopped_by = bound
+            log.info("a recording stopped at its %s", bound)
+
+    def _caption(self, at_ms: int) -> Caption | None:
+        for step in reversed(self.steps):
+            if step.at_ms <= at_ms:
+                if at_ms - step.at_ms <= CAPTION_MS:
+                    return Caption(f"{step.number} · {step.text}", step.at_ms + CAPTION_MS)
+                return None
+        return None
+
+    async def _encode_all(self) -> None:
+        """Hand each queued frame to the encoder, in order, in the bounded pool."""
+        loop = asyncio.get_running_loop()
+        while (frame := await self._queue.get()) is not None:
+            if self._encoder is None:
+                picture = frame.image()
+                self._encoder = await loop.run_in_executor(
+                    ENCODERS, VideoEncoder, picture.width, picture.height
+                )
+            await loop.run_in_executor(
+                ENCODERS, self._encoder.add, frame, self._caption(frame.at_ms)
+            )
+            if self._encoder.size > self.settings.max_mb * 1_000_000:
+                self._limit("max_mb")
+                break
+
+    async def stop(self) -> Recording:
+        """End the recording; the video and sheet are made off the event loop."""
+        await self._settle(SETTLE_AT_STOP)
+        self._ended.set()
+        end_ms = min(self.elapsed_ms, round(self.settings.max_seconds * 1000))
+        await self.cast.stop()
+        self._close_step()
+        if not self._encoding.done():
+            await self._queue.put(None)
+        await self._encoding
+        if self._masking is not None:
+            self._masking.cancel()
+        loop = asyncio.get_running_loop()
+        video = None
+        if self._encoder is not None:
+            video = await loop.run_in_executor(ENCODERS, self._encoder.finish, end_ms)
+        cells = [(s.frame, f"{s.number} · {s.text}") for s in self.steps if s.frame is not None]
+        sheet = await loop.run_in_executor(ENCODERS, contact_sheet, cells) if cells else None
+        return Recording(video, sheet, [s.text for s in self.steps], self.stopped_by)
+
+    async def abandon(self) -> None:
+        """Stop without a video (the session closed)."""
+        self._ended.set()
+        await self.cast.stop()
+        self._encoding.cancel()
+        await asyncio.gather(self._encoding, return_exceptions=True)
+        if self._encoder is not None:
+            await asyncio.get_running_loop().run_in_executor(ENCODERS, self._encoder.abandon)
+
+    def status(self) -> dict[str, Any]:
+        """Recording or not, for how long, how many frames and steps, and any bound hit."""
+        return {
+            "recording": self.stopped_by is None,
+            "seconds": round(self.elapsed_ms / 1000, 1),
+            "frames": self._encoder.frames if self._encoder else 0,
+            "steps": len(self.steps),
+            "stopped_by": self.stopped_by,
+            "max_seconds": self.settings.max_seconds,
+            "max_mb": self.settings.max_mb,
+        }
