@@ -309,9 +309,10 @@ class Session:
         return self.tab.frame or page
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
-        """Exactly one element of the active tab (``Tab.locate``), or a coded error, fast."""
-        self.page  # noqa: B018 (refuses while a dialog blocks the page)
-        assert self.tab is not None
+        """Exactly one element of the active tab (``Tab.locate``), or a coded error, fast;
+        refused while a dialog blocks the tab, as ``page`` is."""
+        page = self.page
+        assert self.tab is not None and self.tab.page is page
         return await self.tab.locate(ref, selector)
 
     async def start_recording(self, settings: RecordConfig) -> Recorder:
