@@ -30,6 +30,7 @@ from . import (
     load,
     phone,
     profile,
+    record_bench,
     remote_mcp,
     report,
     scale,
@@ -51,6 +52,7 @@ PARTS = (
     "load",
     "profile",
     "scale",
+    "record",
 )
 
 
@@ -128,6 +130,10 @@ async def browser_parts(
         with part(results, "memory"), sites.docs() as docs:
             url = docs + sites.DOC_PAGES["controlflow"]
             results["memory"] = await browser_bench.memory(url, [1, 2, 4, 8])
+
+
+async def nostr_parts(results: dict[str, Any], parts: set[str], reps: int) -> None:
+    """The parts that go through relays: round trips, the phone, mcp --to, recordings."""
     if "round_trip" in parts:
         with part(results, "round_trip"):
             times = await bench_dm.main(100)
@@ -142,6 +148,16 @@ async def browser_parts(
     if "remote_mcp" in parts:
         with part(results, "remote_mcp"):
             results["remote_mcp"] = await remote_mcp.run(reps)
+    if "record" in parts:
+        with part(results, "record"):
+            results["record"] = await record_bench.main()
+
+
+async def async_parts(
+    results: dict[str, Any], parts: set[str], reps: int, only_pages: list[str] | None
+) -> None:
+    await browser_parts(results, parts, reps, only_pages)
+    await nostr_parts(results, parts, reps)
 
 
 def main() -> None:
@@ -164,7 +180,7 @@ def main() -> None:
         "reps": args.reps,
     }
     pages = args.pages.split(",") if args.pages else None
-    asyncio.run(browser_parts(results, parts, args.reps, pages))
+    asyncio.run(async_parts(results, parts, args.reps, pages))
     if "load" in parts:
         with part(results, "load"):
             results["load"] = load.load([int(n) for n in args.levels.split(",")], args.reps)

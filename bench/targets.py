@@ -45,6 +45,8 @@ PHONE = "A screenshot on the phone: file message or JSON parts (phone.py)"
 REMOTE = "A remote browser at local speed: mcp --to against playwright-mcp"
 JOB = "A model's whole job, in characters"
 JOB_PEERS = ("playwright-mcp", "agent-browser")
+RECORD = "What a recording costs (record_bench.py)"
+RECORDED = ("open", "click", "snapshot")
 REMOTE_SIDE, REMOTE_BASE = "ours contextvm", "playwright-mcp"  # mcp --to's default transport
 REMOTE_TOOLS = ("snapshot", "click")
 
@@ -91,6 +93,9 @@ TARGETS: dict[str, Goal] = {
     ),
     "remote_call": Goal(
         "24 §6", "`mcp --to` tools/call ≤ {bound}× playwright-mcp's local call", 1.3
+    ),
+    "record": Goal(
+        "37 §3", "`open`, `click` and `snapshot` with a recording on ≤ {bound}× off", 1.15
     ),
     "phone": Goal(
         "22 §5",
@@ -274,6 +279,19 @@ def job_targets(results: dict[str, Any]) -> list[Target]:
     return [Target("job_chars", f"{ratio:.2f}× {smallest}{readable}", ok, JOB)]
 
 
+def record_ratios(record: dict[str, Any]) -> dict[str, float]:
+    """Per command, its median time with a recording on over off."""
+    on, off = record["median_ms"]["on"], record["median_ms"]["off"]
+    return {command: on[command] / off[command] for command in RECORDED}
+
+
+def record_targets(results: dict[str, Any]) -> list[Target]:
+    values = record_ratios(results["record"])
+    met = sum(TARGETS["record"].met(v) for v in values.values())
+    value = " / ".join(f"{c} {v:.2f}×" for c, v in values.items())
+    return [Target("record", value, met == len(values), RECORD)]
+
+
 PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "snapshots": snapshot_targets,
     "navigation": navigation_targets,
@@ -283,6 +301,7 @@ PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "phone": phone_targets,
     "remote_mcp": remote_targets,
     "job": job_targets,
+    "record": record_targets,
 }
 
 
@@ -320,7 +339,8 @@ def section(
     lines = [
         "## Targets",
         "",
-        "Each target of issue 24 (and issue 22's phone screenshot) as this run measured it; where",
+        "Each target of issues 24, 36 and 37 (and issue 22's phone screenshot) as this run"
+        " measured it; where",
         "one is not met, its section holds the profile. Ratios are of medians in the same run.",
         "",
         "| issue | target | this run | met | profile |",

@@ -1,6 +1,6 @@
 """bench/report.md and its PNG charts from one run's results (bench/results.json).
 
-One module per part of the report (browser, start, load, nostr, phone, job); this one puts
+One module per part of the report (browser, start, load, nostr, phone, job, record); this one puts
 them in order under the preamble.
 
 Every figure is a median over the repetitions with its spread (min–max), and a ratio to the
@@ -22,6 +22,7 @@ from .job import job_section
 from .load import load_section, profile_section, round_trip_chart, scale_section
 from .nostr import relay_section, remote_mcp_section, round_trip_section
 from .phone import phone_section
+from .record import record_section
 from .start import cold_section, cold_timeline_section, memory_section
 
 __all__ = ["write"]
@@ -43,6 +44,7 @@ TEXT_SECTIONS: dict[str, Callable[[Any], list[str]]] = {
     "relay": relay_section,
     "remote_mcp": remote_mcp_section,
     "job": job_section,
+    "record": record_section,
 }
 """The sections with no chart, by their part's key in the results, in the report's order."""
 

@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     TOO_LARGE = "TOO_LARGE"
     UNAVAILABLE = "UNAVAILABLE"
     INTERRUPTED = "INTERRUPTED"
+    BUSY = "BUSY"
     INTERNAL = "INTERNAL"
 
 

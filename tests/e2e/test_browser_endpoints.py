@@ -199,20 +199,26 @@ async def ask(url: str, authorization: str | None) -> bytes:
 
 async def test_the_egress_proxy_for_other_machines_wants_its_credential():
     proxy = EgressProxy(NetworkPolicy(True, []))
-    await proxy.start()
     remote = await proxy.listen_for_remote("127.0.0.1")
     LEAKS.secret(proxy.password, "the egress proxy's password")
     try:
-        right = "Basic " + base64.b64encode(f"nostr-browserd:{proxy.password}".encode()).decode()
-        wrong = "Basic " + base64.b64encode(b"nostr-browserd:guess").decode()
-        for authorization in (None, wrong):
+        owner = "ab" * 32
+
+        def basic(user: str, password: str) -> str:
+            return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+        right = basic(f"nostr-browserd.{owner}", proxy.password)
+        wrong = basic(f"nostr-browserd.{owner}", "guess")
+        nobody = basic("nostr-browserd", proxy.password)  # names no owner
+        for authorization in (None, wrong, nobody):
             refused = await ask(remote, authorization)
             assert refused.startswith(b"HTTP/1.1 407"), refused
             assert b'Proxy-Authenticate: Basic realm="nostr-browserd"' in refused
         judged = await ask(remote, right)  # past the credential, the policy decides
         assert judged.startswith(b"HTTP/1.1 403") and b"private address" in judged, judged
-        assert (await ask(proxy.url, None)).startswith(b"HTTP/1.1 403")  # loopback: no ask
-        assert proxy.credentials()["server"] == remote
+        loopback = await proxy.url_for(owner)  # the owner's own port: no ask
+        assert (await ask(loopback, None)).startswith(b"HTTP/1.1 403")
+        assert proxy.credentials(owner)["server"] == remote
     finally:
         await proxy.close()
 

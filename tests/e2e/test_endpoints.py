@@ -42,10 +42,14 @@ async def test_a_killed_browser_server_moves_its_controllers(
             },
         )
         me = await daemon_pubkey(daemon)
-        # Only the listener on egress_host serves the servers' contexts: the loopback one,
-        # for this machine's own fetches, is pointed nowhere (a context using it would fail).
+        # Only the listener on egress_host serves the servers' contexts: the loopback ports,
+        # for this machine's own fetches, point nowhere (a context using one would fail).
         assert daemon.browser.egress is not None and daemon.browser.egress.remote_url
-        daemon.browser.egress.url = "http://127.0.0.1:9"
+
+        async def nowhere(owner: str) -> str:
+            return "http://127.0.0.1:9"
+
+        daemon.browser.egress.url_for = nowhere  # type: ignore[method-assign]
 
         async def command(phone, tool, **params):
             return await phone.command(me, {"tool": tool, "params": params})

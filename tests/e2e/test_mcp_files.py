@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -206,16 +207,17 @@ async def test_a_tampered_blob_is_refused_with_a_clear_error(
 
 async def test_a_link_is_followed_only_when_it_checks_out(blossom_server: BlossomServer):
     """What mcp --to does with a link, against the Blossom server alone: the ox check, the
-    address rule of [files] blossom_servers, the size the link gives, a missing blob."""
+    address rule (http:// on loopback only from a daemon on this machine), the size the link
+    gives, a missing blob."""
     data = os.urandom(4096)
     sealed = seal(data)
     blossom_server.blobs[sealed.x] = Blob(sealed.blob, "application/pdf", set(), 0)
     url = f"{blossom_server.url}/{sealed.x}"
-    assert await fetch_file(link_of(url, sealed, "application/pdf", None)) == data
+    assert await fetch_file(link_of(url, sealed, "application/pdf", None), True) == data
 
-    async def refusal(link: dict) -> str:
+    async def refusal(link: dict, local: bool = True) -> str:
         with pytest.raises(BrowserdError) as refused:
-            await fetch_file(link)
+            await fetch_file(link, local)
         return f"{refused.value.code}: {refused.value.message}"
 
     lying = link_of(url, dataclasses.replace(sealed, ox="0" * 64), "application/pdf", None)
@@ -223,10 +225,32 @@ async def test_a_link_is_followed_only_when_it_checks_out(blossom_server: Blosso
     # 0.0.0.0 reaches this machine too, but is no loopback address: refused unfetched.
     port = blossom_server.url.rsplit(":", 1)[1]
     away = link_of(f"http://0.0.0.0:{port}/{sealed.x}", sealed, "application/pdf", None)
-    assert "neither https:// nor http:// on loopback" in await refusal(away)
+    assert "http:// on loopback only from a daemon on this machine" in await refusal(away)
+    # A daemon elsewhere gets no http:// at all, loopback included.
+    loopback = link_of(url, sealed, "application/pdf", None)
+    assert "is not https://" in await refusal(loopback, local=False)
     smaller = link_of(url, dataclasses.replace(sealed, size=100), "application/pdf", None)
     assert "larger than its link says" in await refusal(smaller)
     assert blossom_server.fetched == [f"/{sealed.x}"] * 3, "the address was never fetched"
     missing = link_of(f"{blossom_server.url}/{'1' * 64}", sealed, "application/pdf", None)
     gone = await refusal(missing)
     assert gone.startswith("UNAVAILABLE: ") and "HTTP 404" in gone, gone
+
+
+async def test_a_daemon_elsewhere_cannot_point_mcp_to_at_this_machine(
+    nostr_relay_url, start_daemon, tmp_path: Path, blossom_server: BlossomServer
+):
+    """The relay by this machine's name, not a loopback address: to mcp --to the daemon is
+    elsewhere, so its link to http://127.0.0.1 is refused, and the server never sees a GET.
+    (The same daemon by a loopback relay is followed: the tests above.)"""
+    port = nostr_relay_url.rsplit(":", 1)[1]
+    by_name = f"ws://{socket.gethostname()}:{port}"
+    async with host(by_name, start_daemon, tmp_path, "dm", blossom_server.url) as (session, _):
+        refused = await session.call_tool("pdf", {})
+        title = await session.call_tool("get_title", {})
+    assert len(blossom_server.blobs) == 1, "the daemon did put it on its Blossom server"
+    assert blossom_server.fetched == [], "mcp --to never fetched the loopback link"
+    assert refused.is_error, refused.content
+    text = refused.content[0].text
+    assert text.startswith("REFUSED: ") and "is not https://" in text, text
+    assert not title.is_error

@@ -210,7 +210,7 @@ async def test_the_egress_proxy_connects_to_the_address_it_judged():
     answers = iter([["93.184.216.34"], ["127.0.0.1"]])
     asked, connected = [], []
 
-    async def rebinding(host):
+    async def rebinding(host, owner):
         asked.append(host)
         return [ipaddress.ip_address(a) for a in next(answers)]
 
@@ -228,10 +228,10 @@ async def test_the_egress_proxy_connects_to_the_address_it_judged():
         return await asyncio.open_connection("127.0.0.1", port)
 
     proxy = EgressProxy(NetworkPolicy(True, [], resolver=rebinding), connect=connect)
-    await proxy.start()
     try:
+        url = await proxy.url_for("ab" * 32)
         reader, writer = await asyncio.open_connection(
-            *urllib.parse.urlsplit(proxy.url).netloc.split(":")
+            *urllib.parse.urlsplit(url).netloc.split(":")
         )
         writer.write(b"GET http://rebind.example/ HTTP/1.1\r\nHost: rebind.example\r\n\r\n")
         answer = await asyncio.wait_for(reader.read(), 10)

@@ -266,8 +266,8 @@ async def put_file(
     tags, with ``changed`` tags replaced (to break them)."""
     sealed = seal(data)
     phone = KeySigner.generate()
-    auth = await blossom.authorization(phone, "upload", sealed.x, "a photo")
-    url = await asyncio.to_thread(blossom.upload, server.url, sealed.blob, sealed.x, auth)
+    auth = await blossom.authorization(phone, "upload", sealed.x, "a photo", server.url)
+    url = await blossom.upload(server.url, sealed.blob, sealed.x, auth)
     tags = [[k, changed.get(k.replace("-", "_"), v)] for k, v in file_tags(sealed, mime, None)]
     return url, tags
 

@@ -65,38 +65,66 @@ async def test_our_client_scopes_every_authorization_to_its_blob(blossom_server)
     key, stranger = KeySigner.generate(), KeySigner.generate()
     blob = b"\x00encrypted bytes\xff" * 20
     digest = sha256(blob)
-    auth = await blossom.authorization(key, "upload", digest, "Upload a file")
-    url = await asyncio.to_thread(blossom.upload, blossom_server.url, blob, digest, auth)
+    auth = await blossom.authorization(key, "upload", digest, "Upload a file", blossom_server.url)
+    url = await blossom.upload(blossom_server.url, blob, digest, auth)
     assert url == f"{blossom_server.url}/{digest}"
     event = blossom_server.auths[-1]
     assert ["t", "upload"] in event["tags"] and ["x", digest] in event["tags"]
+    assert ["server", "127.0.0.1"] in event["tags"], "BUD-11: scoped to this server's domain"
 
     # An authorization is for one verb and one blob, and a blob is its uploader's to delete.
     with pytest.raises(blossom.BlossomError, match="HTTP 401 not an authorization to delete"):
-        await asyncio.to_thread(blossom.delete, blossom_server.url, digest, auth)
-    other = await blossom.authorization(key, "delete", "0" * 64, "Delete a file")
+        await blossom.delete(blossom_server.url, digest, auth)
+    other = await blossom.authorization(
+        key, "delete", "0" * 64, "Delete a file", blossom_server.url
+    )
     with pytest.raises(blossom.BlossomError, match="HTTP 403 x tag names another blob"):
-        await asyncio.to_thread(blossom.delete, blossom_server.url, digest, other)
-    theirs = await blossom.authorization(stranger, "delete", digest, "Delete a file")
+        await blossom.delete(blossom_server.url, digest, other)
+    theirs = await blossom.authorization(
+        stranger, "delete", digest, "Delete a file", blossom_server.url
+    )
     with pytest.raises(blossom.BlossomError, match="HTTP 403 not the uploader"):
-        await asyncio.to_thread(blossom.delete, blossom_server.url, digest, theirs)
+        await blossom.delete(blossom_server.url, digest, theirs)
 
-    mine = await blossom.authorization(key, "delete", digest, "Delete a file")
-    await asyncio.to_thread(blossom.delete, blossom_server.url, digest, mine)
+    mine = await blossom.authorization(key, "delete", digest, "Delete a file", blossom_server.url)
+    await blossom.delete(blossom_server.url, digest, mine)
     assert ["x", digest] in blossom_server.auths[-1]["tags"], "x on delete too"
     assert blossom_server.deleted == [digest]
     # Gone already: a second delete counts as done.
-    await asyncio.to_thread(blossom.delete, blossom_server.url, digest, mine)
+    await blossom.delete(blossom_server.url, digest, mine)
 
 
 async def test_a_server_that_is_down_or_full_says_so(blossom_server) -> None:
     key = KeySigner.generate()
     blob = b"bytes"
-    auth = await blossom.authorization(key, "upload", sha256(blob), "Upload a file")
+    auth = await blossom.authorization(
+        key, "upload", sha256(blob), "Upload a file", blossom_server.url
+    )
     blossom_server.refusing = (507, "storage full")
     with pytest.raises(blossom.BlossomError, match="HTTP 507 storage full"):
-        await asyncio.to_thread(blossom.upload, blossom_server.url, blob, sha256(blob), auth)
+        await blossom.upload(blossom_server.url, blob, sha256(blob), auth)
     url = blossom_server.url
     blossom_server.stop()
     with pytest.raises(blossom.BlossomError, match=r"unreachable \(Connection refused\)"):
-        await asyncio.to_thread(blossom.upload, url, blob, sha256(blob), auth)
+        await blossom.upload(url, blob, sha256(blob), auth)
+
+
+async def test_an_authorization_for_one_server_is_refused_by_another() -> None:
+    """BUD-11's ``server`` tag: what was signed for 127.0.0.1 cannot be replayed to a server
+    whose domain is localhost (the same machine under another name), and nothing is stored."""
+    key, blob = KeySigner.generate(), b"sealed bytes"
+    here, there = BlossomServer(), BlossomServer(host="localhost")
+    here.start()
+    there.start()
+    try:
+        auth = await blossom.authorization(key, "upload", sha256(blob), "Upload a file", here.url)
+        await blossom.upload(here.url, blob, sha256(blob), auth)
+        with pytest.raises(blossom.BlossomError, match="HTTP 403 server tag names another"):
+            await blossom.upload(there.url, blob, sha256(blob), auth)
+        assert sha256(blob) in here.blobs and there.blobs == {}
+        mine = await blossom.authorization(key, "upload", sha256(blob), "Upload a file", there.url)
+        await blossom.upload(there.url, blob, sha256(blob), mine)
+        assert ["server", "localhost"] in there.auths[-1]["tags"]
+    finally:
+        here.stop()
+        there.stop()

@@ -49,6 +49,12 @@ class BrowserConfig(BaseModel):
         description="this machine's name or address as browser servers reach it: the egress "
         "proxy listens there too (a free port, a credential per start) for their contexts",
     )
+    egress_connections: int = Field(
+        64,
+        ge=1,
+        description="connections one controller's pages may have open through the egress "
+        "proxy at once; past them a connection is answered 503",
+    )
     contexts_per_endpoint: int | None = Field(
         None, ge=1, description="contexts (windows) one endpoint may hold; none: no limit"
     )

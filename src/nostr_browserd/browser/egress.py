@@ -9,9 +9,14 @@ that rebinds to 127.0.0.1 after the check cannot slip through.  A refusal is a 4
 says why.
 
 It listens on loopback, for the browser launched here, browser servers on this machine and the
-daemon's own fetches.  Browser servers elsewhere reach it on ``[browser] egress_host``: there
-it answers only requests that carry its credential (made at start, given to each context
-with its proxy), so it is nobody else's open proxy.
+daemon's own fetches: on a port of each owner's own (:meth:`EgressProxy.url_for`), so that
+it knows whose every connection is.  Browser servers elsewhere reach it on ``[browser]
+egress_host``: there it answers only requests that carry its credential (made at start,
+given to each context with its proxy, the owner named in its user name), so it is nobody
+else's open proxy.  Each owner has at most ``per_owner`` connections open at once
+(``[browser] egress_connections``; a page of its asking for more gets a 503 saying so), of
+:data:`CONNECTIONS` in all, and its name lookups count against its share of the policy's
+(lookups.py).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from urllib.parse import urlsplit
 
+from ..capacity import Capacity
+from ..errors import BrowserdError
 from .netpolicy import NetworkPolicy
 
 log = logging.getLogger(__name__)
@@ -35,49 +42,60 @@ HEAD_TIMEOUT = 30.0
 # Hop-by-hop headers of the client's request: this proxy speaks one request per connection.
 DROPPED = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 USER = "nostr-browserd"
+CONNECTIONS = 1024  # open at once, every owner's
 Connect = Callable[[str, int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
 
 class EgressProxy:
     """A loopback HTTP proxy that connects only where ``policy`` lets a blocked context go."""
 
-    def __init__(self, policy: NetworkPolicy, connect: Connect = asyncio.open_connection) -> None:
+    def __init__(
+        self,
+        policy: NetworkPolicy,
+        connect: Connect = asyncio.open_connection,
+        per_owner: int = 64,
+    ) -> None:
+        """``per_owner``: connections one owner may have open at once."""
         self.policy = policy
         self.connect = connect  # to an address, never a name: what was judged is what is reached
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
-        self.url = ""
+        self._owned: dict[str, str] = {}  # owner → the URL of its loopback port
+        self._opening = asyncio.Lock()
+        self.connections = Capacity("connections through the egress proxy", CONNECTIONS, per_owner)
         self.remote_url = ""
         self.password = secrets.token_urlsafe(24)
-        token = base64.b64encode(f"{USER}:{self.password}".encode()).decode()
-        self._authorization = f"Basic {token}"
 
-    async def start(self) -> str:
-        """Listen on 127.0.0.1 (a free port); returns the proxy's URL."""
-        server = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
-        self._servers.append(server)
-        self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-        return self.url
+    async def url_for(self, owner: str) -> str:
+        """The proxy's URL for ``owner``: a port on 127.0.0.1 of its own, opened on first use."""
+        async with self._opening:
+            url = self._owned.get(owner)
+            if url is None:
+                serve = partial(self._serve, owner=owner)
+                server = await asyncio.start_server(serve, "127.0.0.1", 0, limit=HEAD_LIMIT)
+                self._servers.append(server)
+                url = self._owned[owner] = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+            return url
 
     async def listen_for_remote(self, host: str) -> str:
         """Also listen on ``host`` (a free port), for its credential only; returns that URL."""
-        serve = partial(self._serve, authenticated=True)
-        server = await asyncio.start_server(serve, host, 0, limit=HEAD_LIMIT)
+        server = await asyncio.start_server(self._serve, host, 0, limit=HEAD_LIMIT)
         self._servers.append(server)
         port = server.sockets[0].getsockname()[1]
         self.remote_url = f"http://{f'[{host}]' if ':' in host else host}:{port}"
         return self.remote_url
 
-    def credentials(self) -> dict[str, str]:
-        """The proxy settings of a context on a browser server elsewhere."""
-        return {"server": self.remote_url, "username": USER, "password": self.password}
+    def credentials(self, owner: str) -> dict[str, str]:
+        """The proxy settings of ``owner``'s context on a browser server elsewhere."""
+        return {"server": self.remote_url, "username": f"{USER}.{owner}", "password": self.password}
 
     async def close(self) -> None:
         """Stop listening and cut every open tunnel (its tasks then end on their own)."""
         for server in self._servers:
             server.close()
         self._servers.clear()
+        self._owned.clear()
         for writer in list(self._writers):
             writer.transport.abort()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -86,14 +104,15 @@ class EgressProxy:
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        authenticated: bool = False,
+        owner: str | None = None,
     ) -> None:
+        """One connection: ``owner``'s (its own port), else whoever its credential names."""
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         self._writers.add(writer)
         try:
-            await self._proxy(reader, writer, authenticated)
+            await self._proxy(reader, writer, owner)
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # a client or a server that went away, or a malformed request: drop it
         except TimeoutError:
@@ -104,13 +123,32 @@ class EgressProxy:
             writer.close()
 
     async def _proxy(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, authenticated: bool
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, owner: str | None
     ) -> None:
         async with asyncio.timeout(HEAD_TIMEOUT):
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         request_line, *header_lines = head.split("\r\n")
-        if authenticated and not self._authorized(header_lines):
+        owner = owner or self._authorized(header_lines)
+        if owner is None:
             return await refuse(writer, 407, "nostr-browserd: this proxy wants its credential.")
+        try:
+            release = await self.connections.claim(owner)
+        except BrowserdError as exc:
+            return await refuse(writer, 503, f"nostr-browserd: {exc.message}")
+        try:
+            await self._forward(reader, writer, owner, request_line, header_lines)
+        finally:
+            release()
+
+    async def _forward(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        owner: str,
+        request_line: str,
+        header_lines: list[str],
+    ) -> None:
+        """Judge where the request goes, connect to that very address, and pipe."""
         method, target, _version = request_line.split(" ")
         if method == "CONNECT":
             host, _, port_text = target.rpartition(":")
@@ -126,7 +164,10 @@ class EgressProxy:
                 [f"{method} {path}{'?' + parts.query if parts.query else ''} HTTP/1.1", *headers]
             )
             forward += "\r\nConnection: close\r\n\r\n"
-        reason, addresses = await self.policy.judge(host, port, private=True)
+        try:
+            reason, addresses = await self.policy.judge(host, port, True, owner)
+        except BrowserdError as exc:  # BUSY: the owner's name lookups are all under way
+            return await refuse(writer, 503, f"nostr-browserd: {exc.message}")
         if reason is not None:
             log.info("refused a connection to %s:%s: %s", host[:100], port, reason)
             return await refuse(writer, 403, f"nostr-browserd: {reason}")
@@ -147,13 +188,23 @@ class EgressProxy:
             self._writers.discard(up_writer)
             up_writer.close()
 
-    def _authorized(self, header_lines: list[str]) -> bool:
-        """Whether the request carries this proxy's credential (compared in constant time)."""
+    def _authorized(self, header_lines: list[str]) -> str | None:
+        """The owner the request's credential names, when it carries this proxy's password
+        (compared in constant time); else None."""
         for line in header_lines:
             name, _, value = line.partition(":")
-            if name.strip().lower() == "proxy-authorization":
-                return hmac.compare_digest(value.strip().encode(), self._authorization.encode())
-        return False
+            if name.strip().lower() != "proxy-authorization":
+                continue
+            scheme, _, token = value.strip().partition(" ")
+            try:
+                user, _, password = base64.b64decode(token, validate=True).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                return None
+            right = hmac.compare_digest(password.encode(), self.password.encode())
+            if scheme.lower() == "basic" and right and user.startswith(f"{USER}."):
+                return user.removeprefix(f"{USER}.") or None
+            return None
+        return None
 
 
 async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
@@ -171,7 +222,7 @@ async def refuse(writer: asyncio.StreamWriter, status: int, text: str) -> None:
     """A short plain-text answer, then the connection closes."""
     body = text.encode()
     reasons = {400: "Bad Request", 403: "Forbidden", 407: "Proxy Authentication Required"}
-    reasons[502] = "Bad Gateway"
+    reasons |= {502: "Bad Gateway", 503: "Service Unavailable"}
     challenge = 'Proxy-Authenticate: Basic realm="nostr-browserd"\r\n' if status == 407 else ""
     writer.write(
         f"HTTP/1.1 {status} {reasons[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"

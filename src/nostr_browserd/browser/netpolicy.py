@@ -10,6 +10,9 @@ every context, whatever the policy.  The egress proxy (egress.py) applies these 
 connection of a blocked context; :meth:`NetworkPolicy.install` routes a context's requests
 through them where the proxy cannot reach its browser.
 
+Names are resolved on threads of the policy's own, a few at a time for each owner
+(lookups.py): one owner's slow names never hold another's ``open``.
+
 A host is resolved here and again by Chromium: a name that answers differently within the
 cache's few seconds (DNS rebinding) can still slip through; the unit's ``IPAddressDeny=`` is
 the layer below that holds regardless.
@@ -17,24 +20,22 @@ the layer below that holds regardless.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import BrowserdError, ErrorCode
+from .lookups import IPAddress, Lookups
 
 log = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
 CHECKED_SCHEMES = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 RESOLVE_TTL = 10.0
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-Resolver = Callable[[str], Awaitable[list[IPAddress]]]
+Resolver = Callable[[str, str], Awaitable[list[IPAddress]]]  # (host, owner) → addresses
 
 
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
@@ -82,7 +83,7 @@ class NetworkPolicy:
         self.block_private = block_private
         self.allowed_hosts = {h.lower() for h in allowed_hosts}
         self.denied_ports: set[int] = set()
-        self.resolver = resolver or system_resolve
+        self.resolver = resolver or Lookups()
         self._resolved: dict[str, tuple[float, list[IPAddress]]] = {}
 
     def blocks_private(self, owner: str) -> bool:
@@ -105,20 +106,21 @@ class NetworkPolicy:
             port = parts.port or default_port
         except ValueError:
             return f"{url!r} has an invalid port."
-        reason, _ = await self.judge(parts.hostname, port, self.blocks_private(owner))
+        reason, _ = await self.judge(parts.hostname, port, self.blocks_private(owner), owner)
         return reason
 
     async def judge(
-        self, host: str, port: int, private: bool
+        self, host: str, port: int, private: bool, owner: str
     ) -> tuple[str | None, list[IPAddress]]:
         """Why ``host:port`` is refused (or None), and the addresses that were judged.
 
         Without ``private`` and away from a denied port nothing is resolved (no addresses).
+        ``BUSY`` when a name must be looked up and ``owner``'s lookups are all under way.
         """
         host = host.lower().strip("[]").removesuffix(".")  # "localhost." is localhost
         if not private and port not in self.denied_ports:
             return None, []
-        addresses = await self._resolve(host)
+        addresses = await self._resolve(host, owner)
         if port in self.denied_ports and any(map(_loopback, addresses)):
             return f"{host}:{port} is the daemon's own local channel: no browser may reach it.", []
         if private and not ({host, f"{host}:{port}"} & self.allowed_hosts):
@@ -137,7 +139,7 @@ class NetworkPolicy:
         if reason is not None:
             raise BrowserdError(ErrorCode.FORBIDDEN, reason)
 
-    async def _resolve(self, host: str) -> list[IPAddress]:
+    async def _resolve(self, host: str, owner: str) -> list[IPAddress]:
         """The addresses of ``host`` (a literal is itself); names under .localhost are loopback.
 
         ``host`` comes without its trailing dot: Chromium maps ``localhost.`` and
@@ -152,7 +154,7 @@ class NetworkPolicy:
         cached = self._resolved.get(host)
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
-        addresses = await self.resolver(host)
+        addresses = await self.resolver(host, owner)
         if len(self._resolved) > 1000:
             self._resolved.clear()
         self._resolved[host] = (time.monotonic() + RESOLVE_TTL, addresses)
@@ -162,7 +164,10 @@ class NetworkPolicy:
         """Route every request and WebSocket of ``context`` through ``check``."""
 
         async def on_request(route: Any) -> None:
-            reason = await self.check(route.request.url, owner)
+            try:
+                reason = await self.check(route.request.url, owner)
+            except BrowserdError as exc:  # BUSY
+                reason = exc.message
             if reason is None:
                 await route.fallback()
             else:
@@ -170,7 +175,10 @@ class NetworkPolicy:
                 await route.abort("blockedbyclient")
 
         async def on_websocket(ws: Any) -> None:
-            reason = await self.check(ws.url, owner)
+            try:
+                reason = await self.check(ws.url, owner)
+            except BrowserdError as exc:  # BUSY
+                reason = exc.message
             if reason is None:
                 ws.connect_to_server()
             else:
@@ -178,16 +186,3 @@ class NetworkPolicy:
 
         await context.route("**/*", on_request)
         await context.route_web_socket("**/*", on_websocket)
-
-
-async def system_resolve(host: str) -> list[IPAddress]:
-    """The machine's answer for ``host``; none when it has none (nor will the browser)."""
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return []
-    return [
-        ipaddress.ip_address(info[4][0].split("%")[0])
-        for info in infos
-        if isinstance(info[4][0], str)  # an unknown family gives (int, bytes)
-    ]

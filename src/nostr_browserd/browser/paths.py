@@ -8,7 +8,6 @@ and the resolved path (symlinks followed) must still sit inside the directory.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from pathlib import Path
 
@@ -26,10 +25,14 @@ def configured(directory: Path | None, setting: str, tool: str) -> Path:
     return Path(directory).expanduser().resolve()
 
 
+def owner_name(owner: str) -> str:
+    """The name of ``owner``'s folder in each files directory."""
+    return owner if NAME.match(owner) else hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
 def owner_dir(base: Path, owner: str) -> Path:
     """``base/<owner>`` (created 0700): one controller never sees another's files."""
-    safe = owner if NAME.match(owner) else hashlib.sha256(owner.encode()).hexdigest()[:32]
-    path = base / safe
+    path = base / owner_name(owner)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
@@ -47,14 +50,6 @@ def inside(base: Path, name: str) -> Path:
     if not path.is_file():
         raise BrowserdError(ErrorCode.INVALID_PARAMS, f"No file {name!r} in the directory.")
     return path
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` readable by this user only (0600), replacing it."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.chmod(path, 0o600)
 
 
 def free_name(directory: Path, suggested: str) -> Path:

@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 from playwright.async_api import Browser, BrowserContext, Playwright, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
 from .config import BrowserConfig
+from .downloads import refuse_unasked
 from .egress import EgressProxy
 from .endpoints import LOCAL, Endpoint, Launched
 from .netpolicy import NetworkPolicy
+from .quota import FileQuota
 from .screencast import Fanout
 from .session import EventCallback, Session
 from .shelf import StateShelf
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StateHook = Callable[[str], Awaitable[dict[str, Any] | None]]
+FETCHES, FETCHES_PER_OWNER = 32, 4  # download --url and scrape at once: in all, one owner
 
 
 class BrowserPool:
@@ -48,14 +52,17 @@ class BrowserPool:
         initial_state: StateHook | None = None,
         early: Awaitable[Launched] | None = None,
         spare_for: str | None = None,
+        quota: FileQuota | None = None,
     ) -> None:
         """``shelf`` keeps saved states (the daemon's store); ``vault`` is the credential
         vault (the daemon's store and key); ``initial_state(owner)`` is what an owner's fresh
         context starts with (its saved session), if anything; ``early``: the local browser's
         launch, begun before the pool was made (``endpoints.launch_early``); ``spare_for``: the
         owner whose first window is made once the local browser is up, before it asks (the
-        local channel's, whose command comes first on a cold start)."""
+        local channel's, whose command comes first on a cold start); ``quota``: what each
+        owner's files may take of the disk (by default ``FileQuota``'s own limits)."""
         self.config = config or BrowserConfig()
+        self.quota = quota or FileQuota(self.config)
         self._playwright: Playwright | None = None
         self._early = early
         urls = self.config.endpoints
@@ -67,6 +74,7 @@ class BrowserPool:
         self.listeners: list[EventCallback] = []
         self.policy = NetworkPolicy(self.config.block_private_networks, self.config.allowed_hosts)
         self.egress: EgressProxy | None = None
+        self.fetches = Capacity("fetches by address", FETCHES, FETCHES_PER_OWNER)
         self.shelf = shelf
         self.vault = vault
         # The live view's viewers (the local WebSocket's connections) and their counters.
@@ -107,12 +115,11 @@ class BrowserPool:
         if self._playwright is None:
             self._playwright = await async_playwright().start()
         if self.config.block_private_networks is not False and self.egress is None:
-            self.egress = EgressProxy(self.policy)
-            await self.egress.start()
+            self.egress = EgressProxy(self.policy, per_owner=self.config.egress_connections)
             if self.config.egress_host:
                 await self.egress.listen_for_remote(self.config.egress_host)
             for endpoint in self.endpoints:
-                if self._proxy(endpoint) is None:
+                if not self._reaches_proxy(endpoint):
                     log.warning(
                         "browser endpoint %s is on another machine and [browser] egress_host "
                         "is not set: the network policy holds there by routes only, which do "
@@ -323,25 +330,39 @@ class BrowserPool:
                 )
             return await self._new_context(endpoint, session.owner, None)
 
-    def _proxy(self, endpoint: Endpoint) -> dict[str, str] | None:
-        """The egress proxy as ``endpoint``'s browser reaches it, or None where it cannot.
+    async def proxy_url(self, owner: str) -> str | None:
+        """The egress proxy's URL for ``owner``'s own fetches, when the policy applies to it."""
+        if self.egress is None or not self.policy.blocks_private(owner):
+            return None
+        return await self.egress.url_for(owner)
 
-        A browser server elsewhere reaches it on ``egress_host`` with its credential (so does
-        one on this machine when that is set); the launched browser and a loopback server
-        on loopback.
-        """
+    def _reaches_proxy(self, endpoint: Endpoint) -> bool:
+        """Whether ``endpoint``'s browser can reach the egress proxy."""
         if self.egress is None:
+            return False
+        return endpoint.loopback or bool(self.egress.remote_url and endpoint.kind != LOCAL)
+
+    async def _proxy(self, endpoint: Endpoint, owner: str) -> dict[str, str] | None:
+        """The egress proxy as ``endpoint``'s browser reaches it for ``owner``, or None where
+        it cannot.
+
+        A browser server elsewhere reaches it on ``egress_host`` with ``owner``'s credential
+        (so does one on this machine when that is set); the launched browser and a loopback
+        server on loopback, on ``owner``'s own port.  Either way the proxy knows whose each
+        connection is, and holds each owner to its share.
+        """
+        if self.egress is None or not self._reaches_proxy(endpoint):
             return None
         if self.egress.remote_url and endpoint.kind != LOCAL:
-            return {**self.egress.credentials(), "bypass": "<-loopback>"}
-        if endpoint.loopback:
-            return {"server": self.egress.url, "bypass": "<-loopback>"}
-        return None
+            return {**self.egress.credentials(owner), "bypass": "<-loopback>"}
+        return {"server": await self.egress.url_for(owner), "bypass": "<-loopback>"}
 
     async def _new_context(
         self, endpoint: Endpoint, owner: str, state: dict[str, Any] | None
     ) -> BrowserContext:
         """A fresh isolated context of ``owner``: the viewport, downloads, the network policy.
+
+        A download only a command asked for is let through (``downloads.refuse_unasked``).
 
         An owner under ``block_private_networks`` goes through the egress proxy, which judges
         every connection, redirects and WebSockets included, the daemon's own port too,
@@ -356,9 +377,9 @@ class BrowserPool:
         assert endpoint.browser is not None
         width, height = self.config.viewport
         options: dict[str, Any] = {}
-        proxy = self._proxy(endpoint)
         blocked = self.policy.blocks_private(owner)
-        if proxy is not None and blocked:
+        proxy = await self._proxy(endpoint, owner) if blocked else None
+        if proxy is not None:
             options["proxy"] = proxy
         if state is not None:
             options["storage_state"] = state
@@ -370,6 +391,7 @@ class BrowserPool:
         )
         if blocked and "proxy" not in options:
             await self.policy.install(context, owner)
+        refuse_unasked(context)
         return context
 
     async def release(self, owner: str) -> None:
@@ -402,6 +424,6 @@ class BrowserPool:
         """How ``block_private_networks`` holds on ``endpoint``'s contexts (for status)."""
         if self.egress is None:
             return "off (block_private_networks = false)"
-        if self._proxy(endpoint) is not None:
+        if self._reaches_proxy(endpoint):
             return "egress proxy"
         return "routes only: redirect hops unseen (set egress_host)"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .egress import EgressProxy
 from .netpolicy import NetworkPolicy
 from .shelf import StateShelf
 
@@ -23,13 +22,16 @@ class Services(Protocol):
     """What the pool keeps for every owner (``pool.BrowserPool``)."""
 
     policy: NetworkPolicy
-    egress: EgressProxy | None
     shelf: StateShelf | None
     vault: Keeper | None
 
     @property
     def devices(self) -> dict[str, Any]:
         """Playwright's device descriptors by name."""
+        ...
+
+    async def proxy_url(self, owner: str) -> str | None:
+        """The egress proxy's URL for ``owner``'s own fetches, if the policy applies to it."""
         ...
 
 
@@ -48,11 +50,9 @@ class Reach:
         """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
         return await self._services.policy.check(url, self.owner)
 
-    @property
-    def egress(self) -> EgressProxy | None:
+    async def proxy_url(self) -> str | None:
         """The proxy the owner's own fetches go through, when private networks are refused."""
-        services = self._services
-        return services.egress if services.policy.blocks_private(self.owner) else None
+        return await self._services.proxy_url(self.owner)
 
     @property
     def shelf(self) -> StateShelf | None:

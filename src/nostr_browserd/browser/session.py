@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from playwright.async_api import BrowserContext, Frame, Locator, Page
 
+from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
 from .actions import Actions
 from .background_tabs import BackgroundTabs
@@ -32,6 +33,7 @@ from .endpoints import Endpoint
 from .events import EventCallback, Events
 from .live import LiveStream
 from .pagelog import PageLog
+from .quota import FileQuota
 from .reach import Reach, Services
 from .screencast import Fanout
 from .tab import Tab
@@ -49,6 +51,8 @@ class Pool(Services, Protocol):
     config: BrowserConfig
     listeners: list[EventCallback]
     frames: Fanout
+    fetches: Capacity
+    quota: FileQuota
 
     async def revive(self, session: Session) -> bool:
         """Give ``session`` a live context; True when the one it had died."""

@@ -32,6 +32,7 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserdError, ErrorCode
+from .downloads import was_asked
 from .labels import Label, Labels, is_label, label_of
 from .refs import locate
 
@@ -337,8 +338,13 @@ class Tab:
     # --- what else the page says ---------------------------------------------------
 
     def _on_download(self, download: Download) -> None:
+        self._owner.chores.run(self._announce(download))
+
+    async def _announce(self, download: Download) -> None:
+        """Say the download began, and whether it is kept: only a command's is (a task, so
+        that the command has claimed its own by now: ``downloads.asked``)."""
         data = {"tab": self.id, "url": download.url, "filename": download.suggested_filename}
-        self._owner.events.emit("download", data)
+        self._owner.events.emit("download", {**data, "kept": was_asked(download)})
 
     def _on_console(self, message: ConsoleMessage) -> None:
         if message.type == "error":

@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 
 async def serve(path: Path | None, verbose: bool) -> int:
     """Start the daemon of the config at ``path`` (none: the local default setup), serve
-    until it is stopped; its exit code."""
+    until it is stopped; its exit code.
+
+    Every file the daemon, its driver and its Chromium make is their owner's alone (the
+    unit's ``UMask=0077``, wherever it runs); the state directory's own files are 0600
+    by their own modes too, for a daemon run in-process.
+    """
+    os.umask(0o077)
     timeline = Timeline()
     driver = asyncio.ensure_future(timeline.timed("driver", async_playwright().start()))
     try:

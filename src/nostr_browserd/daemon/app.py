@@ -35,6 +35,7 @@ from ..errors import BrowserdError
 from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
 from ..files.watch import ScreenWatch
+from ..login.files import private_dir
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..login.readonly import READ_ONLY_MESSAGE
@@ -121,7 +122,7 @@ class Daemon:
         that arrives before it is up waits for it.  READY once both are done.
         """
         check_ask_config(self.config, REGISTRY)
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.state_dir, "the state directory")
         self.core = await open_core(
             self.config,
             self.allowed,
@@ -307,7 +308,7 @@ class Daemon:
     async def _prune_store(self) -> None:
         """Hourly: forget seen and rejected ids older than the retention (far beyond any
         relay's re-delivery), and workers silent as long; keep the rejected ids and the audit
-        log within their bounds."""
+        log within their bounds; delete the files controllers sent that are due."""
         assert self.store is not None
         state = self.config.state
         while True:
@@ -324,6 +325,8 @@ class Daemon:
                 pruned = 0
             if pruned:
                 log.info("pruned %d old rows from the state store", pruned)
+            if self.browser is not None and (expired := self.browser.quota.expire()):
+                log.info("deleted %d received files past [files] received_keep", len(expired))
             await asyncio.sleep(3600)
 
     # --- the Nostr side (rebuilt when the identity changes) ----------------------------
@@ -426,11 +429,8 @@ class Daemon:
             files.max_mb,
             self.config.browser.uploads_dir,
             browser.policy,
-            lambda owner: (
-                browser.egress.url
-                if browser.egress is not None and browser.policy.blocks_private(owner)
-                else None
-            ),
+            browser.proxy_url,
+            browser.quota,
         )
         self._tasks.append(asyncio.create_task(sender.clean_up()))
 

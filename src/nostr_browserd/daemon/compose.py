@@ -21,7 +21,7 @@ from ..catalog import REGISTRY
 from ..nostr.signer import Signer
 from ..vault.entry import Keeper
 from .allow_list import AllowList
-from .config import Config, make_browser_dirs
+from .config import Config, file_quota, make_browser_dirs
 from .dispatch import Dispatcher, LocalTools, MakeAsker, MakeWorker, Reply, Send
 from .store import Store, open_store
 from .store.base import no_signer
@@ -76,6 +76,7 @@ async def open_core(
         initial_state=initial_state,
         early=early,
         spare_for=LOCAL_OWNER if config.local.enabled else None,
+        quota=file_quota(config),
     )
     dispatcher = Dispatcher(
         registry=REGISTRY,

@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 from ..browser.config import BrowserConfig, RecordConfig
+from ..browser.quota import FREE_MB, QUOTA_MB, RECEIVED_KEEP, FileQuota
 from ..dm.inbox import STRANGER_BUDGET
 from ..dm.messages import Scheme
 from ..files.blossom import server_address
@@ -265,6 +266,12 @@ def make_browser_dirs(browser: BrowserSection) -> None:
             raise ConfigError(f"browser.{key}: cannot create {path}: {exc.strerror}") from None
 
 
+def file_quota(config: Config) -> FileQuota:
+    """Each controller's files held to ``[files]``'s limits, in ``[browser]``'s directories."""
+    files = config.files
+    return FileQuota(config.browser, files.quota_mb, files.free_mb, files.received_keep)
+
+
 def default_state_dir() -> Path:
     """``$STATE_DIRECTORY`` (systemd), else ``$XDG_STATE_HOME/nostr-browserd``, else ~/.local."""
     if os.environ.get("STATE_DIRECTORY"):
@@ -374,11 +381,17 @@ class AskConfig(Section):
 
 
 class FilesConfig(Section):
-    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers)."""
+    """``[files]``: files in private chats (NIP-17 kind 15 on Blossom servers), and what each
+    controller's files may take of the daemon's disk (``browser.quota``)."""
 
     blossom_servers: list[str] = Field(default_factory=list)
     keep: float = Field(default=86400.0, gt=0)
     max_mb: float = Field(default=20.0, gt=0)
+    # Each controller's files on the daemon's disk (sent in, downloaded, recorded), the room
+    # every file leaves free for the state store, and how long a file sent in is kept.
+    quota_mb: float = Field(default=QUOTA_MB, gt=0)
+    free_mb: float = Field(default=FREE_MB, ge=0)
+    received_keep: float = Field(default=RECEIVED_KEEP, gt=0)
 
     @field_validator("blossom_servers")
     @classmethod

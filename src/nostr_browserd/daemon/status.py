@@ -47,7 +47,7 @@ async def daemon_status(parts: Running) -> dict[str, Any]:
         "direct_messages": parts.direct_messages,
         "relays": relays(parts.link),
         "embedded_relay": parts.embedded_relay,
-        "controllers": controllers(parts.allowed),
+        "controllers": controllers(parts.allowed, parts.browser),
         **browsing(parts.browser),
     }
     if parts.dispatcher is not None:
@@ -88,14 +88,16 @@ def relays(link: NostrLink | None) -> dict[str, dict[str, Any]]:
     }
 
 
-def controllers(allowed: AllowList) -> list[dict[str, Any]]:
-    """The allow-list as it is now, by npub."""
+def controllers(allowed: AllowList, browser: BrowserPool | None) -> list[dict[str, Any]]:
+    """The allow-list as it is now, by npub, with each one's files on the disk (bytes by
+    kind, their total and the quota)."""
     return [
         {
             "npub": npub_encode(pk),
             "name": c.name,
             "role": c.role,
             "approver": npub_encode(c.approver) if c.approver else None,
+            "files": browser.quota.use(pk) if browser is not None else None,
         }
         for pk, c in allowed.items()
     ]

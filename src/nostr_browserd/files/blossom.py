@@ -3,20 +3,20 @@
 BUD-01 reads (``GET /<sha256>``), BUD-02 writes (``PUT /upload``, ``DELETE /<sha256>``), and
 BUD-11 authorization: a kind 24242 event signed by the daemon's Signer (a bunker or an
 n_signer works), base64 in ``Authorization: Nostr …``, with the verb in ``t``, the blob in
-``x`` and an ``expiration`` minutes ahead.  The calls block (urllib): run them in a thread.
+``x``, the server's domain in ``server`` (no other server takes it: it cannot be replayed
+there) and an ``expiration`` minutes ahead.  Each call has an absolute deadline
+(``http_client``): a server that trickles its answer is cut off there.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ipaddress
 import json
-import time
-import urllib.error
-import urllib.request
-from typing import Any
 from urllib.parse import urlsplit
 
+from ..http_client import Overflow, Unreachable, opened, read_body
 from ..nostr.nip01 import now
 from ..nostr.signer import Signer
 
@@ -24,6 +24,7 @@ AUTH_KIND = 24242
 AUTH_MINUTES = 5
 TIMEOUT = 20.0
 REASON_CHARS = 200
+ANSWER_CAP = 64 * 1024  # bytes of a server's answer to an upload or delete read at most
 
 
 class BlossomError(Exception):
@@ -48,26 +49,38 @@ def server_address(url: str) -> bool:
         return False
 
 
-async def authorization(signer: Signer, verb: str, sha256: str, purpose: str) -> str:
-    """The ``Authorization`` header for one ``verb`` on one blob, valid a few minutes."""
+def domain(server: str) -> str:
+    """A server's domain, as BUD-11's ``server`` tag names it: its host, lower case."""
+    return (urlsplit(server).hostname or "").lower()
+
+
+async def authorization(signer: Signer, verb: str, sha256: str, purpose: str, server: str) -> str:
+    """The ``Authorization`` header for one ``verb`` on one blob at ``server`` (its URL),
+    valid a few minutes."""
+    expiration = str(now() + AUTH_MINUTES * 60)
     template = {
         "kind": AUTH_KIND,
         "content": purpose,
-        "tags": [["t", verb], ["x", sha256], ["expiration", str(now() + AUTH_MINUTES * 60)]],
+        "tags": [
+            ["t", verb],
+            ["x", sha256],
+            ["server", domain(server)],
+            ["expiration", expiration],
+        ],
         "created_at": now(),
     }
     event = await signer.sign_event(template)
     return "Nostr " + base64.b64encode(json.dumps(event).encode()).decode("ascii")
 
 
-def upload(server: str, blob: bytes, sha256: str, auth: str) -> str:
+async def upload(server: str, blob: bytes, sha256: str, auth: str) -> str:
     """``PUT /upload``; the blob's URL from the server's descriptor.  Raises BlossomError."""
     headers = {
         "Authorization": auth,
         "Content-Type": "application/octet-stream",
         "X-SHA-256": sha256,
     }
-    answer = _call(server, "PUT", "/upload", headers, blob)
+    answer = await _call(server, "PUT", "/upload", headers, blob)
     try:
         descriptor = json.loads(answer)
     except ValueError:
@@ -78,59 +91,44 @@ def upload(server: str, blob: bytes, sha256: str, auth: str) -> str:
     return url if isinstance(url, str) and url.startswith("http") else f"{server}/{sha256}"
 
 
-def delete(server: str, sha256: str, auth: str) -> None:
+async def delete(server: str, sha256: str, auth: str) -> None:
     """``DELETE /<sha256>`` (BUD-12); a blob already gone (404) counts as deleted."""
     try:
-        _call(server, "DELETE", f"/{sha256}", {"Authorization": auth}, None)
+        await _call(server, "DELETE", f"/{sha256}", {"Authorization": auth}, None)
     except BlossomError as exc:
         if not exc.answer.startswith("HTTP 404"):
             raise
 
 
-def _call(
+async def _call(
     server: str, method: str, path: str, headers: dict[str, str], body: bytes | None
 ) -> bytes:
-    request = urllib.request.Request(server + path, data=body, headers=headers, method=method)
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            data: bytes = response.read()
-            return data
-    except urllib.error.HTTPError as exc:
-        with exc:
-            reason = exc.headers.get("X-Reason") or exc.read(REASON_CHARS).decode(
-                "utf-8", "replace"
+        async with opened(
+            method, server + path, deadline=deadline, headers=headers, body=body
+        ) as response:
+            if 200 <= response.status_code < 300:
+                return await read_body(response, ANSWER_CAP)
+            reason = response.headers.get("X-Reason") or (
+                (await read_body(response, ANSWER_CAP))[:REASON_CHARS].decode("utf-8", "replace")
             )
-        raise BlossomError(server, f"HTTP {exc.code} {reason.strip()}".strip()) from None
-    except (OSError, ValueError) as exc:
-        raise BlossomError(server, _unreachable(exc)) from None
+    except Overflow:
+        raise BlossomError(server, "answered with more than a blob descriptor") from None
+    except Unreachable as exc:
+        raise BlossomError(server, f"unreachable ({exc})") from None
+    except TimeoutError:
+        raise BlossomError(server, f"no answer within {TIMEOUT:g} s") from None
+    raise BlossomError(server, f"HTTP {response.status_code} {reason.strip()}".strip())
 
 
-def _unreachable(exc: BaseException) -> str:
-    reason: Any = getattr(exc, "reason", None) or exc
-    return f"unreachable ({getattr(reason, 'strerror', None) or reason})"
-
-
-def fetch(url: str, cap: int, proxy: str | None, deadline: float) -> tuple[int, str | None, bytes]:
+async def fetch(
+    url: str, cap: int, proxy: str | None, deadline: float
+) -> tuple[int, str | None, bytes]:
     """GET ``url`` without following redirects (each hop is judged first): the status, a
-    redirect's location, and at most ``cap`` bytes of body (more raises ``ValueError``)."""
-    proxies = {"http": proxy, "https": proxy} if proxy else {}
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxies), _NoRedirects)
-    timeout = max(0.1, deadline - time.monotonic())
-    try:
-        response = opener.open(urllib.request.Request(url), timeout=timeout)
-    except urllib.error.HTTPError as exc:
-        with exc:
-            return exc.code, exc.headers.get("Location"), b""
-    with response:
-        length = response.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > cap:
-            raise ValueError(f"{int(length):,} bytes")
-        body = response.read(cap + 1)
-        if len(body) > cap:
-            raise ValueError(f"over {cap:,} bytes")
-        return response.status, None, body
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    redirect's location, and at most ``cap`` bytes of body (more raises ``Overflow``);
+    ``TimeoutError`` past ``deadline`` (``loop.time()``), ``Unreachable`` on the way."""
+    async with opened("GET", url, deadline=deadline, proxy=proxy) as response:
+        if not 200 <= response.status_code < 300:
+            return response.status_code, response.headers.get("Location"), b""
+        return response.status_code, None, await read_body(response, cap)

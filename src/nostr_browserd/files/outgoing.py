@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from ..capacity import Capacity
 from ..commands.protocol import Request
 from ..commands.render import human_size
 from ..dm.messages import ReplyAddress
@@ -51,6 +52,7 @@ NIP04_NOTE = (
 )
 CLEANUP_AT_MOST = 3600.0  # the longest the cleanup sleeps before it looks again
 REPLY_WAITS = 3.0  # seconds a text reply waits for its file's upload before it goes alone
+UPLOADS, UPLOADS_PER_OWNER = 16, 4  # Blossom uploads at once: in all, for one controller
 SCREEN_REQUEST = Request(tool="screenshot_annotated")  # how watch screen's pictures are asked
 Response = dict[str, Any]
 SendFile = Callable[[ReplyAddress, str, list[list[str]]], Awaitable[bool]]
@@ -97,6 +99,7 @@ class FileSender:
         self.signer, self.send, self.say, self.screen = signer, send, say, screen
         self._uploaded = asyncio.Event()  # wakes the cleanup: a new blob may be due first
         self._late: set[asyncio.Task[None]] = set()  # files that follow their text reply
+        self.uploads = Capacity("Blossom uploads", UPLOADS, UPLOADS_PER_OWNER)
 
     def server_list(self) -> dict[str, Any] | None:
         """Kind 10063 (BUD-03), published with the daemon's announcements; None without."""
@@ -118,7 +121,7 @@ class FileSender:
 
     async def _attach(self, to: ReplyAddress, request: Request, response: Response) -> Response:
         if request.files == "link":
-            return await self.link(request, response)
+            return await self.link(to.sender, request, response)
         data = response.get("data")
         if not response.get("success") or not isinstance(data, dict):
             return response
@@ -206,7 +209,10 @@ class FileSender:
         """Upload ``content`` to the first server that takes it and send its file message:
         whether it went, and what to tell the person."""
         sealed = seal(content)
-        put = await self._put(signer, sealed)
+        try:
+            put = await self._put(to.sender, signer, sealed)
+        except BrowserdError as exc:  # BUSY: this controller's uploads are all under way
+            return False, f"not sent: {exc.message}"
         if isinstance(put, list):
             return False, (
                 f"not sent: no Blossom server took it ({'; '.join(put)}). For the data, "
@@ -221,18 +227,20 @@ class FileSender:
             return True, "sent as a file message"
         return False, f"uploaded to {server}, but no relay took the file message"
 
-    async def _put(self, signer: Signer, sealed: Sealed) -> tuple[str, str] | list[str]:
-        """The server that took ``sealed`` and its URL; or, when none did, each one's answer."""
+    async def _put(self, owner: str, signer: Signer, sealed: Sealed) -> tuple[str, str] | list[str]:
+        """The server that took ``sealed`` and its URL; or, when none did, each one's answer.
+        ``BUSY`` when ``owner`` already has its share of uploads under way."""
         answers: list[str] = []
-        for server in self.settings.blossom_servers:
-            try:
-                return server, await self._upload(signer, server, sealed)
-            except blossom.BlossomError as exc:
-                answers.append(f"{exc.server} answered {exc.answer}")
-                log.warning("blossom %s refused a file: %s", exc.server, exc.answer)
+        async with self.uploads.slot(owner):
+            for server in self.settings.blossom_servers:
+                try:
+                    return server, await self._upload(signer, server, sealed)
+                except blossom.BlossomError as exc:
+                    answers.append(f"{exc.server} answered {exc.answer}")
+                    log.warning("blossom %s refused a file: %s", exc.server, exc.answer)
         return answers
 
-    async def link(self, request: Request, response: Response) -> Response:
+    async def link(self, owner: str, request: Request, response: Response) -> Response:
         """``response`` to a JSON request that asked for files by link (``mcp --to``): a file
         of at least ``LINK_AT_LEAST`` bytes sealed on Blossom, its link in place of its
         base64 (:mod:`.link`).  When it cannot be, the response as it is (the file goes in
@@ -248,7 +256,10 @@ class FileSender:
             log.warning("the file of %s goes in parts: no identity signs uploads", request.tool)
             return response
         sealed = seal(content)
-        put = await self._put(signer, sealed)
+        try:
+            put = await self._put(owner, signer, sealed)
+        except BrowserdError as exc:
+            put = [exc.message]
         if isinstance(put, list):
             log.warning(
                 "the file of %s goes in parts: no Blossom server took it (%s)",
@@ -269,10 +280,10 @@ class FileSender:
 
     async def _upload(self, signer: Signer, server: str, sealed: Sealed) -> str:
         try:
-            auth = await blossom.authorization(signer, "upload", sealed.x, "Upload a file")
+            auth = await blossom.authorization(signer, "upload", sealed.x, "Upload a file", server)
         except BrowserdError as exc:  # a bunker that did not sign
             raise blossom.BlossomError(server, f"no signature ({exc.message})") from None
-        url = await asyncio.to_thread(blossom.upload, server, sealed.blob, sealed.x, auth)
+        url = await blossom.upload(server, sealed.blob, sealed.x, auth)
         try:
             await self.kept.keep_blob(server, sealed.x, time.time() + self.settings.keep)
         except BrowserdError as exc:
@@ -308,8 +319,10 @@ class FileSender:
         gone = 0
         for server, sha256 in due:
             try:
-                auth = await blossom.authorization(signer, "delete", sha256, "Delete a file")
-                await asyncio.to_thread(blossom.delete, server, sha256, auth)
+                auth = await blossom.authorization(
+                    signer, "delete", sha256, "Delete a file", server
+                )
+                await blossom.delete(server, sha256, auth)
                 await self.kept.forget_blob(server, sha256)
                 gone += 1
             except (blossom.BlossomError, BrowserdError) as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import BrowserdError, ErrorCode
 
-__all__ = ["credential_path", "read_private_file"]
+__all__ = ["credential_path", "private_dir", "read_private_file"]
 
 # A secret file is one short line or a mnemonic; anything bigger is a wrong path.
 _MAX_BYTES = 4096
@@ -55,6 +55,20 @@ def read_private_file(path: str | os.PathLike[str], *, strip: bool = True) -> st
     except UnicodeDecodeError:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, f"secret file {p} is not UTF-8") from None
     return text.strip() if strip else text.removesuffix("\n").removesuffix("\r")
+
+
+def private_dir(path: Path, what: str) -> Path:
+    """``path`` made (0700) if missing; refused, with the fix, when the group or others may
+    enter it: what is inside (keys, the store) is only as private as the directory."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise BrowserdError(
+            ErrorCode.INVALID_PARAMS,
+            f"permissions {mode:04o} for {what} {path} are too open: the group and others "
+            f"must not read it. Fix: chmod 700 {path}",
+        )
+    return path
 
 
 def credential_path(name: str) -> Path:

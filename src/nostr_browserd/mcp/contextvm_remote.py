@@ -124,7 +124,7 @@ class ContextVmBackend(DaemonLine):
         except ValueError as exc:
             return failure(request_id, ErrorCode.INTERNAL, f"Not an MCP result: {exc}")
         try:
-            return await inline_result(result)
+            return await inline_result(result, self.local)
         except BrowserdError as exc:
             return failure(request_id, exc.code, exc.message)
 

@@ -20,12 +20,14 @@ import logging
 import secrets
 from collections.abc import Collection
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..dm.chunks import ReassemblyError
 from ..dm.conversation import Conversation
 from ..dm.pending import as_pending
 from ..errors import BrowserdError, ErrorCode
 from ..files.link import inline
+from ..net import is_loopback_host
 from ..nostr import nip17
 from ..nostr.nip01 import Event
 from ..nostr.nip19 import npub_encode
@@ -64,6 +66,7 @@ class DaemonLine:
         self.discovery = discovery or list(DEFAULT_DISCOVERY)
         self.timeout, self.links = timeout, links
         self.pool: RelayPool | None = None
+        self.local = False  # every relay to the daemon is on loopback: it is on this machine
         self._sub: Subscription | None = None
         self._reader: asyncio.Task[None] | None = None
         self._begin()
@@ -75,6 +78,7 @@ class DaemonLine:
     async def listen(self, filters: list[dict[str, Any]]) -> None:
         """Find the daemon's relays if none were given, connect, read ``filters``."""
         relays = self.relays or await daemon_relays(self.daemon, self.discovery)
+        self.local = all(is_loopback_host(urlsplit(url).netloc) for url in relays)
         self.pool = RelayPool(relays, auth_signer=self.signer)
         await self.pool.start()
         if not await self.pool.wait_connected(CONNECT_TIMEOUT):
@@ -159,7 +163,7 @@ class RemoteBackend(DaemonLine):
                     return failure(request_id, ErrorCode.INTERNAL, f"A broken reply: {got}")
                 held = as_pending(got)
                 if held is None:
-                    return await _with_file(request_id, _response(request_id, got))
+                    return await _with_file(request_id, _response(request_id, got), self.local)
                 expires = float(held.get("expires_in") or 0)
                 deadline = loop.time() + expires + self.timeout
                 if ticker is None:
@@ -272,10 +276,10 @@ def failure(request_id: Any, code: ErrorCode, message: str) -> Response:
     return {"id": request_id, "success": False, "error": {"code": code.value, "message": message}}
 
 
-async def _with_file(request_id: str, response: Response) -> Response:
+async def _with_file(request_id: str, response: Response, local: bool) -> Response:
     """``response`` with a file that came by link fetched into it (``files.link``)."""
     try:
-        return await inline(response)
+        return await inline(response, local)
     except BrowserdError as exc:
         return failure(request_id, exc.code, exc.message)
 

@@ -5,17 +5,22 @@ browser's scheme rules (``urls.resolve``) and must be https besides; so must eve
 and each hop passes the network policy (for an owner under ``block_private_networks`` the
 connection itself goes through the egress proxy, which judges the address it connects to).
 The body is bounded, the whole fetch has a deadline, and the text returned is capped like
-every result.  Without curl-reap the tool says how to install it.
+every result.  curl-reap blocks, so it runs on threads of this tool's own, never asyncio's
+default executor, and holds one of the owner's fetch slots (``BUSY`` when all are taken)
+until its thread returns, even when the command was stopped before.  Without curl-reap the
+tool says how to install it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field
 
+from ..browser.pool import FETCHES
 from ..browser.session import Session
 from ..browser.urls import resolve
 from ..commands.registry import Params, Registry
@@ -24,6 +29,7 @@ from ..errors import BrowserdError, ErrorCode
 TOOLS = Registry()
 INSTALL = "pip install curl-reap"
 MAX_BODY = 8 * 1024 * 1024  # bytes of HTML read at most
+THREADS = ThreadPoolExecutor(FETCHES, thread_name_prefix="scrape")  # no more than fetch slots
 
 
 class ScrapeParams(Params):
@@ -68,7 +74,7 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
             refusal.append(BrowserdError(ErrorCode.FORBIDDEN, reason))
         return reason is None
 
-    egress = session.reach.egress
+    proxy = await session.reach.proxy_url()
     client = reap.Session(
         timeout=config.timeout_ms / 1000,
         retries=0,
@@ -76,8 +82,8 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         max_body_bytes=MAX_BODY,
         max_redirects=5,
         verify=str(config.scrape_ca_file) if config.scrape_ca_file else True,
-        proxy=egress.url if egress is not None else None,
-        trust_env=egress is None,
+        proxy=proxy,
+        trust_env=proxy is None,
     )
 
     def fetch() -> tuple[bool, int, str]:
@@ -87,8 +93,18 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         text = response.text if params.format == "html" else response.markdown()
         return True, response.status, text
 
+    release = await session.pool.fetches.claim(session.owner)
+
+    def returned(done: asyncio.Future[tuple[bool, int, str]]) -> None:
+        """The thread is free: so is the slot (a stopped command's error is dropped here)."""
+        release()
+        if not done.cancelled():
+            done.exception()
+
+    running = loop.run_in_executor(THREADS, fetch)
+    running.add_done_callback(returned)
     try:
-        ok, status, text = await asyncio.to_thread(fetch)
+        ok, status, text = await asyncio.shield(running)
     except reap.URLPolicyError:
         raise refusal[-1] from None
     except Exception as exc:  # curl-reap's transport, TLS and decoding errors

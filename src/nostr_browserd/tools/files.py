@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
-import http.client
 import re
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
@@ -22,13 +21,14 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import Field, field_validator, model_validator
 
 from ..browser.checks import multi_control, refuse_if_covered
-from ..browser.downloads import stream_to_file, watch_download
+from ..browser.downloads import asked, stream_to_file, watch_download
 from ..browser.paths import configured, free_name, inside, owner_dir
 from ..browser.session import Session
 from ..browser.urls import resolve
 from ..commands.params import OptionalTarget, Target
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..http_client import Unreachable
 
 TOOLS = Registry()
 MAX_REDIRECTS = 5
@@ -108,10 +108,12 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
     base = configured(session.config.downloads_dir, "downloads_dir", "download")
     directory = owner_dir(base, session.owner)
     timeout = params.timeout_ms or session.config.timeout_ms
-    if params.url is not None:
-        path = await fetch(session, params.url, directory, timeout)
-    else:
-        path = await click_download(session, params, directory, timeout)
+    cap = session.config.download_cap
+    with session.pool.quota.reserve(session.owner, directory, cap, exact=False) as room:
+        if params.url is not None:
+            path = await fetch(session, params.url, directory, timeout, room.size, room.over)
+        else:
+            path = await click_download(session, params, directory, timeout, room.size, room.over)
     data = path.read_bytes()  # at most download_cap: both ways in stop there
     result: dict[str, Any] = {
         "name": path.name,
@@ -126,38 +128,62 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
 
 
 async def click_download(
-    session: Session, params: DownloadParams, directory: Path, timeout_ms: int
+    session: Session,
+    params: DownloadParams,
+    directory: Path,
+    timeout_ms: int,
+    cap: int,
+    over: BrowserdError | None,
 ) -> Path:
-    """Click the target and save the download it starts."""
+    """Click the target and save the download it starts (stopped past ``cap``, with
+    ``over``); Playwright's own copy of it is deleted once saved."""
     locator = await session.locate(**params.target())
     await refuse_if_covered(locator)
     try:
-        async with session.page.expect_download(timeout=timeout_ms) as info:
+        async with session.page.expect_download(timeout=timeout_ms, predicate=asked) as info:
             await locator.click()
         started = await info.value
     except PlaywrightError as exc:
         if "Timeout" not in str(exc):
             raise
         raise BrowserdError(ErrorCode.TIMEOUT, "The click started no download.") from None
-    failure = await watch_download(started, session.config.download_cap)
-    if failure:
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"The download failed: {failure}.")
-    path = free_name(directory, started.suggested_filename)
-    await started.save_as(path)
-    path.chmod(0o600)
-    return path
+    try:
+        failure = await watch_download(started, cap, over)
+        if failure:
+            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"The download failed: {failure}.")
+        path = free_name(directory, started.suggested_filename)
+        try:
+            await started.save_as(path)
+        except BaseException:
+            path.unlink(missing_ok=True)  # a copy a full disk cut short
+            raise
+        path.chmod(0o600)
+        return path
+    finally:
+        with contextlib.suppress(PlaywrightError):
+            await started.delete()
 
 
-async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -> Path:
-    """GET an http(s) address with the session's cookies, streamed into a file up to the cap.
+async def fetch(
+    session: Session,
+    text: str,
+    directory: Path,
+    timeout_ms: int,
+    cap: int,
+    over: BrowserdError | None,
+) -> Path:
+    """GET an http(s) address with the session's cookies, streamed into a file up to ``cap``
+    (past it: ``over``, or ``too_large``).
 
     Redirects are followed here, each hop judged by the network policy like the first (the
     browser's routes do not see this request); an owner under ``block_private_networks``
-    connects through the egress proxy, as its pages do.
+    connects through the egress proxy, as its pages do.  The whole fetch, hops included,
+    ends at ``timeout_ms``, and it holds one of the owner's fetch slots (``BUSY`` when all
+    are taken) until it ends.
     """
-    config, egress = session.config, session.reach.egress
+    config = session.config
     url = resolve(text, config.allowed_schemes, config.search_url)
-    deadline = time.monotonic() + timeout_ms / 1000
+    deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
     saved: list[Path] = []
 
     def open_file(headers: dict[str, str]) -> Path:
@@ -166,30 +192,34 @@ async def fetch(session: Session, text: str, directory: Path, timeout_ms: int) -
         saved.append(free_name(directory, name))
         return saved[-1]
 
-    for _hop in range(MAX_REDIRECTS + 1):
-        if urlsplit(url).scheme not in ("http", "https"):
-            raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-        await session.reach.refuse_url(url)
-        cookies = await session.page.context.cookies(url)
-        headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
-        try:
-            status, location, _ = await asyncio.to_thread(
-                stream_to_file,
-                url,
-                headers if cookies else {},
-                egress.url if egress is not None else None,
-                config.download_cap,
-                open_file,
-                deadline,
-            )
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            message = f"Could not fetch {url}: {exc}"
-            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, message) from None
-        if not (300 <= status < 400 and location):
-            break
-        url = urljoin(url, location)
-    else:
-        raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
+    async with session.pool.fetches.slot(session.owner):
+        for _hop in range(MAX_REDIRECTS + 1):
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
+            await session.reach.refuse_url(url)
+            cookies = await session.page.context.cookies(url)
+            headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
+            try:
+                status, location, _ = await stream_to_file(
+                    url,
+                    headers if cookies else {},
+                    await session.reach.proxy_url(),
+                    cap,
+                    open_file,
+                    deadline,
+                    over,
+                )
+            except Unreachable as exc:
+                message = f"Could not fetch {url}: {exc}"
+                raise BrowserdError(ErrorCode.NAVIGATION_FAILED, message) from None
+            except TimeoutError:
+                message = f"The download took over {timeout_ms / 1000:g} s: stopped, nothing kept."
+                raise BrowserdError(ErrorCode.TIMEOUT, message) from None
+            if not (300 <= status < 400 and location):
+                break
+            url = urljoin(url, location)
+        else:
+            raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"Over {MAX_REDIRECTS} redirects.")
     if not 200 <= status < 300 or not saved:
         raise BrowserdError(ErrorCode.NAVIGATION_FAILED, f"HTTP {status} for {url}.")
     return saved[-1]

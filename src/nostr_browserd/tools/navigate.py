@@ -40,6 +40,11 @@ async def goto(session: Session, page: Page, text: str) -> dict[str, Any]:
     try:
         response = await page.goto(url, wait_until="load")
     except PlaywrightError as exc:
+        if "Download is starting" in str(exc):  # cancelled: no command asked for it
+            raise BrowserdError(
+                ErrorCode.NAVIGATION_FAILED,
+                f"{url} is a download, not a page: nothing was kept. download --url saves it.",
+            ) from None
         if "net::" not in str(exc):
             raise
         raise BrowserdError(

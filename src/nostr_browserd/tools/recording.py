@@ -23,7 +23,7 @@ from pydantic import Field
 from .. import __version__
 from ..browser.masked import masked
 from ..browser.pagelog import Exchange
-from ..browser.paths import NAME, configured, owner_dir, write_private
+from ..browser.paths import NAME, configured, owner_dir
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -48,19 +48,25 @@ def number(entry: Exchange) -> int:
 
 
 def deliver(session: Session, name: str | None, kind: str, data: bytes) -> dict[str, Any]:
-    """A recording's name, size, and bytes when small; kept under state_dir when set."""
+    """A recording's name, size, and bytes when small; kept under state_dir when set and
+    the owner's file quota has room (else only returned, saying why it was not kept)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     suffix = SUFFIXES[kind]
     filename = f"{name or kind + '-' + stamp}.{suffix}"
     result: dict[str, Any] = {"name": filename, "bytes": len(data), "stored": False}
+    small = len(data) <= session.config.binary_cap
     if session.config.state_dir is not None:
         base = configured(session.config.state_dir, "state_dir", "Recording")
-        directory = owner_dir(base, session.owner)
-        recordings = directory / "recordings"
+        recordings = owner_dir(base, session.owner) / "recordings"
         recordings.mkdir(mode=0o700, exist_ok=True)
-        write_private(recordings / filename, data)
-        result["stored"] = True
-    if len(data) <= session.config.binary_cap:
+        try:
+            session.pool.quota.write(session.owner, recordings / filename, data, replace=True)
+            result["stored"] = True
+        except BrowserdError as exc:
+            if not small:
+                raise
+            result["note"] = f"Not kept on the daemon: {exc.message}"
+    if small:
         result["base64"] = base64.b64encode(data).decode("ascii")
     elif not result["stored"]:
         raise BrowserdError(

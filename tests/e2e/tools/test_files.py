@@ -198,7 +198,6 @@ async def test_scrape_through_the_egress_proxy(call, scraping, https_site, monke
     """A blocked owner's connections go through the egress proxy, which judges them too."""
     policy = NetworkPolicy(True, [https_site.host])
     proxy = EgressProxy(policy)
-    await proxy.start()
     monkeypatch.setattr(scraping.pool, "policy", policy)
     monkeypatch.setattr(scraping.pool, "egress", proxy)
     try:

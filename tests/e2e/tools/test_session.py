@@ -235,6 +235,7 @@ async def test_download_and_console_error_events(session, call, site_url):
         "tab": "t1",
         "url": f"{site_url}/notes.txt",
         "filename": "notes.txt",
+        "kept": False,  # no command asked for it: cancelled and deleted
     }
 
 

@@ -195,3 +195,15 @@ def test_the_job_is_ours_over_the_smallest_peer_and_needs_every_step_readable() 
     chars["ours"] = [10, 10]
     (target,) = targets.job_targets({"job": {"chars": chars, "readable": False}})
     assert not target.ok and "not readable" in target.value
+
+
+def test_a_recording_is_judged_per_command_against_the_same_commands_unrecorded() -> None:
+    record = {
+        "median_ms": {
+            "off": {"open": 100, "click": 50, "snapshot": 20},
+            "on": {"open": 110, "click": 60, "snapshot": 21},
+        }
+    }
+    (target,) = targets.record_targets({"record": record})
+    assert target.value == "open 1.10× / click 1.20× / snapshot 1.05×"
+    assert not target.ok, "click is over 1.15×"

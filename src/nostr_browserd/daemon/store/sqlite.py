@@ -9,7 +9,9 @@ file whole.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -75,6 +77,15 @@ MIGRATIONS: Migrations = (
 )
 
 
+def _owner_only(path: Path) -> None:
+    """The file 0600 before SQLite opens it, whatever the umask: SQLite gives its ``-wal``
+    and ``-shm`` the main file's mode.  A file an older release left 0644 is narrowed."""
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600))
+    for name in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            name.chmod(0o600)
+
+
 class SqliteStore(Store):
     """The store in ``path``; one connection, used from the daemon's event loop."""
 
@@ -84,6 +95,7 @@ class SqliteStore(Store):
         super().__init__(signer)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
+        _owner_only(path)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._run("PRAGMA journal_mode=WAL")
         self._run("PRAGMA synchronous=NORMAL")
