@@ -8,6 +8,7 @@ the first round of each page is a warm-up and is dropped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -326,12 +327,28 @@ async def cold_starts(reps: int) -> tuple[list[dict[str, Any]], list[dict[str, l
 
 
 def descendants(pid: int) -> list[int]:
+    """Every process under ``pid``; one that ends while we look is left out."""
     children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        path = task / "children"
-        if path.exists():
-            children += [int(c) for c in path.read_text().split()]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                children += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        return []
     return [c for child in children for c in (child, *descendants(child))]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of ``pid`` and every process under it, in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for each in (pid, *descendants(pid)):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
 
 
 def browser_pss_mb(root: int | None = None) -> float:

@@ -36,7 +36,7 @@ from tests.fixtures.daemon import SdkController
 from tests.fixtures.relays import LocalRelayHandle, free_port
 
 from . import sites
-from .browser_bench import descendants, ours
+from .browser_bench import cpu_seconds, ours
 from .phone import daemon_config
 
 ROUNDS = 6
@@ -48,19 +48,6 @@ ANIMATED = (  # a page that paints all the time: the screencast's busiest case
 )
 SPAN_S = 20.0  # of CPU measured each way, scaled to a minute
 STOP_AFTER_S = 60.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of ``pid`` and every process under it, in seconds."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for each in (pid, *descendants(pid)):
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
-    return total
 
 
 async def command_times(session: Session, url: str, recording: bool) -> dict[str, float]:

@@ -28,6 +28,7 @@ from . import (
     browser_bench,
     job,
     load,
+    monitor_bench,
     phone,
     profile,
     record_bench,
@@ -53,6 +54,7 @@ PARTS = (
     "profile",
     "scale",
     "record",
+    "monitor",
 )
 
 
@@ -123,6 +125,9 @@ async def browser_parts(
     if "job" in parts:
         with part(results, "job"), sites.django_admin() as admin:
             results["job"] = await job.measure(admin)
+    if "monitor" in parts:
+        with part(results, "monitor"):
+            results["monitor"] = await monitor_bench.main()
     if "cold" in parts:
         with part(results, "cold"):
             results["cold_start"], results["cold_timeline"] = await browser_bench.cold_starts(reps)

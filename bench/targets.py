@@ -46,6 +46,7 @@ REMOTE = "A remote browser at local speed: mcp --to against playwright-mcp"
 JOB = "A model's whole job, in characters"
 JOB_PEERS = ("playwright-mcp", "agent-browser")
 RECORD = "What a recording costs (record_bench.py)"
+MONITOR = "What a monitor check costs (monitor_bench.py)"
 RECORDED = ("open", "click", "snapshot")
 REMOTE_SIDE, REMOTE_BASE = "ours contextvm", "playwright-mcp"  # mcp --to's default transport
 REMOTE_TOOLS = ("snapshot", "click")
@@ -93,6 +94,9 @@ TARGETS: dict[str, Goal] = {
     ),
     "remote_call": Goal(
         "24 §6", "`mcp --to` tools/call ≤ {bound}× playwright-mcp's local call", 1.3
+    ),
+    "monitor": Goal(
+        "35 §4", "one monitor check ≤ {bound}× a plain Playwright loop's time and CPU", 1.2
     ),
     "record": Goal(
         "37 §3", "`open`, `click` and `snapshot` with a recording on ≤ {bound}× off", 1.15
@@ -292,6 +296,22 @@ def record_targets(results: dict[str, Any]) -> list[Target]:
     return [Target("record", value, met == len(values), RECORD)]
 
 
+def monitor_ratios(monitor: dict[str, Any]) -> dict[str, float]:
+    """A check's median wall time and CPU over the plain loop's."""
+    ratios = {}
+    for key, label in (("ms", "time"), ("cpu_ms", "CPU")):
+        check = statistics.median(r[key] for r in monitor["rows"]["check"])
+        plain = statistics.median(r[key] for r in monitor["rows"]["playwright"])
+        ratios[label] = check / plain
+    return ratios
+
+
+def monitor_targets(results: dict[str, Any]) -> list[Target]:
+    values = monitor_ratios(results["monitor"])
+    ok = all(TARGETS["monitor"].met(v) for v in values.values())
+    return [Target("monitor", " / ".join(f"{k} {v:.2f}×" for k, v in values.items()), ok, MONITOR)]
+
+
 PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "snapshots": snapshot_targets,
     "navigation": navigation_targets,
@@ -302,6 +322,7 @@ PARTS: dict[str, Callable[[dict[str, Any]], list[Target]]] = {
     "remote_mcp": remote_targets,
     "job": job_targets,
     "record": record_targets,
+    "monitor": monitor_targets,
 }
 
 
@@ -339,7 +360,7 @@ def section(
     lines = [
         "## Targets",
         "",
-        "Each target of issues 24, 36 and 37 (and issue 22's phone screenshot) as this run"
+        "Each target of issues 24, 35, 36 and 37 (and issue 22's phone screenshot) as this run"
         " measured it; where",
         "one is not met, its section holds the profile. Ratios are of medians in the same run.",
         "",

@@ -22,7 +22,7 @@ from .job import job_section
 from .load import load_section, profile_section, round_trip_chart, scale_section
 from .nostr import relay_section, remote_mcp_section, round_trip_section
 from .phone import phone_section
-from .record import record_section
+from .record import monitor_section, record_section
 from .start import cold_section, cold_timeline_section, memory_section
 
 __all__ = ["write"]
@@ -45,6 +45,7 @@ TEXT_SECTIONS: dict[str, Callable[[Any], list[str]]] = {
     "remote_mcp": remote_mcp_section,
     "job": job_section,
     "record": record_section,
+    "monitor": monitor_section,
 }
 """The sections with no chart, by their part's key in the results, in the report's order."""
 

@@ -1,11 +1,12 @@
-"""The report's section on what a recording costs (bench/record_bench.py)."""
+"""The report's sections on what the features of issues 35 and 37 cost: a monitor check
+(bench/monitor_bench.py) and a recording (bench/record_bench.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import record_bench
-from ..targets import RECORD, TARGETS, record_ratios
+from .. import monitor_bench, record_bench
+from ..targets import MONITOR, RECORD, TARGETS, monitor_ratios, record_ratios
 from .figures import mark
 
 
@@ -25,4 +26,26 @@ def record_section(record: dict[str, Any]) -> list[str]:
     lines += [f"- {line}" for line in record_bench.summary(record)]
     met = all(TARGETS["record"].met(v) for v in ratios.values())
     lines += ["", f"Target: each ≤ {TARGETS['record'].bound}× off: {mark(met)}", ""]
+    return lines
+
+
+def monitor_section(monitor: dict[str, Any]) -> list[str]:
+    """A check against a plain Playwright loop: medians of time and CPU, and the ratios."""
+    medians = monitor_bench.medians(monitor)
+    ratios = monitor_ratios(monitor)
+    lines = [
+        f"## {MONITOR}",
+        "",
+        f"{monitor['rounds']} rounds alternating a monitor's check (a page of its own in the"
+        " owner's session, `goto` as `open` does, the visible text of"
+        f" `{monitor['selector']}`) and a plain Playwright loop (a fresh context, `goto`,"
+        " `inner_text`), on a page of Python's docs. CPU is this process's and its Chromium's.",
+        "",
+        "| way | time (ms) | CPU (ms) |",
+        "| --- | ---: | ---: |",
+    ]
+    lines += [f"| {way} | {m['ms']:.0f} | {m['cpu_ms']:.0f} |" for way, m in medians.items()]
+    met = all(TARGETS["monitor"].met(v) for v in ratios.values())
+    shown = ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items())
+    lines += ["", f"Target: each ≤ {TARGETS['monitor'].bound}×: {shown} {mark(met)}", ""]
     return lines

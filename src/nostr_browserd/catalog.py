@@ -38,6 +38,7 @@ from .tools import (
     record,
     recording,
     saved_state,
+    schedule,
     script,
     settings,
     storage,
@@ -83,6 +84,7 @@ FAMILIES = (
     events,
     stream,
     vault,
+    schedule,
     agent,
 )
 

@@ -515,3 +515,32 @@ async def test_kept_blobs_come_due_in_order_and_survive_a_restart(open_store):
     ]
     await reopened.forget_blob("https://a.example", "aa" * 32)
     assert await reopened.due_blobs(300.0) == [("https://b.example", "bb" * 32)]
+
+
+async def test_monitors_and_schedules_are_per_owner_numbered_and_survive_a_restart(open_store):
+    store = await open_store()
+    spec = {"url": "https://shop.example/item", "selector": ".price"}
+    first = await store.watch_add("monitor", "alice", spec, {"text": "10 €"}, 100.0)
+    second = await store.watch_add("monitor", "alice", spec, {}, 200.0)
+    theirs = await store.watch_add("monitor", "bob", spec, {}, 300.0)
+    plan = await store.watch_add("schedule", "alice", {"command": "screenshot"}, {}, 400.0)
+    assert (first, second, theirs, plan) == ("m1", "m2", "m1", "s1")
+    assert await store.watch_count("alice") == 3 and await store.watch_count("bob") == 1
+    assert await store.watch("monitor", "bob", "m2") is None  # not bob's
+    row = await store.watch("monitor", "alice", "m1")
+    assert row is not None and row.spec == spec and row.state == {"text": "10 €"}
+    row.state, row.due = {"text": "12 €", "failures": 1}, 150.0
+    assert await store.watch_save(row)
+    assert not await store.watch_remove("monitor", "bob", "m2")
+    assert await store.watch_remove("monitor", "alice", "m2")
+    await store.close()
+    reopened = await open_store()
+    kept = await reopened.watches("monitor")
+    assert [(r.owner, r.id, r.due) for r in kept] == [("alice", "m1", 150.0), ("bob", "m1", 300.0)]
+    assert kept[0].state == {"text": "12 €", "failures": 1}
+    assert [r.id for r in await reopened.watches("schedule", "alice")] == ["s1"]
+    assert await reopened.watch_add("monitor", "alice", spec, {}, 1.0) == "m2"
+    gone = await reopened.watch("monitor", "alice", "m2")
+    assert gone is not None
+    assert await reopened.watch_remove("monitor", "alice", "m1")
+    assert not await reopened.watch_save(kept[0])  # removed meanwhile: not brought back

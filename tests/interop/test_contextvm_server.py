@@ -60,6 +60,10 @@ async def test_the_official_client_lists_and_calls_our_tools(
         assert tools["snapshot"]["annotations"]["readOnlyHint"] is True
         assert tools["click"]["annotations"]["readOnlyHint"] is False
         assert "url" in tools["open"]["inputSchema"]["properties"]
+        monitors = {"monitor_add", "monitor_list", "schedule_add", "schedule_run"}
+        assert (
+            monitors <= set(tools) and "every" in tools["monitor_add"]["inputSchema"]["properties"]
+        )
 
         opened = await client.call("open", {"url": f"{site_url}/form.html"})
         assert not opened.get("isError"), opened

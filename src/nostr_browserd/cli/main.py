@@ -297,6 +297,7 @@ def _status(config: Config, as_json: bool) -> int:
             f"~{e['estimated_mb']:g} MB, network policy: {e['network_policy']}{error}"
         )
     _print_approvals(status.get("approvals") or [])
+    _print_monitors(status.get("monitors"))
     _print_workers(status.get("workers") or [], status.get("leases") or [])
     _print_recent(status.get("recent") or [])
     if status.get("live_view"):
@@ -315,6 +316,20 @@ def _print_approvals(approvals: list[dict[str, Any]]) -> None:
             f"  {a['tool']} for {a['controller'][:16]}…, asked of {a['approver'][:16]}…"
             f" on {a['worker']} (forgotten in {left:.0f} s)"
         )
+
+
+def _print_monitors(counts: dict[str, Any] | None) -> None:
+    """How many monitors and schedules there are, failing and paused, and the next due."""
+    import time
+
+    if not counts:
+        return
+    due = counts.get("next_due")
+    when = f", next due in {max(0.0, due - time.time()):.0f} s" if due else ""
+    print(
+        f"monitors: {counts['monitors']} ({counts['failing']} failing), schedules:"
+        f" {counts['schedules']}, paused: {counts['paused']}{when}"
+    )
 
 
 LEASES_SHOWN = 20

@@ -53,6 +53,7 @@ from .key_tools import KEY_TOOLS, run_key_tool
 from .keyfile import DEFAULT_IDENTITY_FILE, ensure_key
 from .local_ws import OWNER, LocalServer, load_token
 from .notify import notify, watchdog, watchdog_interval
+from .schedule.service import Scheduler
 from .status import Running, daemon_status
 from .store import Store
 from .store.state_files import seal_older_releases
@@ -106,6 +107,7 @@ class Daemon:
         self.link: NostrLink | None = None
         self.contextvm: ContextVmServer | None = None
         self.worker: Worker | None = None
+        self.watches: Scheduler | None = None
         self.local: LocalServer | None = None
         self.local_token_path: Path | None = None
         self.forwarder = EventForwarder(self._send_events)
@@ -198,6 +200,9 @@ class Daemon:
             await self._rewiring
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.answer_unanswered()))
+        timeout = self.config.browser.command_timeout
+        dispatcher.watches = self.watches = Scheduler(dispatcher, self.config.monitors, timeout)
+        await self.watches.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
@@ -249,7 +254,7 @@ class Daemon:
             self.embedded.stop()
         if core is not None:
             await core.store.close()
-            self.core = None
+            self.core, self.watches = None, None
         log.info("stopped")
 
     @property
@@ -520,6 +525,7 @@ class Daemon:
                 dispatcher=self.dispatcher,
                 store=self.store,
                 worker=self.worker,
+                watches=self.watches,
             )
         )
 

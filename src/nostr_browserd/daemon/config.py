@@ -3,8 +3,8 @@
 Sections: ``[identity]`` (how the daemon logs in), ``[nostr]`` (relays, allow-list, accepted DM
 schemes), ``[[controllers]]`` (allow-list entries with a role and an optional approver),
 ``[browser]`` (every key of the tool layer's ``BrowserConfig``, plus queue limits), ``[state]``,
-``[local]`` (the loopback control channel), ``[ask]`` (the model loop) and ``[files]`` (files
-in private chats).
+``[local]`` (the loopback control channel), ``[ask]`` (the model loop), ``[files]`` (files
+in private chats) and ``[monitors]`` (page monitors and scheduled commands).
 
 Any key can be overridden by ``NOSTR_BROWSERD_<SECTION>_<KEY>`` (``NOSTR_BROWSERD_NOSTR_RELAYS``,
 ``NOSTR_BROWSERD_IDENTITY_NSIGNER_DEVICE``); the value is read as a TOML value when it parses as
@@ -21,6 +21,7 @@ import socket
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -404,6 +405,32 @@ class FilesConfig(Section):
         return list(dict.fromkeys(url.rstrip("/") for url in urls))
 
 
+class MonitorsConfig(Section):
+    """``[monitors]``: page monitors and scheduled commands (``daemon/schedule``).
+
+    ``min_interval`` (whole seconds) and ``max_per_controller`` bound monitors and schedules
+    together; ``concurrency`` is how many checks run at once in this daemon; ``timezone`` is
+    where ``daily``, ``weekdays`` and cron times are read (``schedule add --tz`` overrides).
+    """
+
+    min_interval: int = Field(default=60, ge=1)
+    max_per_controller: int = Field(default=20, ge=0)
+    failures_before_notice: int = Field(default=3, ge=1)
+    concurrency: int = Field(default=4, ge=1)
+    timezone: str = "UTC"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{name!r} is not a time zone: write Area/City, such as Europe/Paris"
+            ) from None
+        return name
+
+
 class Config(Section):
     """The whole file."""
 
@@ -417,6 +444,7 @@ class Config(Section):
     ask: AskConfig = Field(default_factory=AskConfig)
     files: FilesConfig = Field(default_factory=FilesConfig)
     record: RecordConfig = Field(default_factory=RecordConfig)
+    monitors: MonitorsConfig = Field(default_factory=MonitorsConfig)
 
     @model_validator(mode="after")
     def _record_bounds_reach_the_browser(self) -> Config:
@@ -523,7 +551,7 @@ def apply_env(data: dict[str, Any], environ: dict[str, str]) -> dict[str, Any]:
         if section == "controllers" or section is None:
             raise ConfigError(
                 f"{var}: no such setting (sections: identity, nostr, contextvm, browser, state,"
-                " local, ask, files; [[controllers]] entries can only be set in the file)"
+                " local, ask, files, monitors; [[controllers]] entries can only be set in the file)"
             )
         model = _nested_model(Config, section)
         assert model is not None

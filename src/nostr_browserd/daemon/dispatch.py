@@ -44,6 +44,7 @@ from ..files.incoming import FileReceiver
 from ..files.outgoing import FileSender
 from ..nostr.nip19 import npub_encode
 from ..redact import redact
+from ..tools.schedule import WATCH_TOOLS
 from .admission import (
     LOCAL_ONLY,
     TURN_TOOLS,
@@ -100,6 +101,18 @@ class Asker(Protocol):
 
     def handing_over(self, owner: str) -> bool:
         """Whether ``owner``'s turn waits for them (their commands then run beside it)."""
+        ...
+
+
+class Watches(Protocol):
+    """Runs the monitor and schedule tools (daemon/schedule)."""
+
+    async def run(self, caller: Caller, request: Request) -> Response:
+        """One of ``tools.schedule.WATCH_TOOLS`` for ``caller``, admitted already."""
+        ...
+
+    async def close(self) -> None:
+        """Stop: no check or run starts any more, and those running end."""
         ...
 
 
@@ -189,6 +202,8 @@ class Dispatcher:
         # Files in private chats (files/): sent with text replies, received for upload.
         self.files_out: FileSender | None = None
         self.files_in: FileReceiver | None = None
+        # Monitors and schedules (daemon/schedule): the daemon's, set when it starts.
+        self.watches: Watches | None = None
 
     # --- intake ------------------------------------------------------------------------
 
@@ -680,6 +695,10 @@ class Dispatcher:
             if self.asker is None:
                 raise BrowserdError(ErrorCode.UNAVAILABLE, "ask is not set up in this daemon.")
             return await self.asker.run(caller.owner, request, caller.controller)
+        if request.tool in WATCH_TOOLS:
+            if self.watches is None:
+                raise BrowserdError(ErrorCode.UNAVAILABLE, "This daemon runs no monitors.")
+            return await self.watches.run(caller, request)
         if caller.controller is not None and request.tool == "help":  # every role may ask
             _, asked = self.registry.validate("help", request.params)
             name = getattr(asked, "tool", None)
@@ -741,6 +760,19 @@ class Dispatcher:
         """``owner``'s page as it is (a snapshot), for a turn the person hands back."""
         return await self._run(await self.browser.session(owner), Request(tool="snapshot"))
 
+    def current_message(self, owner: str) -> Incoming | None:
+        """The message of ``owner``'s command running now (None: none runs from a message)."""
+        lane = self._lanes.get(owner)
+        return None if lane is None or lane.current is None else lane.current.incoming
+
+    async def message(self, recipient: str, text: str, scheme: Scheme) -> bool:
+        """A message of the daemon's own to ``recipient`` in ``scheme`` (a monitor's news)."""
+        try:
+            return await self._send(recipient, text, scheme)
+        except Exception:
+            log.exception("could not send a message to %s", recipient[:12])
+            return False
+
     def in_chat(self, owner: str) -> bool:
         """Whether ``owner``'s command running now came by direct message: a chat, where a
         handoff's message reaches a person who can answer it with ``resume``."""
@@ -773,6 +805,8 @@ class Dispatcher:
         """Finish each running and queued command and its reply (a drain: what was claimed
         here is answered here); deny the commands held for their approver."""
         self._closing = True
+        if self.watches is not None:
+            await self.watches.close()
         if self.asker is not None:
             self.asker.stop_all()
         self.approvals.deny_all()

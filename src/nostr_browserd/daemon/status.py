@@ -17,6 +17,7 @@ from ..dm.link import NostrLink
 from ..nostr.nip19 import npub_encode
 from .allow_list import AllowList
 from .dispatch import Dispatcher
+from .schedule.service import Scheduler
 from .store import Store
 from .workers import Worker
 
@@ -35,6 +36,7 @@ class Running:
     dispatcher: Dispatcher | None
     store: Store | None
     worker: Worker | None
+    watches: Scheduler | None = None
 
 
 async def daemon_status(parts: Running) -> dict[str, Any]:
@@ -58,6 +60,8 @@ async def daemon_status(parts: Running) -> dict[str, Any]:
         status.update(await stored(parts.store))
     if parts.worker is not None:
         status.update(await parts.worker.status())
+    if parts.watches is not None:
+        status["monitors"] = await parts.watches.status()
     return status
 
 

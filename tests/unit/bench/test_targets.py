@@ -207,3 +207,13 @@ def test_a_recording_is_judged_per_command_against_the_same_commands_unrecorded(
     (target,) = targets.record_targets({"record": record})
     assert target.value == "open 1.10× / click 1.20× / snapshot 1.05×"
     assert not target.ok, "click is over 1.15×"
+
+
+def test_a_monitor_check_is_judged_on_time_and_cpu_against_the_plain_loop() -> None:
+    rows = {
+        "check": [{"ms": 110, "cpu_ms": 30}, {"ms": 100, "cpu_ms": 30}],
+        "playwright": [{"ms": 100, "cpu_ms": 20}, {"ms": 100, "cpu_ms": 20}],
+    }
+    (target,) = targets.monitor_targets({"monitor": {"rows": rows}})
+    assert target.value == "time 1.05× / CPU 1.50×"
+    assert not target.ok, "the CPU is over 1.2×"

@@ -53,13 +53,18 @@ def test_the_policy_fields_agree_with_each_other():
         "resume",
         "stream_enable",
         "stream_disable",
+        # a monitor's pause and removal, and schedules, whose every run is judged on its own
+        "monitor_pause",
+        "monitor_remove",
+        *(f"schedule_{verb}" for verb in ("add", "remove", "pause", "resume", "run")),
     }
     local_only = {t.name for t in REGISTRY if t.local_only}
     assert local_only == {"stream_enable", "stream_status", "stream_disable"}
     # What can carry data off the machine: an address it reaches, or script it runs.
     sends = {t.name for t in REGISTRY if t.sends}
     reaching = {"scrape", "open", "tab_new", "window_new", "download", "diff_url"}
-    assert sends == reaching | {"eval", "wait_for_fn"}
+    monitors = {"monitor_add", "monitor_resume", "monitor_check"}  # each check reaches one
+    assert sends == reaching | monitors | {"eval", "wait_for_fn"}
     # What shows what a site keeps for the person.
     storage = [
         f"storage_{area}_{get}" for area in ("local", "session") for get in ("get", "get_key")

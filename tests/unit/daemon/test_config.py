@@ -123,6 +123,14 @@ def test_browser_dirs_default_under_the_state_dir(tmp_path):
     assert config.browser.uploads_dir == tmp_path / "s/uploads"
 
 
+def test_monitors_section_defaults_and_environment():
+    monitors = load_config(None, {}).monitors
+    assert (monitors.min_interval, monitors.max_per_controller) == (60, 20)
+    assert (monitors.failures_before_notice, monitors.timezone) == (3, "UTC")
+    env = {"NOSTR_BROWSERD_MONITORS_TIMEZONE": "Europe/Paris"}
+    assert load_config(None, env).monitors.timezone == "Europe/Paris"
+
+
 def test_isolation_has_one_spelling(tmp_path):
     assert load_config(None, {}).browser.isolation == BrowserConfig().isolation == "per-controller"
     shared = load_config(None, {"NOSTR_BROWSERD_BROWSER_ISOLATION": "shared"})
@@ -150,6 +158,8 @@ def test_isolation_has_one_spelling(tmp_path):
         ("", {"NOSTR_BROWSERD_NOSTR_NOPE": "1"}, "NOSTR_BROWSERD_NOSTR_NOPE: no such setting"),
         ("", {"NOSTR_BROWSERD_BOGUS_X": "1"}, "NOSTR_BROWSERD_BOGUS_X: no such setting"),
         ("[nostr\n", {}, "not valid TOML"),
+        ('[monitors]\ntimezone = "Mars/Olympus"\n', {}, "monitors.timezone: 'Mars/Olympus'"),
+        ("[monitors]\nmin_interval = 0\n", {}, "NOSTR_BROWSERD_MONITORS_MIN_INTERVAL"),
     ],
 )
 def test_errors_name_the_key(tmp_path, text, env, expected):

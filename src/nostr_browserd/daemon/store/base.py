@@ -36,6 +36,7 @@ from .blobs import BlobTables
 from .leases import DEAD_HOLDER, LeaseTables
 from .sealed_rows import SealedRows
 from .vault_rows import VaultRows
+from .watch_rows import WatchRows
 
 KNOWN_AT_ONCE = 500  # ids per query of Store.known (twice that many parameters)
 # Each migration is a list of statements; a database at version n runs the steps after n.
@@ -107,11 +108,12 @@ def no_signer() -> Signer | None:
     return None
 
 
-class Store(LeaseTables, VaultRows, SealedRows, BlobTables, ABC):
+class Store(LeaseTables, VaultRows, SealedRows, BlobTables, WatchRows, ABC):
     """The replay guard, the held commands, the audit log, the workers and their controller
     leases (``LeaseTables``), the credential vault (``VaultRows``), ``ask``'s conversations and
     the saved browser states (``SealedRows``: what ``browser.shelf.StateShelf`` asks of it),
-    and the blobs kept on Blossom servers (``BlobTables``)."""
+    the blobs kept on Blossom servers (``BlobTables``), and monitors and schedules
+    (``WatchRows``)."""
 
     # How the dialect says "no limit" before an OFFSET.
     unlimited = "LIMIT -1"

@@ -76,6 +76,15 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
         " expires DOUBLE PRECISION NOT NULL, PRIMARY KEY (server, sha256))",
     ),
+    # 7: monitors and schedules, per owner (daemon/schedule)
+    (
+        "CREATE TABLE monitor (owner TEXT NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL,"
+        " spec TEXT NOT NULL, state TEXT NOT NULL, due DOUBLE PRECISION NOT NULL,"
+        " at DOUBLE PRECISION NOT NULL, PRIMARY KEY (owner, id))",
+        "CREATE TABLE schedule (owner TEXT NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL,"
+        " spec TEXT NOT NULL, state TEXT NOT NULL, due DOUBLE PRECISION NOT NULL,"
+        " at DOUBLE PRECISION NOT NULL, PRIMARY KEY (owner, id))",
+    ),
 )
 
 MIGRATION_LOCK = 0x6E62_7264  # pg_advisory_xact_lock key: one migrating worker at a time

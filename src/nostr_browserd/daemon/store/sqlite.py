@@ -74,6 +74,15 @@ MIGRATIONS: Migrations = (
         "CREATE TABLE blob (server TEXT NOT NULL, sha256 TEXT NOT NULL,"
         " expires REAL NOT NULL, PRIMARY KEY (server, sha256)) WITHOUT ROWID",
     ),
+    # 7: monitors and schedules, per owner (daemon/schedule)
+    (
+        "CREATE TABLE monitor (owner TEXT NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL,"
+        " spec TEXT NOT NULL, state TEXT NOT NULL, due REAL NOT NULL, at REAL NOT NULL,"
+        " PRIMARY KEY (owner, id)) WITHOUT ROWID",
+        "CREATE TABLE schedule (owner TEXT NOT NULL, id TEXT NOT NULL, n INTEGER NOT NULL,"
+        " spec TEXT NOT NULL, state TEXT NOT NULL, due REAL NOT NULL, at REAL NOT NULL,"
+        " PRIMARY KEY (owner, id)) WITHOUT ROWID",
+    ),
 )
 
 
