@@ -12,13 +12,18 @@ value.  What it hides:
   show only its length.  An approval prompt is different: the approver must see what will be
   typed into an IBAN or an address field before saying yes, so there only a command marked
   ``secret`` keeps it hidden (a password field refuses typed text without that mark).
+
+``scrub`` is the other direction: what the vault filled into a page, taken out of whatever
+comes back from it (a reply, a model's request), however the page copied it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from html import escape
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 REDACTED = "[redacted]"
 TYPED_KEYS = ("value", "text")
@@ -109,3 +114,41 @@ def redact_headers(headers: dict[Any, Any]) -> dict[Any, Any]:
     Names stay, so an approver or a request log still shows that such a header is there.
     """
     return {k: REDACTED if _CREDENTIAL_HEADER.search(str(k)) else v for k, v in headers.items()}
+
+
+# What a value filled from the vault is shown as, wherever a reply would have carried it.
+MASK = "••••••••"
+
+
+def spellings(value: str) -> set[str]:
+    """The ways a page's text, markup or address may carry ``value``: as it is, HTML-escaped
+    (an attribute), JSON-escaped (a script), percent-encoded (a form's URL)."""
+    return {value, escape(value), escape(value, quote=False), json.dumps(value)[1:-1]} | {
+        quote(value, safe=""),
+        quote_plus(value),
+    }
+
+
+def scrub(value: Any, secrets: set[str] | frozenset[str]) -> Any:
+    """A copy of ``value`` with every spelling of each of ``secrets`` replaced by ``MASK``.
+
+    Strings anywhere inside dicts and lists, keys included; ``base64`` payloads (a picture,
+    a PDF) are left whole, since a chance match would break them, and are masked apart.
+    """
+    if not secrets:
+        return value
+    forms = sorted({form for secret in secrets if secret for form in spellings(secret)}, key=len)
+    pattern = re.compile("|".join(re.escape(form) for form in reversed(forms)))
+    return _scrub(value, pattern)
+
+
+def _scrub(value: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(value, str):
+        return pattern.sub(MASK, value)
+    if isinstance(value, dict):
+        return {
+            _scrub(k, pattern): v if k == "base64" else _scrub(v, pattern) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_scrub(v, pattern) for v in value]
+    return value

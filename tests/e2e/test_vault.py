@@ -236,7 +236,7 @@ async def test_ask_fills_a_login_and_the_model_never_receives_a_value(
             "max_retries": 0,
             "progress_interval": 3600,
         }
-        auto = ["open", "fill_credential", "login_with"]
+        auto = ["open"]  # a vault fill is never auto-approved (the config refuses it)
         controller = {"pubkey": phone.npub, "ask": {"auto_approve": auto}}
         daemon = await start_daemon([nostr_relay_url], controllers=[controller], ask=ask)
         await daemon.key_store().set("openai", API_KEY)
@@ -254,7 +254,9 @@ async def test_ask_fills_a_login_and_the_model_never_receives_a_value(
         request_id = secrets.token_hex(4)
         task = {"id": request_id, "tool": "ask", "params": {"task": "sign in to the site"}}
         await phone.send(me, json.dumps(task))
-        # fill_credential ran unasked (auto_approve); login_with submits, a commit: it asks.
+        # fill_credential asks (where the value goes), and login_with, which submits, too.
+        prompt = await approve(phone, me)
+        assert "fill the password of `site`" in prompt and no_value_in(prompt)
         prompt = await approve(phone, me)
         assert "log in with `site`" in prompt and no_value_in(prompt)
         final = await phone.wait_reply(lambda r: f'"{request_id}"' in r.content, 60)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeVar
 
-from ..redact import redact
+from ..redact import redact, scrub
 from .providers import Entry, Provider, ProviderError, ToolCall, ToolSpec
 
 Status = Literal["done", "denied", "capped", "error", "timeout"]
@@ -168,6 +168,17 @@ def kept(args: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def sealed(transcript: list[Entry], secrets: frozenset[str]) -> list[Entry]:
+    """The transcript as the provider gets it: every value the vault filled masked in its
+    text, whatever a page or a tool did with it (images are masked when taken)."""
+    if not secrets:
+        return transcript
+    return [
+        {k: v if k == "image" else scrub(v, secrets) for k, v in entry.items()}
+        for entry in transcript
+    ]
+
+
 def without_images(transcript: list[Entry]) -> list[Entry]:
     """The transcript to keep: images were for the turn that took them, not for every later
     one (they would cost tokens and disk each time)."""
@@ -226,6 +237,8 @@ class Turn:
     on_step: Callable[[int, int], None] = lambda _done, _cap: None
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     system: str = SYSTEM_PROMPT
+    # The values the vault filled into the browser: never in a request to the provider.
+    secrets: Callable[[], frozenset[str]] = frozenset
 
     async def run(self, task: str) -> TurnResult:
         """Play the turn for ``task``; never raises for a provider or tool failure."""
@@ -235,9 +248,9 @@ class Turn:
         answer = ""
         while True:
             try:
+                sent = sealed(self.transcript, self.secrets())
                 reply = await until_stopped(
-                    self.provider.complete(self.system, self.transcript, specs, self.on_text),
-                    self.stop,
+                    self.provider.complete(self.system, sent, specs, self.on_text), self.stop
                 )
             except ProviderError as exc:
                 return TurnResult("error", answer, steps, str(exc))

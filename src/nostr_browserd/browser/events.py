@@ -3,7 +3,8 @@
 Tabs report what their pages do (load, dialog, download, crash, …) and the session adds its
 own (tab_changed, popup_closed).  Each goes to the session's listeners as ``{"event",
 "data"}`` and to the pool's with the ``owner``; one the controller watches (``watch``) is
-marked for the daemon to forward.
+marked for the daemon to forward.  A title, a dialog or a console line the page made of a
+value the vault filled shows ``MASK`` in its place (browser/masked.py).
 """
 
 from __future__ import annotations
@@ -12,17 +13,23 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..redact import scrub
+
 log = logging.getLogger(__name__)
 
 EventCallback = Callable[[dict[str, Any]], None]
+Secrets = Callable[[], frozenset[str]]
 
 
 class Events:
     """One owner's event listeners and watched events."""
 
-    def __init__(self, owner: str, everyone: list[EventCallback]) -> None:
+    def __init__(
+        self, owner: str, everyone: list[EventCallback], secrets: Secrets = frozenset
+    ) -> None:
         self.owner = owner
         self._everyone = everyone  # the pool's listeners: the daemon's, for every owner
+        self._secrets = secrets  # the values the vault filled into the owner's windows
         self._listeners: list[EventCallback] = []
         self._watching: frozenset[str] = frozenset()
 
@@ -42,6 +49,7 @@ class Events:
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
         """Tell this session's listeners, and the pool's (with ``owner``), of ``event``."""
+        data = scrub(data, self._secrets())
         mine: dict[str, Any] = {"event": event, "data": data}
         everyone: dict[str, Any] = {**mine, "owner": self.owner}
         if event in self._watching:  # the daemon forwards these to the controller (watch)

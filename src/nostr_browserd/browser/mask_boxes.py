@@ -3,7 +3,8 @@
 A field counts when it is a password field, or when its value is one the session must never
 show (a vault value, a ``--secret`` fill: :mod:`.masked`).  The page reports its fields'
 boxes and values; the comparison with the secrets is made here, so no secret is sent into
-the page to look for.
+the page to look for.  An element whose text shows one (a page that copied it) is found by
+Playwright's own locators, which the page's scripts cannot see (``masked.text_boxes``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from playwright.async_api import Page
 
 from .frames import Box
-from .masked import masked
+from .masked import masked, text_boxes
 
 FIELDS_JS = """() => {
   const out = [];
@@ -39,4 +40,4 @@ async def secret_boxes(page: Page) -> tuple[float, list[Box]]:
         for x, y, w, h, password, value in fields
         if password or (value and any(secret in value for secret in secrets))
     ]
-    return float(width), boxes
+    return float(width), boxes + await text_boxes(page)  # and where the page copied one

@@ -32,6 +32,7 @@ from .dialogs import Dialogs
 from .endpoints import Endpoint
 from .events import EventCallback, Events
 from .live import LiveStream
+from .masked import filled_in
 from .pagelog import PageLog
 from .quota import FileQuota
 from .reach import Reach, Services
@@ -103,7 +104,7 @@ class Session:
         self.moved_note: str | None = None
         self.reach = Reach(pool, owner)  # what its tools reach beyond the pages (ToolContext)
         self.chores = Chores()  # what event handlers started; a command's reply waits for it
-        self.events = Events(owner, pool.listeners)
+        self.events = Events(owner, pool.listeners, lambda: filled_in(self.windows.values()))
         self.dialogs = Dialogs(self.tabs)
         self.stream = LiveStream(pool.frames, self.chores.run)
         self.actions = Actions()

@@ -20,8 +20,10 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from pydantic import BaseModel, Field
 
+from ..browser.masked import filled_in
 from ..browser.refs import first_line
 from ..errors import BrowserdError, ErrorCode
+from ..redact import scrub
 from ..untrusted_json import BadJSON
 from ..untrusted_json import loads as loads_json
 from .grammar import parse_text
@@ -81,7 +83,17 @@ def parse_request(raw: str | dict[str, Any], registry: Registry) -> Request:
 
 
 async def run(registry: Registry, session: Any, request: Request) -> dict[str, Any]:
-    """Run one request against ``session``; always returns a response, never raises."""
+    """Run one request against ``session``; always returns a response, never raises.
+
+    Whatever the page did with a value the vault filled into it (copied it into its text,
+    an attribute, its title), the response shows ``MASK`` in its place (browser/masked.py).
+    """
+    response = await _run(registry, session, request)
+    windows = getattr(session, "windows", {})
+    return scrub(response, filled_in(windows.values())) if windows else response
+
+
+async def _run(registry: Registry, session: Any, request: Request) -> dict[str, Any]:
     try:
         tool, params = registry.validate(request.tool, request.params)
         if not tool.needs_session:

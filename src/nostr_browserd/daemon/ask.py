@@ -21,9 +21,11 @@ from ..agent.loop import Denied, Outcome, TimedOut, Turn, TurnResult, trim, with
 from ..agent.progress import Progress
 from ..agent.providers import ProviderSettings, ToolCall, ToolSpec, make_provider
 from ..agent.tools import DEFAULT_TOOLS, Snapshots, progress_line, tool_specs, unknown_tools
+from ..browser.masked import filled_in
 from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..redact import scrub
 from ..tools.record import recording_result
 from .admission import permits
 from .config import AskConfig, Config, ConfigError, ControllerConfig
@@ -135,10 +137,15 @@ class AskRunner:
             len(result.steps),
             f" ({result.reason})" if result.reason else "",
         )
-        data = result.to_dict()
+        data = scrub(result.to_dict(), self.filled(owner))
         if session is not None and replay is not None:  # the turn's replay: video and sheet
             data |= recording_result(session, replay, None, sheet=True)
         return {"id": request.id, "success": True, "data": data}
+
+    def filled(self, owner: str) -> frozenset[str]:
+        """The values the vault filled into ``owner``'s windows (browser/masked.py)."""
+        session = self.dispatcher.browser.existing(owner)
+        return frozenset() if session is None else filled_in(session.windows.values())
 
     async def _hand_over(self, owner: str, reason: str) -> Outcome:
         """Pause the turn until the person sends ``resume`` (their commands run meanwhile,
@@ -250,6 +257,7 @@ class AskRunner:
             result_cap=self.result_cap,
             on_text=progress.text,
             stop=stop,
+            secrets=lambda: self.filled(owner),
         )
         try:
             return await turn.run(ask.task or "")

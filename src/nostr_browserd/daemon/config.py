@@ -153,11 +153,28 @@ def _pubkey(value: Any) -> str:
     return parse_pubkey(value)
 
 
+# Tools that put a value of the vault into a page: the model chooses the field, and a page's
+# text can steer that choice, so a person always reads where the value goes (docs/ask.md).
+NEVER_AUTO_APPROVED = ("fill_credential", "login_with")
+
+
 class ControllerAsk(Section):
     """``[controllers.ask]``: this controller's gated tools that ``ask`` may run unasked."""
 
     auto_approve: list[str] = Field(default_factory=list)
     record: bool = Field(False, description="every ask turn as if --record: its replay comes too")
+
+    @field_validator("auto_approve")
+    @classmethod
+    def _no_vault_tools(cls, names: list[str]) -> list[str]:
+        vault = [name for name in names if name in NEVER_AUTO_APPROVED]
+        if vault:
+            raise ValueError(
+                f"{', '.join(vault)} cannot be auto-approved: they put a value of the vault "
+                "into the field the model chose, and a page's text can steer that choice, so "
+                "a person always reads where it goes; remove them from auto_approve"
+            )
+        return names
 
 
 class ControllerConfig(Section):

@@ -27,6 +27,7 @@ from ..commands.protocol import Request
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..redact import redact
+from .config import NEVER_AUTO_APPROVED
 
 # What a commit is named: a step on such an element always asks.  docs/ask.md's list is this
 # one (tests/e2e/test_consent.py checks it).
@@ -106,11 +107,12 @@ def needs_consent(
     ``asks``: the call is gated, or can carry what the model read off the machine (the
     registry's ``sends``: a scrape's address is as good a channel as an open's).
     ``acts_through``: the call runs other tools (a batch, a find with an action), which
-    auto_approve never covers.  A ``commit`` (see :func:`commits`) always asks.
+    auto_approve never covers.  A ``commit`` (see :func:`commits`) always asks, and so does a
+    vault tool that fills a field (``NEVER_AUTO_APPROVED``; the config refuses them too).
     """
     if not asks:
         return False
-    if acts_through or commit:
+    if acts_through or commit or tool in NEVER_AUTO_APPROVED:
         return True
     return tool not in set(auto_approve)
 

@@ -19,6 +19,7 @@ from typing import Any
 from playwright.async_api import Page
 
 from ..browser.labels import Box, Label, Labels, draw
+from ..browser.masked import screen_masks
 from ..browser.session import Session
 from ..browser.snapshot import Node, inner_offset, parse
 from ..commands.registry import NoParams, Registry
@@ -54,7 +55,8 @@ async def capture(page: Page, refs: list[str], before: Placed) -> tuple[bytes, P
     measured just now), and how many moved.  ``caret="initial"``: hiding the caret would add
     a style to the page, a signal a page could move its elements on."""
     for attempt in range(CAPTURES):
-        data = await page.screenshot(type="png", caret="initial")
+        async with screen_masks(page) as mask:  # what the vault filled is painted over
+            data = await page.screenshot(type="png", caret="initial", mask=mask)
         after = await measure(page)
         moved = [r for r in refs if r in before and before[r][1] != after.get(r, (None, None))[1]]
         if not moved or attempt == CAPTURES - 1:

@@ -18,6 +18,7 @@ from typing import Any
 from playwright.async_api import Browser, Page
 from pydantic import Field
 
+from ..browser.masked import screen_masks
 from ..browser.session import Session
 from ..browser.snapshot import Options, take
 from ..commands.registry import Params, Registry
@@ -182,7 +183,8 @@ async def diff_screenshot(session: Session, params: DiffScreenshotParams) -> dic
                 ErrorCode.INVALID_PARAMS,
                 "No earlier screenshot in this tab: take one, or pass baseline (base64).",
             )
-    after = await session.page.screenshot(type="png")
+    async with screen_masks(session.page) as mask:
+        after = await session.page.screenshot(type="png", mask=mask)
     canvas = await canvas_page(session)
     try:
         compared = await canvas.evaluate(

@@ -22,6 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ..browser.checks import multi_control, refuse_if_covered
 from ..browser.downloads import asked, stream_to_file, watch_download
+from ..browser.masked import holds_filled
 from ..browser.paths import configured, free_name, inside, owner_dir
 from ..browser.session import Session
 from ..browser.urls import resolve
@@ -115,6 +116,12 @@ async def download(session: Session, params: DownloadParams) -> dict[str, Any]:
         else:
             path = await click_download(session, params, directory, timeout, room.size, room.over)
     data = path.read_bytes()  # at most download_cap: both ways in stop there
+    if holds_filled(data, session.windows.values()):
+        path.unlink()
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            "Not kept: the download holds a value filled from the vault, and was deleted.",
+        )
     result: dict[str, Any] = {
         "name": path.name,
         "size": len(data),

@@ -17,6 +17,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Locator, Page
 from pydantic import Field
 
+from ..browser.masked import unfindable
 from ..browser.refs import first_line
 from ..browser.session import Session
 from ..browser.snapshot import parse
@@ -155,7 +156,9 @@ def find_tool(
     """Register one find_* tool: a params model and how it becomes a Playwright locator."""
 
     async def handler(session: Session, p: FindParams, ctx: ToolContext) -> dict[str, Any]:
-        return await found(ctx.registry, session, locate(session.scope, p), p)
+        # Never matched on a value the vault filled: a search must not guess it by letters.
+        locator = unfindable(locate(session.scope, p), session.page.context)
+        return await found(ctx.registry, session, locator, p)
 
     handler.__doc__ = doc
     TOOLS.tool(name, family="find", gated=True, params=params, args=args, delegates=action_of)(

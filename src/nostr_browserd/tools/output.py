@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..browser.masked import screen_masks
 from ..browser.session import Session
 from ..commands.params import OptionalTarget
 from ..commands.registry import Registry
@@ -42,11 +43,12 @@ async def screenshot(session: Session, params: ScreenshotParams) -> dict[str, An
     options: dict[str, Any] = {"type": params.format, "scale": params.scale}
     if params.quality is not None:
         options["quality"] = params.quality
-    if params.has_target:
-        locator = await session.locate(**params.target())
-        data = await locator.screenshot(**options)
-    else:
-        data = await session.page.screenshot(full_page=params.full_page, **options)
+    async with screen_masks(session.page) as mask:  # what the vault filled, wherever shown
+        if params.has_target:
+            locator = await session.locate(**params.target())
+            data = await locator.screenshot(mask=mask, **options)
+        else:
+            data = await session.page.screenshot(full_page=params.full_page, mask=mask, **options)
     tab = session.tab
     if params.if_changed and tab is not None and tab.screenshot == data:
         # A model that looked at the last one has it; one that did not asks without the flag.

@@ -6,8 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..browser.masked import shows_filled
 from ..browser.session import Session
 from ..commands.registry import Params, Registry
+from ..errors import BrowserdError, ErrorCode
 from .output import binary
 
 TOOLS = Registry()
@@ -25,6 +27,12 @@ class PdfParams(Params):
 @TOOLS.tool("pdf", family="output", gated=False, params=PdfParams, args=("format",))
 async def pdf(session: Session, params: PdfParams) -> dict[str, Any]:
     """Print the active tab to PDF (A4 by default) and return it as base64."""
+    if await shows_filled(session.page):  # a PDF keeps the page's text, masks cannot cover it
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            "Not printed: the page shows a value filled from the vault, and a PDF would keep "
+            "it. Take a screenshot (it masks the value), or print another page.",
+        )
     data = await session.page.pdf(
         format=params.format,
         landscape=params.landscape,

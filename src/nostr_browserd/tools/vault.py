@@ -10,6 +10,7 @@ the kind of value and the field (docs/vault.md).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 from playwright.async_api import BrowserContext, ElementHandle, Frame, Locator, Page
@@ -34,21 +35,53 @@ CHAT_COPY = (
     "the sealed entry."
 )
 
-# Which value a field takes: a password field the password, a one-time-code field (by its
-# autocomplete, or a 6-digit input) the TOTP, a text, email or tel field the username.
-KIND_JS = """el => {
-  if (el.tagName !== 'INPUT') return null;
+# The values a field may take, the one it takes by default first (docs/vault.md): a password
+# only an input of type password; a one-time code an input whose autocomplete says
+# one-time-code, or a numeric one (type number or tel, inputmode numeric, six digits); a
+# username a text, email or tel input.  Anything else (a textarea, a contenteditable, a
+# search box, a select) takes no value from the vault.
+ACCEPTS_JS = """el => {
+  if (el.tagName !== 'INPUT') return [];
   const type = (el.type || 'text').toLowerCase(), auto = (el.autocomplete || '').toLowerCase();
-  if (auto.includes('one-time-code')) return 'totp';
-  if (type === 'password') return 'password';
+  const oneTimeCode = auto.includes('one-time-code'), digitTypes = ['text', 'tel', 'number'];
   const sixDigits = el.maxLength === 6 || ['[0-9]{6}', '\\\\d{6}'].includes(el.pattern);
-  if (sixDigits && ['text', 'tel', 'number'].includes(type)) return 'totp';
-  return ['text', 'email', 'tel'].includes(type) ? 'username' : null;
+  const numeric = sixDigits || ['tel', 'number'].includes(type) || el.inputMode === 'numeric';
+  const accepts = [];
+  if (oneTimeCode || (sixDigits && digitTypes.includes(type))) accepts.push('totp');
+  if (type === 'password') accepts.push('password');
+  if (!oneTimeCode && ['text', 'email', 'tel'].includes(type)) accepts.push('username');
+  if (numeric && digitTypes.includes(type) && !accepts.includes('totp')) accepts.push('totp');
+  return accepts;
 }"""
-KINDS_JS = f"els => els.map({KIND_JS})"
+KINDS_JS = f"els => els.map(el => ({ACCEPTS_JS})(el)[0] ?? null)"
+# What a field is, for a refusal: "a textarea", "an input of type search"…
+FIELD_KIND_JS = """el => el.isContentEditable ? `a contenteditable ${el.tagName.toLowerCase()}`
+  : el.tagName === 'INPUT' ? `an input of type ${(el.type || 'text').toLowerCase()}`
+  : `a ${el.tagName.toLowerCase()}`"""
+BELONGS = {
+    "username": "a text, email or tel input",
+    "password": "an input of type password",
+    "totp": "a one-time-code or numeric input",
+}
 SUBMIT_JS = "el => { if (!el.form) return false; el.form.requestSubmit(); return true; }"
-# A form that says method="get" puts its fields in the address, which every reply shows.
-SENDS_IN_URL_JS = "el => el.form?.getAttribute('method')?.toLowerCase() === 'get'"
+# Where the field's form sends it: the form's action and every formaction of a button that
+# submits it, read through the prototypes (an input named "action" cannot stand in), and
+# whether any of them says method="get", which puts the fields in the page's address.
+SUBMISSION_JS = """el => {
+  const form = el.form;
+  if (!form) return {targets: [], get: false, here: location.href};
+  const read = (name, of) =>
+    Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, name).get.call(of);
+  const targets = [read('action', form)];
+  let get = form.getAttribute('method')?.toLowerCase() === 'get';
+  const controls = [...read('elements', form), ...document.querySelectorAll('input[type=image]')];
+  for (const b of controls) {
+    if (b.form !== form || !('formAction' in b)) continue;
+    if (b.hasAttribute('formaction')) targets.push(b.formAction);
+    if (b.getAttribute('formmethod')?.toLowerCase() === 'get') get = true;
+  }
+  return {targets, get, here: location.href};
+}"""
 
 
 def vault_of(session: Session) -> Keeper:
@@ -131,8 +164,8 @@ async def vault_remove(session: Session, params: VaultName) -> dict[str, Any]:
 
 
 async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> BrowserContext:
-    """Refuse unless the page and the field's frame are both on one of the entry's origins;
-    returns the field's browser context.
+    """Refuse unless the page, the field's frame and where its form submits are all on the
+    entry's origins; returns the field's browser context.
 
     The handle is the element in the document it was found in: should that document navigate
     away before the fill, the fill fails instead of reaching the next page.
@@ -149,7 +182,16 @@ async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> BrowserCont
                 f"Not filled: the {where} is on {seen or repr(url[:100])}, and {entry.name!r} "
                 f"belongs to {', '.join(entry.origins)}.",
             )
-    if await handle.evaluate(SENDS_IN_URL_JS):
+    submission = await handle.evaluate(SUBMISSION_JS)
+    for target in submission["targets"]:
+        seen = origin_of(target)
+        if seen not in entry.origins:
+            raise BrowserdError(
+                ErrorCode.REFUSED,
+                f"Not filled: the field's form submits to {seen or repr(target[:100])}, and "
+                f"{entry.name!r} belongs to {', '.join(entry.origins)}.",
+            )
+    if submission["get"]:
         raise BrowserdError(
             ErrorCode.REFUSED,
             'Not filled: the field\'s form says method="get", which would put the value in the '
@@ -166,21 +208,50 @@ async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> BrowserCont
 
 async def fill_value(entry: Entry, handle: ElementHandle, part: str) -> dict[str, Any]:
     """Fill ``entry``'s ``part`` into the field ``handle``; says whether it took, never what."""
+    await refuse_unless_fits(handle, part)
     context = await refuse_unless_home(entry, handle)
     info = await editable_field(handle, secret=True)  # type: ignore[arg-type]
     value = entry.value(part)
     check_length(info, len(value))
-    remember(context, value)  # masked before it is on the page
+    remember(context, value, entry.origins)  # masked before it is on the page
     await handle.fill(value)
     if await handle.evaluate("el => el.value") == value:
         return {"filled": part, "ok": True}
     return {"filled": part, "ok": False, "note": "MISMATCH: the page changed the field's value."}
 
 
+async def accepts(handle: ElementHandle | Locator) -> list[str]:
+    """The values a field takes, its default first; none when it is no login field."""
+    return list(await handle.evaluate(ACCEPTS_JS))
+
+
 async def kind_of(handle: ElementHandle | Locator) -> str | None:
     """The value a field takes by default, or None when it is not a login field."""
-    kind: str | None = await handle.evaluate(KIND_JS)
-    return kind
+    taken = await accepts(handle)
+    return taken[0] if taken else None
+
+
+async def refuse_unless_fits(handle: ElementHandle | Locator, part: str) -> None:
+    """Refuse unless the field is the kind ``part`` belongs in: a password goes into a
+    password field only, never into a box whose text a page shows or a reply reads."""
+    if part not in await accepts(handle):
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            f"Not filled: {SAID[part]} goes only into {BELONGS[part]}, and this field is "
+            f"{await handle.evaluate(FIELD_KIND_JS)}.",
+        )
+
+
+async def submits_to(handle: ElementHandle | Locator) -> str:
+    """' (careful: its form submits to https://…, not this page's origin)' for an approval
+    prompt when the field's form sends it elsewhere; empty otherwise."""
+    submission = await handle.evaluate(SUBMISSION_JS)
+    here = origin_of(submission["here"])
+    away = dict.fromkeys(origin_of(t) or repr(t[:100]) for t in submission["targets"])
+    away.pop(here or "", None)
+    if not away:
+        return ""
+    return f" (careful: its form submits to {', '.join(away)}, not this page's origin)"
 
 
 class FillCredentialParams(Target):
@@ -190,20 +261,27 @@ class FillCredentialParams(Target):
     field: Part | None = Field(
         None,
         description="username, password or totp; by default the field decides (a password "
-        "field the password, a one-time-code or 6-digit field the TOTP, else the username)",
+        "field the password, a one-time-code or 6-digit field the TOTP, else the username); "
+        "each goes only into its own kind of field",
     )
 
 
 async def fill_credential_prompt(session: Session, params: dict[str, Any], target: str) -> str:
-    """'fill the password of `github` into textbox "Password" (@e3) on https://…'."""
+    """'fill the password of `github` into textbox "Password" (@e3) on https://… (its form
+    submits to https://…)'; a field the value does not belong in is refused before asking."""
     part = params.get("field")
-    if part is None:
-        try:
-            part = await kind_of(await session.locate(params.get("ref"), params.get("selector")))
-        except BrowserdError:
-            part = None
+    form = ""
+    try:
+        field = await session.locate(params.get("ref"), params.get("selector"))
+        part = part or await kind_of(field)
+        if part is not None:
+            await refuse_unless_fits(field, part)
+        form = await submits_to(field)
+    except BrowserdError as exc:
+        if exc.code == ErrorCode.REFUSED:
+            raise
     what = SAID.get(part or "", "a value")
-    return f"fill {what} of `{params.get('name')}` into {target} on {current_url(session)}"
+    return f"fill {what} of `{params.get('name')}` into {target} on {current_url(session)}{form}"
 
 
 def current_url(session: Session) -> str:
@@ -220,7 +298,7 @@ def current_url(session: Session) -> str:
     approval=fill_credential_prompt,
 )
 async def fill_credential(session: Session, params: FillCredentialParams) -> dict[str, Any]:
-    """Fill a field from your vault on the entry's own origin; the value is never shown."""
+    """Fill a field of the value's own kind from your vault, on the entry's origin; never shown."""
     entry = await vault_of(session).open(session.owner, params.name)
     locator = await session.locate(**params.target())
     handle = await locator.element_handle()
@@ -258,10 +336,15 @@ async def login_fields(scope: Page | Frame) -> dict[str, ElementHandle]:
 
 
 async def login_with_prompt(session: Session, params: dict[str, Any], target: str) -> str:
-    """'log in with `github` on https://…: …, then submit the form'."""
+    """'log in with `github` on https://…: …, then submit the form (its form submits to …)'."""
+    form = ""
+    with contextlib.suppress(BrowserdError):  # no page yet: the tool itself will say so
+        fields = await login_fields(session.scope)
+        form = await submits_to(fields["password"]) if "password" in fields else ""
     return (
         f"log in with `{params.get('name')}` on {current_url(session)}: fill its username, "
-        "password and one-time code where the page has fields for them, then submit the form"
+        f"password and one-time code where the page has fields for them, then submit the "
+        f"form{form}"
     )
 
 
@@ -292,6 +375,7 @@ async def login_with(session: Session, params: VaultName) -> dict[str, Any]:
                 return {"entry": entry.name, "filled": filled, "submitted": False, "note": note}
             filled.append(part)
     last = fields[[p for p in FIELDS if p in fields][-1]]
+    await refuse_unless_home(entry, last)  # the page may have moved its form meanwhile
 
     async def submit() -> None:
         if not await last.evaluate(SUBMIT_JS):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from playwright.async_api import Error as PlaywrightError
 from pydantic import Field
 
+from ..browser.masked import unfindable
 from ..browser.refs import first_line, parse_ref
 from ..browser.session import Session
 from ..commands.params import Target
@@ -102,7 +103,8 @@ class WaitTextParams(Timed):
 )
 async def wait_for_text(session: Session, params: WaitTextParams) -> dict[str, Any]:
     """Wait until some visible element shows the text."""
-    locator = session.scope.get_by_text(params.text, exact=params.exact).first
+    shown = session.scope.get_by_text(params.text, exact=params.exact)
+    locator = unfindable(shown, session.page.context).first
     await until(
         session,
         f"visible text {params.text!r}",

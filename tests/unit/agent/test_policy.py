@@ -102,3 +102,7 @@ def test_the_daemon_refuses_to_start_with_tools_ask_cannot_offer(tmp_path):
             check_ask_config(
                 Config.model_validate({"state": {"dir": str(tmp_path)}, **bad}), REGISTRY
             )
+
+
+def test_a_vault_fill_always_asks_whatever_auto_approve_says():
+    assert needs_consent("fill_credential", True, False, False, ["fill_credential"])

@@ -243,3 +243,15 @@ def test_uploads_never_reach_the_state_directory(tmp_path, where):
     assert load_config(None, env).browser.uploads_dir == tmp_path / "s" / "uploads"
     elsewhere = write(tmp_path, f'[browser]\nuploads_dir = "{tmp_path / "up"}"\n')
     assert load_config(elsewhere, env).browser.uploads_dir == tmp_path / "up"
+
+
+def test_a_vault_fill_cannot_be_auto_approved(tmp_path):
+    """The model picks the field a vault value goes into, and a page's text can steer it."""
+    for tool in ("fill_credential", "login_with"):
+        text = f'[[controllers]]\npubkey = "{PK}"\n[controllers.ask]\nauto_approve = ["{tool}"]\n'
+        with pytest.raises(ConfigError) as info:
+            load_config(write(tmp_path, text), {})
+        assert f"{tool} cannot be auto-approved" in str(info.value)
+        assert "a person always reads where it goes" in str(info.value)
+    fine = f'[[controllers]]\npubkey = "{PK}"\n[controllers.ask]\nauto_approve = ["open"]\n'
+    assert load_config(write(tmp_path, fine), {}).controllers[0].ask.auto_approve == ["open"]
