@@ -311,6 +311,9 @@ async def test_one_controllers_files_cannot_fill_the_disk(
             run(alice, me, "download", url=served.url + "file?size=600000", content=False)
         )
         await asyncio.to_thread(served.sent.wait, 30)
+        async with asyncio.timeout(30):  # its first chunk is on the disk
+            while bytes_under(daemon.config.browser.downloads_dir) == 0:
+                await asyncio.sleep(0.01)
         filler = fill(small_disk, leave=0)
         served.go.set()
         failed = await download

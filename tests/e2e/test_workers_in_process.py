@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import subprocess
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -20,7 +21,7 @@ from nostr_browserd.daemon.config import ControllerConfig
 from nostr_browserd.daemon.dispatch import Dispatcher
 from nostr_browserd.daemon.placement import preferred
 from nostr_browserd.daemon.session_state import SESSION_STATE, STATE_TIMEOUT
-from nostr_browserd.daemon.workers import Worker, _died_here
+from nostr_browserd.daemon.workers import SEALED_ASIDE, Worker, _died_here
 from nostr_browserd.dm.messages import Incoming
 from nostr_browserd.nostr.signer import KeySigner
 from tests.fixtures.browser import local_dispatcher
@@ -330,6 +331,24 @@ async def test_a_command_held_after_its_controller_moved_is_answered_as_not_run(
     assert [r["error"]["code"] for r in replies] == ["UNAVAILABLE"], "but answered"
     assert "moved to another worker" in replies[0]["error"]["message"]
     assert await w1.dispatcher.store.unanswered("w1") == []
+
+
+async def test_a_seal_is_opened_where_it_runs_and_everywhere_while_approvals_wait(two, monkeypatch):
+    """Issue 36 §2: a worker that does not serve the controller named by a wrap keeps it
+    sealed, unless one of its commands waits for an approval (any approver may send the
+    code) or too many messages are kept aside already (a flood of forged seals)."""
+    w1, w2, controller = two
+    assert w1.worker.opens(controller) and not w2.worker.opens(controller)
+    assert w2.worker.opens("ee" * 32), "not a controller: answered by whoever claims it"
+    with monkeypatch.context() as waiting:  # a command of w2 waits for an approval
+        waiting.setattr(w2.dispatcher.approvals, "waiting", lambda: True)
+        assert w2.worker.opens(controller)
+    sealed = command(controller, 1)
+    w2.worker.aside[controller] = deque([(sealed, w2.proceed)] * (SEALED_ASIDE - 1))
+    assert not w2.worker.opens(controller)
+    w2.worker.aside[controller].append((sealed, w2.proceed))
+    assert w2.worker.opens(controller), "too many kept aside: opened, and judged, here"
+    w2.worker.aside.clear()
 
 
 async def test_an_approval_is_left_to_the_worker_whose_command_waits_for_it(two):

@@ -153,6 +153,7 @@ async def stream_to_file(
                     if written > cap:
                         raise over_cap
                     out.write(chunk)
+                    out.flush()  # on the disk as it comes: what the quota sees is what is there
         except OSError as exc:
             path.unlink(missing_ok=True)
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):

@@ -68,6 +68,11 @@ class Approvals:
         """Whether a command of this worker waits for an approval with ``code``."""
         return code in self._waiting
 
+    def waiting(self) -> bool:
+        """Whether a command of this worker waits for an approval (its code may come in any
+        approver's message, whoever holds that approver's lease)."""
+        return bool(self._waiting)
+
     async def ask(
         self,
         controller: ControllerConfig,

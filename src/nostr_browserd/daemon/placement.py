@@ -11,6 +11,8 @@ around it: it asks the store, and acts on these answers.
 - *freshness*: whether a lease held here is surely still this worker's without asking;
 - *elsewhere*: whether a lease the store just refused is surely still another live worker's
   without asking again (a wrap for that controller then costs this worker no statement);
+- *opens*: whether this worker opens the seal of a gift wrap whose first decryption named a
+  controller: only where its commands may run (the others keep the wrap aside, sealed);
 - *hand-over*: none while this worker lives.  A controller leaves its worker only when that
   one drains (and releases its leases) or dies (and they expire): a move reloads its pages, so
   a controller is not moved to balance the load, not even to an idle worker that joined later
@@ -109,6 +111,16 @@ class Placement:
         if controller in self.held or waited >= self.grace():
             return True
         return self.prefers_me(controller) and not self.elsewhere(controller, now)
+
+    def opens(self, controller: str, now: float) -> bool:
+        """Whether to open now the seal of a wrap that names ``controller``: held here, or
+        free for this worker to take (:meth:`may_take` of a message that has not waited).
+
+        The seal (a signature check and a second decryption) is what a worker that does not
+        run the command would pay for nothing; the wrap's own decryption cannot be spared,
+        since only it names the sender.  A wrap kept aside sealed is opened when its lease
+        comes here (its worker drained or died, or did not see it for a :meth:`grace`)."""
+        return not self.draining and self.may_take(controller, waited=0.0, now=now)
 
     def refused(self, controller: str, now: float) -> None:
         """The store refused ``controller``'s lease here at ``now``: another worker holds it."""

@@ -2,10 +2,12 @@
 shell around the lease decisions of ``daemon/placement.py`` (store calls, the heartbeat, the
 kept-aside watcher, drain).
 
-Every worker reads every relay, so every worker opens every command.  The claim (one statement
-in the store) decides which worker runs it; the controller's lease decides which worker may
-claim it, so that one controller's commands run in order, in one browser context, on one
-worker at a time:
+Every worker reads every relay, so every worker opens every gift wrap, whose first
+decryption names its sender; only the worker where that sender's commands may run opens the
+seal inside (:meth:`Worker.opens`), and the others keep the wrap aside, sealed.  The claim
+(one statement in the store) decides which worker runs it; the controller's lease decides
+which worker may claim it, so that one controller's commands run in order, in one browser
+context, on one worker at a time:
 
 - A worker takes its name only from a process that is gone, silent for a lease, or dead on
   this host (``_take_name``): two live processes under one name would share its leases.
@@ -60,6 +62,10 @@ log = logging.getLogger(__name__)
 
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
+
+SEALED_ASIDE = 1_000
+"""Messages kept aside, beyond which every seal is opened here again: a flood of forged seals
+that name a controller would otherwise wait here, sealed, until its worker rejected them."""
 
 Proceed = Callable[[Incoming], Awaitable[None]]
 
@@ -196,6 +202,22 @@ class Worker:
         self.aside[controller] = deque([(incoming, proceed)])
         self._wake.set()
         return False
+
+    def opens(self, sender: str) -> bool:
+        """Whether to open now the seal of a gift wrap whose first decryption names
+        ``sender`` (not yet authenticated): where its command may run, and everywhere while
+        this worker is alone, waits for an approval (whose code any approver may send), or
+        ``sender`` is no controller (answered by whichever worker claims it).  No statement:
+        what this worker knows now; a wrap kept aside sealed is opened when it is claimed."""
+        if not self.shared() or self.dispatcher.approvals.waiting():
+            return True
+        if sender not in self.dispatcher.controllers or self.kept_aside() >= SEALED_ASIDE:
+            return True
+        return self.placement.opens(sender, time.monotonic())
+
+    def kept_aside(self) -> int:
+        """How many messages are kept aside here."""
+        return sum(len(kept) for kept in self.aside.values())
 
     async def _still_mine(self, controller: str) -> bool:
         """Whether ``controller``'s lease is still this worker's: surely, when it was granted
@@ -386,7 +408,7 @@ class Worker:
             "live": self.placement.live,  # as this worker last read it
             "workers": workers,
             "leases": leases,
-            "kept_aside": sum(len(kept) for kept in self.aside.values()),
+            "kept_aside": self.kept_aside(),
         }
 
 

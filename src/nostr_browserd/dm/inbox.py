@@ -14,7 +14,10 @@ The order of the checks is the point of this module:
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
    never trusted on its own.  A gift wrap's own signature (a one-time key's) was verified by
-   the relay pool that delivered it, and is not verified twice;
+   the relay pool that delivered it, and is not verified twice.  With several workers, only
+   the worker where the seal's signer's commands may run verifies and decrypts the seal
+   (``Gate.opens``); the others keep the wrap aside, sealed, under the sender it claims, and
+   open it only if that sender's lease comes to them;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
    never answered, so a stranger cannot even learn that the daemon reads its messages.  A
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
@@ -104,6 +107,12 @@ class Gate(Protocol):
     def keep(self, incoming: Incoming, proceed: Proceed) -> None:
         """Keep ``incoming``, whose claim could not be written, to claim it later (or drop it
         once another worker has)."""
+        ...
+
+    def opens(self, sender: str) -> bool:
+        """Whether to open now the seal of a gift wrap whose first decryption names
+        ``sender``; False: admit it sealed (this worker will not run it unless its sender's
+        lease comes here, and then ``proceed`` opens it)."""
         ...
 
 
@@ -200,6 +209,8 @@ class Inbox:
         self._newest_next = True
         self._arrived = asyncio.Event()
         self.checked = 0  # events checked against the store before opening
+        self.wraps_opened = 0  # gift wraps decrypted once (which names the sender)
+        self.seals_opened = 0  # seals verified and decrypted: commands this worker may run
 
     def status(self) -> dict[str, int]:
         """For the status page: a flood shows here before anywhere else."""
@@ -208,6 +219,8 @@ class Inbox:
             "stranger_decryptions": self.budget.spent,
             "wraps_waiting": len(self._wraps),
             "checked_in_store": self.checked,
+            "wraps_opened": self.wraps_opened,
+            "seals_opened": self.seals_opened,
         }
 
     def _addressed(self, event: Event) -> bool:
@@ -329,6 +342,10 @@ class Inbox:
         them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
 
         async def proceed(incoming: Incoming) -> None:
+            opened = await self.unseal(incoming)  # sealed: now it is this worker's to claim
+            if opened is None:
+                return
+            incoming = opened
             if self.gate is not None and self.gate.shared():
                 try:
                     claimed = await self.claimed(incoming, owe=False)
@@ -380,10 +397,13 @@ class Inbox:
         if not await self._unknown(event):
             return None
         incoming = await self.authenticate(event)
+        if incoming is not None:
+            incoming = await self.unseal(incoming)
         return None if incoming is None else await self.claimed(incoming)
 
     async def authenticate(self, event: Event) -> Incoming | None:
-        """The command ``event`` carries, not yet claimed, or None when it must be ignored.
+        """The command ``event`` carries, not yet claimed, or None when it must be ignored;
+        sealed when the gate says another worker runs its sender's commands (:meth:`unseal`).
         Whether it was seen before is the caller's to ask (:meth:`sort`, or :meth:`open`)."""
         if not self._addressed(event):
             return None
@@ -440,6 +460,7 @@ class Inbox:
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
             seal = await unwrap_seal(event, self.signer, verified=True)
+            self.wraps_opened += 1
             if self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND:
                 return await self._open_contextvm(event, seal)
             if "nip17" not in self.schemes:
@@ -447,12 +468,29 @@ class Inbox:
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
                 await self._reject(event)
                 return None
-            opened = await open_seal(event, seal, self.signer)
         except (UnwrapError, BrowserdError) as exc:
-            self.dropped.warning("unwrap", "dropped a gift wrap: %s", _reason(exc))
-            # A signer that did not answer says nothing of the wrap: a restart may retry it.
-            answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
-            await self._reject(event, remember=answered)
+            await self._unopened(event, exc)
+            return None
+        if self.gate is not None and not self.gate.opens(seal["pubkey"]):
+            # Another worker runs this sender's commands: kept aside, sealed (step 5).
+            return Incoming(seal["pubkey"], "nip17", "", "", event["id"], 0, sealed=(event, seal))
+        return await self._open_seal(event, seal)
+
+    async def unseal(self, incoming: Incoming) -> Incoming | None:
+        """``incoming`` with its seal opened (as it arrived when it was not sealed), or None
+        when the seal does not authenticate its sender or carries no command."""
+        if incoming.sealed is None:
+            return incoming
+        opened = await self._open_seal(*incoming.sealed)
+        return None if opened is None else replace(opened, received=incoming.received)
+
+    async def _open_seal(self, event: Event, seal: Event) -> Incoming | None:
+        """The command in the seal of ``event``, its sender authenticated (step 3)."""
+        try:
+            opened = await open_seal(event, seal, self.signer)
+            self.seals_opened += 1
+        except (UnwrapError, BrowserdError) as exc:
+            await self._unopened(event, exc)
             return None
         sender, rumor = opened.sender, opened.rumor
         expirations = [t for t in map(nip40.expiration, (event, rumor)) if t is not None]
@@ -495,9 +533,7 @@ class Inbox:
                 inner = await contextvm.unwrap(event, self.signer)
             message = contextvm.inner_message(inner, self.pubkey)
         except (UnwrapError, BrowserdError) as exc:
-            self.dropped.warning("unwrap", "dropped a ContextVM message: %s", _reason(exc))
-            answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
-            await self._reject(event, remember=answered)
+            await self._unopened(event, exc, "a ContextVM message")
             return None
         sender = message["pubkey"]
         if sender == self.pubkey or not self._allowed(sender, "ContextVM"):
@@ -513,6 +549,15 @@ class Inbox:
             message["created_at"],
             min(expirations, default=None),
         )
+
+    async def _unopened(
+        self, event: Event, exc: UnwrapError | BrowserdError, what: str = "a gift wrap"
+    ) -> None:
+        """A wrap that could not be opened: dropped, and remembered unless the signer did
+        not answer (that says nothing of the wrap: a restart may retry it)."""
+        self.dropped.warning("unwrap", "dropped %s: %s", what, _reason(exc))
+        answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
+        await self._reject(event, remember=answered)
 
     async def _reject(self, event: Event, remember: bool = True) -> None:
         """A wrap that cost a decryption and carried no command: never decrypt it again."""

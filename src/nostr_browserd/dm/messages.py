@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeGuard
 
 from ..errors import BrowserdError
+from ..nostr.nip01 import Event
 
 Scheme = Literal["nip17", "nip04"]
 """NIP-17 (gift-wrapped kind 14) or legacy NIP-04 (kind 4): a reply goes in the request's."""
@@ -48,6 +49,10 @@ class Incoming:
     ``event_id`` is what a reply references (the rumor id, or the kind 4 id); ``refusal`` is
     set when the message must be answered with that error instead of being run.  A NIP-17
     file message (kind 15) carries its tags in ``file_tags`` and its URL as ``content``.
+
+    ``sealed`` is a gift wrap and its seal, not yet opened (another worker runs its sender's
+    commands): then ``sender`` is only what the seal claims, ``content`` and ``event_id`` are
+    empty, and nothing may run it before the inbox opened it (``Inbox.unseal``).
     """
 
     sender: str
@@ -60,3 +65,4 @@ class Incoming:
     refusal: BrowserdError | None = None
     received: float = field(default_factory=time.monotonic)
     file_tags: tuple[tuple[str, ...], ...] | None = None
+    sealed: tuple[Event, Event] | None = None

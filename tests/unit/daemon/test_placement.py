@@ -88,3 +88,24 @@ def test_a_refused_lease_is_not_asked_for_again_until_it_may_be_free():
     placement.refused(mine, now=11.0)
     placement.granted(mine, asked=12.0)
     assert placement.may_take(mine, waited=0.0, now=12.0), "held here"
+
+
+def test_a_seal_is_opened_only_where_its_senders_commands_may_run():
+    """The others keep its wrap aside, sealed: the signature check and the second decryption
+    are spent once per command, not once per worker."""
+    placement = Placement("w1", LEASE)
+    mine, theirs = (controller_preferring(w, ["w1", "w2", "w3"]) for w in ("w1", "w2"))
+    assert placement.opens(theirs, now=0.0), "alone (the first second): every seal"
+    placement.read_live(["w1", "w2", "w3"], now=0.0)
+    assert placement.opens(mine, now=0.0), "free, and preferred here"
+    assert not placement.opens(theirs, now=0.0), "free, and another worker's to take"
+    placement.refused(mine, now=0.0)
+    assert not placement.opens(mine, now=1.0), "preferred here, but another worker holds it"
+    assert placement.opens(mine, now=LEASE / 3), "a refusal is trusted a third of a lease"
+    placement.granted(theirs, asked=2.0)
+    assert placement.opens(theirs, now=2.0), "held here (its worker left, or it waited)"
+    placement.refused(mine, now=3.0)
+    placement.read_live(["w1", "w3"], now=3.0)  # its holder died: asked again at once
+    assert placement.opens(mine, now=3.0)
+    placement.draining = True
+    assert not placement.opens(theirs, now=3.0), "draining: nothing is admitted here"

@@ -283,6 +283,8 @@ async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budge
         "stranger_decryptions": strangers,
         "wraps_waiting": len(inbox._wraps),
         "checked_in_store": 62,  # each of them, at once, before anything was opened
+        "wraps_opened": inbox.wraps_opened,
+        "seals_opened": 2,  # the two commands' (a stranger's seal never)
     }
     # one call per stranger's wrap (their seals never), two per command
     assert strangers + 4 <= len(daemon.calls) <= taken + 4
