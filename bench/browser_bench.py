@@ -434,7 +434,7 @@ async def open_phases(url: str, reps: int) -> dict[str, list[float]]:
                 (await timed(ours(session, {"tool": "open", "params": {"url": url}})))[0]
             )
             times["goto"].append((await timed(session.page.goto(url)))[0])
-            await session.settle()
+            await session.chores.settle()
     finally:
         for name, original in originals.items():
             setattr(Session, name, original)

@@ -68,7 +68,7 @@ async def command_times(session: Session, url: str, recording: bool) -> dict[str
             times[command] = (time.perf_counter() - started) * 1000
     finally:
         if recording:
-            await session.stop_recording()
+            await session.stream.stop_recording()
     return times
 
 
@@ -102,7 +102,7 @@ async def cpu_span(session: Session, moving: str, recording: bool) -> float:
     before, started = cpu_seconds(os.getpid()), time.monotonic()
     await asyncio.sleep(SPAN_S)
     if recording:
-        await session.stop_recording()  # encoding's tail counts too
+        await session.stream.stop_recording()  # encoding's tail counts too
     spent, span = cpu_seconds(os.getpid()) - before, time.monotonic() - started
     return spent * 60 / span
 

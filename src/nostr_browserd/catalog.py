@@ -12,7 +12,7 @@ from pydantic import Field
 
 from .agent import command as agent
 from .commands.grammar import usage
-from .commands.registry import Params, Registry
+from .commands.registry import Params, Registry, ToolContext
 from .tools import (
     annotate,
     batch,
@@ -114,6 +114,6 @@ def describe(registry: Registry, name: str | None) -> dict[str, Any]:
 @REGISTRY.tool(
     "help", family="meta", gated=False, params=HelpParams, args=("*tool",), needs_session=False
 )
-async def help_(session: Any, params: HelpParams, registry: Registry) -> dict[str, Any]:
+async def help_(session: Any, params: HelpParams, ctx: ToolContext) -> dict[str, Any]:
     """List every tool, or with a tool name, its params and usage."""
-    return describe(registry, params.tool)
+    return describe(ctx.registry, params.tool)

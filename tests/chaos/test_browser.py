@@ -183,7 +183,7 @@ async def test_a_page_in_a_busy_loop_is_stopped_at_the_command_timeout(
 
 async def test_an_alert_loop_is_cut_and_nobody_is_held(call, session, browser_pool, chaos):
     events = []
-    session.on_event(events.append)
+    session.events.listen(events.append)
     opened = await call(f"open {base(chaos)}/alerts")
     # 20 alerts are accepted; the 21st is left open, and the command says so at once.
     assert opened["success"] and opened["data"]["dialog"]["type"] == "alert", opened
@@ -213,7 +213,7 @@ async def test_500_popups_are_bounded(call, session, browser_pool, chaos, monkey
     assert (await call("close_all"))["success"]
     monkeypatch.setattr(session, "MAX_TABS", 5)  # now the cap is lower than the budget
     events = []
-    session.on_event(events.append)
+    session.events.listen(events.append)
     await call(f"open {base(chaos)}/popups")
     assert len((await call("tab_list"))["data"]["tabs"]) <= 5
     assert [e["event"] for e in events].count("popup_closed") == 1  # said once

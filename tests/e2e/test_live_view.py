@@ -87,7 +87,7 @@ async def test_stream_follows_tab_switches(daemon, call, site_url):
     assert (await call(f"open {site_url}/index.html"))["success"]
     assert (await call("stream_enable"))["success"]
     session = daemon.browser.existing(OWNER)
-    assert session.screencast.tab == session.active_tab
+    assert session.stream.screencast.tab == session.active_tab
     assert (await call(f"tab_new {site_url}/form.html"))["success"]
     assert session.active_tab == "t2"
     tabs = set()
@@ -97,9 +97,9 @@ async def test_stream_follows_tab_switches(daemon, call, site_url):
             message = json.loads(await ws.recv())
             if message.get("event") == "stream_frame":
                 tabs.add(message["data"]["tab"])
-    assert session.screencast.tab == "t2"
+    assert session.stream.screencast.tab == "t2"
     assert (await call("stream_disable"))["success"]
-    assert session.screencast is None
+    assert session.stream.screencast is None
     assert (await call("stream_status"))["data"]["on"] is False
 
 

@@ -27,7 +27,7 @@ async def start_server(session, dispatcher, token=TOKEN):
 
     server = LocalServer(handle, status, port=0, token=token)
     await server.start()
-    session.on_event(server.broadcast)
+    session.events.listen(server.broadcast)
     return server
 
 

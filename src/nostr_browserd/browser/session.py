@@ -1,72 +1,59 @@
-"""One owner's browsing: its windows, tabs with stable ids, frames, dialogs and events.
+"""One owner's browsing: its windows, its tabs with stable ids, which one is active, its lock.
 
 Every controller (a pubkey, or ``local``) gets a ``Session`` from the pool (``pool.py``): its
 own BrowserContext, so cookies and storage are never shared, its own tabs (``t1``, ``t2``, …
 never reused) and its own pending-dialog state.  When its browser dies the pool binds it to a
 fresh context; the command that hit the crash reports ``BROWSER_CRASHED`` and the next one
 works.
+
+The session is shaped after Playwright MCP's ``Context``: it holds the windows, the tabs and
+which one is active, and the lock its commands take.  What belongs to one page (frame focus,
+its dialog, its title, its refs and numbers) is its ``Tab``'s.  What spans the tabs has an
+object of its own: ``dialogs`` (the one waiting, the actions a dialog interrupts), ``events``
+(who hears them, what the controller watches), ``stream`` (the live view and a recording),
+``actions`` (the door every action goes through) and ``background_tabs`` (tabs no one sees).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from playwright.async_api import (
-    BrowserContext,
-    Frame,
-    Locator,
-    Page,
-)
+from playwright.async_api import BrowserContext, Frame, Locator, Page
 
 from ..capacity import Capacity
 from ..errors import BrowserdError, ErrorCode
-from ..redact import scrub
+from .actions import Actions
+from .background_tabs import BackgroundTabs
+from .chores import Chores
 from .config import BrowserConfig, RecordConfig
+from .dialogs import Dialogs
 from .endpoints import Endpoint
-from .labels import is_label, label_ref
+from .events import EventCallback, Events
+from .live import LiveStream
 from .masked import filled_in
-from .netpolicy import NetworkPolicy
 from .pagelog import PageLog
 from .quota import FileQuota
-from .refs import locate
-from .screencast import Fanout, Screencast, StreamSettings
-from .shelf import StateShelf
-from .tab import PendingDialog, Tab, consume
+from .reach import Reach, Services
+from .screencast import Fanout
+from .tab import Tab
 from .window import Window
 
 if TYPE_CHECKING:
-    from ..vault.entry import Keeper
-    from .recorder import Recorder, Recording
+    from .recorder import Recorder
 
-log = logging.getLogger(__name__)
-
-EventCallback = Callable[[dict[str, Any]], None]
+__all__ = ["EventCallback", "Pool", "Session"]
 
 
-class Pool(Protocol):
+class Pool(Services, Protocol):
     """What a session asks of the pool that placed it (``pool.BrowserPool``, which imports us)."""
 
     config: BrowserConfig
     listeners: list[EventCallback]
-    policy: NetworkPolicy
-    fetches: Capacity
-    shelf: StateShelf | None
-    vault: Keeper | None
     frames: Fanout
+    fetches: Capacity
     quota: FileQuota
-
-    @property
-    def devices(self) -> dict[str, Any]:
-        """Playwright's device descriptors by name."""
-        ...
-
-    async def proxy_url(self, owner: str) -> str | None:
-        """The egress proxy's URL for ``owner``'s own fetches, if the policy applies to it."""
-        ...
 
     async def revive(self, session: Session) -> bool:
         """Give ``session`` a live context; True when the one it had died."""
@@ -82,10 +69,8 @@ class Pool(Protocol):
 
 
 class Session:
-    """One owner's browsing: its windows and tabs, the active tab, frames, dialogs, events.
+    """One owner's browsing: its windows and tabs, the active tab, and its lock.
 
-    What belongs to one tab (its page and the listeners on it, its window, title, dialog,
-    alerts, last snapshot and screenshot) is a ``Tab`` in ``tabs``; ``tab`` is the active one.
     The session is each tab's ``TabOwner``: it hears their events and keeps what spans them.
     """
 
@@ -106,34 +91,24 @@ class Session:
         self._crash_told = False
         self.tabs: dict[str, Tab] = {}
         self.tab: Tab | None = None
-        self.last_alert: dict[str, Any] | None = None
         # (tab, url, title, frame) as the controller's last reply told them (protocol.run).
         self.place_told: tuple[Any, ...] | None = None
         self._next_tab = 1
-        self._listeners: list[EventCallback] = []
-        self._dialog_opened = asyncio.Event()
-        self._dialog_count = 0
-        self._dialog_watchers = 0  # until_dialog calls in progress (a batch nests them)
-        self._pending: set[asyncio.Future[Any]] = set()
         self.tab_opened = asyncio.Event()
         self.popups_closed = 0
         self.log = PageLog()
         # Windows are BrowserContexts of this owner (w1 is ``context``); tabs span them all.
         self.windows: dict[str, BrowserContext] = {}
         self._next_window = 1
-        # The frame targets resolve in after frame_switch, the tab it belongs to, and a note
-        # for the next result when it was lost (navigation, detached).
-        self._frame: Frame | None = None
-        self._frame_tab: str | None = None
-        self._frame_note: str | None = None
         # For the next result after the browser moved here from another worker (once).
         self.moved_note: str | None = None
-        # Events a controller asked to be sent (watch): marked for the daemon to forward.
-        self._watching: frozenset[str] = frozenset()
-        # The live view's screencast of the active tab (stream_enable), when on.
-        self.screencast: Screencast | None = None
-        # A recording of the active tab (record_start), when on: a screencast of its own.
-        self.recorder: Recorder | None = None
+        self.reach = Reach(pool, owner)  # what its tools reach beyond the pages (ToolContext)
+        self.chores = Chores()  # what event handlers started; a command's reply waits for it
+        self.events = Events(owner, pool.listeners, lambda: filled_in(self.windows.values()))
+        self.dialogs = Dialogs(self.tabs)
+        self.stream = LiveStream(pool.frames, self.chores.run)
+        self.actions = Actions()
+        self.background_tabs = BackgroundTabs(self._on_page)
 
     # --- lifecycle -----------------------------------------------------------------
 
@@ -147,7 +122,6 @@ class Session:
         context.on("close", lambda closed: self._closed(closed))
         self.tabs.clear()
         self.tab = None
-        self._frame = None
         self.windows.clear()
         await self._add_window(window)
 
@@ -162,7 +136,7 @@ class Session:
         self.windows[name] = window.context
         window.adopt(self._on_title, self._on_page)
         await window.prepare(self.config.timeout_ms)
-        await self.settle()  # its tab_changed goes out now, not during the next command
+        await self.chores.settle()  # its tab_changed goes out now, not in the next command
         return name
 
     async def close_window(self, window: str) -> list[str]:
@@ -217,27 +191,29 @@ class Session:
         self._crash_told = True
 
     async def close(self) -> None:
-        """Close this owner's context; the pool forgets the session."""
-        if self.recorder is not None:
-            recorder, self.recorder = self.recorder, None
-            await recorder.abandon()
+        """Close this owner's context (a recording is dropped); the pool forgets the session."""
+        await self.stream.abandon_recording()
         await self.pool.release(self.owner)
 
     # --- tabs ----------------------------------------------------------------------
 
     def _on_page(self, page: Page) -> None:
-        """A new page in one of our contexts (a popup, or ours): a tab, unless too many."""
+        """A new page in one of our contexts (a popup, or ours): a tab, unless too many or a
+        background tab's (which may hold it until it knows, then hands it back)."""
+        if self.background_tabs.claims(page):
+            return
         known = any(tab.page is page for tab in self.tabs.values())
         if known or len(self.tabs) < self.MAX_TABS:
-            self._track(page)
+            self.track(page)
             return
         self.popups_closed += 1
         if self.popups_closed == 1:  # said once per session, not 500 times
-            self.emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
-        self.background(page.close())
+            self.events.emit("popup_closed", {"reason": f"at most {self.MAX_TABS} tabs"})
+        self.chores.run(page.close())
 
-    def _track(self, page: Page) -> str:
-        """Give a page a tab id (idempotent) and make it active: popups come to the front."""
+    def track(self, page: Page) -> str:
+        """Give a page a tab id (idempotent: its event may come late) and make it active:
+        popups come to the front."""
         for known in self.tabs.values():
             if known.page is page:
                 return known.id
@@ -250,10 +226,6 @@ class Session:
         self.switch(tab_id)
         return tab_id
 
-    def tab_id(self, page: Page) -> str:
-        """The id of a page this session tracks (registering it if the event is late)."""
-        return self._track(page)
-
     def switch(self, tab_id: str) -> Page:
         """Make ``tab_id`` the active tab."""
         tab = self.tabs.get(tab_id)
@@ -264,9 +236,8 @@ class Session:
             )
         if self.tab is not tab:
             self.tab = tab
-            self.background(tab.announce("tab_changed"))
-            for cast in self._casts():  # the live view and a recording follow the active tab
-                self.background(cast.start(tab.id, tab.page))
+            self.chores.run(tab.announce("tab_changed"))
+            self.stream.follow(tab)  # the live view and a recording follow the active tab
         return tab.page
 
     @property
@@ -277,8 +248,6 @@ class Session:
     def forget(self, tab_id: str) -> None:
         """Drop a closed tab; the most recent remaining tab becomes active."""
         tab = self.tabs.pop(tab_id, None)
-        if self._frame_tab == tab_id:
-            self._frame = None
         if tab is not None and self.tab is tab:
             self.tab = None
             if self.tabs:
@@ -295,7 +264,17 @@ class Session:
         current = self.page_or_none
         context = current.context if current is not None else self.main_context()
         page = await context.new_page()
-        return self.tab_id(page), page
+        return self.track(page), page
+
+    def open_background_tab(self) -> contextlib.AbstractAsyncContextManager[Tab]:
+        """``async with session.open_background_tab() as tab``: a blank tab in window w1 (the
+        owner's cookies and logins) that no tab list shows, that never becomes active and
+        whose refs are its own, closed when the block ends (``background_tabs.py``).
+
+        It does not take the session's lock: what runs in it runs beside the owner's
+        commands, on its own page.
+        """
+        return self.background_tabs.open(self.main_context())
 
     def main_context(self) -> BrowserContext:
         """Window w1's context: the session's own, which only a relaunch replaces."""
@@ -328,52 +307,30 @@ class Session:
         return self.tab.page if self.tab is not None else None
 
     @property
-    def active_frame(self) -> Frame | None:
-        """The frame chosen with frame_switch, when it belongs to the active tab."""
-        return self._frame if self._frame_tab == self.active_tab else None
-
-    @property
     def scope(self) -> Page | Frame:
-        """Where targets resolve and scripts run: the frame_switch frame, else the page."""
+        """Where targets resolve and scripts run: the active tab's frame, else its page."""
         page = self.page
-        return self.active_frame or page
-
-    def enter_frame(self, frame: Frame) -> None:
-        """Resolve targets and run scripts in ``frame``, of the active tab (frame_switch)."""
-        self._frame, self._frame_tab = frame, self.active_tab
-
-    def leave_frame(self) -> bool:
-        """Back to the main frame (frame_main); whether a frame had been chosen."""
-        chosen, self._frame = self._frame is not None, None
-        return chosen
-
-    def frame_detached(self, frame: Frame) -> None:
-        """The chosen frame went away (removed, or its page navigated): back to main."""
-        if frame is self._frame:
-            self._frame = None
-            self._frame_note = "The frame is gone (removed or the page navigated): back to main."
+        assert self.tab is not None
+        return self.tab.frame or page
 
     async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
-        """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
-        screenshot (a bare number), or a coded error, fast.
+        """Exactly one element of the active tab (``Tab.locate``), or a coded error, fast;
+        refused while a dialog blocks the tab, as ``page`` is."""
+        page = self.page
+        assert self.tab is not None and self.tab.page is page
+        return await self.tab.locate(ref, selector)
 
-        A reloaded page has no refs until a snapshot here: on a tab reopened after the browser
-        moved, a ref that names nothing is one from before the move, and the error says so.
-        """
-        if is_label(selector) and ref is None:
-            assert selector is not None
-            ref, selector = label_ref(self.tab.labels if self.tab else None, selector), None
-        try:
-            return await locate(self.scope, ref=ref, selector=selector)
-        except BrowserdError as exc:
-            tab = self.tab
-            if exc.code is not ErrorCode.STALE_REF or tab is None or not tab.reloaded:
-                raise
-            raise BrowserdError(
-                ErrorCode.STALE_REF,
-                f"Ref {ref} is from before this browser moved to another worker, which reopened"
-                " and reloaded its pages: take a new snapshot.",
-            ) from None
+    async def start_recording(self, settings: RecordConfig) -> Recorder:
+        """Record the active tab, and the tabs it moves to (``stream``), masking the secret
+        fields of the active page as they are then."""
+        # Here, not at the top: PyAV and Pillow load with the first recording, not at start.
+        from .mask_boxes import secret_boxes
+        from .recorder import Recorder
+
+        page = self.page
+        assert self.tab is not None and self.tab.page is page
+        recorder = Recorder(settings, lambda: secret_boxes(self.page))
+        return await self.stream.record(recorder, self.tab)
 
     # --- what the tabs tell it (the session is their TabOwner) --------------------
 
@@ -384,234 +341,32 @@ class Session:
                 tab.title_reported(title, at_load is True)
 
     def loaded(self, tab: Tab) -> None:
-        """A tab loaded: a screencast started while it was opening starts again."""
-        for cast in self._casts():
-            if cast.tab == tab.id and cast.quiet:
-                # Started while the tab was opening: Chrome sent nothing, so start it again.
-                self.background(cast.start(tab.id, tab.page))
+        """A tab loaded: the live view and a recording may start again on it."""
+        self.stream.loaded(tab)
 
     def closed(self, tab: Tab) -> None:
         """A tab closed or crashed: forgotten."""
         self.forget(tab.id)
 
-    async def settle(self) -> None:
-        """Let event handlers' work finish, so a command's events go out before its reply."""
-        if self._pending:
-            await asyncio.wait(set(self._pending), timeout=5)
-
-    def background(self, awaitable: Awaitable[Any]) -> None:
-        """Run what an event handler started (a cleanup, an announcement) to its end.
-
-        A reference is kept until it is done, and ``settle`` waits for it.
-        """
-        task = asyncio.ensure_future(_quietly(awaitable))
-        self._pending.add(task)
-        task.add_done_callback(self._pending.discard)
-
-    # --- dialogs -------------------------------------------------------------------
-
-    @property
-    def dialog(self) -> PendingDialog | None:
-        """The dialog that waits for an answer (each tab holds its own): the newest."""
-        waiting = [t.dialog for t in self.tabs.values() if t.dialog is not None]
-        return max(waiting, key=lambda d: d.number, default=None)
-
-    def dialog_opened(self, alert: dict[str, Any] | None) -> None:
-        """A tab's dialog opened: an alert for the next result, or one ``until_dialog`` meets."""
-        if alert is not None:
-            self.last_alert = alert
-        else:
-            self._dialog_count += 1
-        self._dialog_opened.set()
-
-    async def answer_dialog(self, accept: bool, value: str | None = None) -> dict[str, Any]:
-        """Accept or dismiss the dialog that waits for an answer (``dialog``)."""
-        pending = self.dialog
-        if pending is None:
-            raise BrowserdError(ErrorCode.NO_DIALOG, "No dialog is open.")
-        return await self.tabs[pending.tab].answer(accept, value)
-
-    async def until_dialog(self, action: Awaitable[Any]) -> tuple[bool, Any]:
-        """Run ``action`` until it finishes or opens a dialog that waits for an answer.
-
-        Returns ``(True, None)`` when a dialog interrupted it: a click that opens
-        ``confirm()`` does not return until the dialog is answered, so the command returns
-        with the dialog as state and the action finishes later.  Alerts do not interrupt.
-        When calls nest (a batch runs each of its commands this way), the innermost one is
-        interrupted and the outer ones wait for their action to return (the batch's summary).
-
-        Cancelled (the command's deadline), it cancels the action and returns only once the
-        action has ended: a stopped command does nothing afterwards, and the session's lock
-        is not released while it still could (pass a task to see how it ended).
-        """
-        start = self._dialog_count
-        self._dialog_watchers += 1
-        depth = self._dialog_watchers
-        task = asyncio.ensure_future(action)
-        try:
-            while not task.done():
-                opened = asyncio.ensure_future(self._dialog_opened.wait())
-                try:
-                    await asyncio.wait({task, opened}, return_when=asyncio.FIRST_COMPLETED)
-                except asyncio.CancelledError:
-                    opened.cancel()
-                    task.cancel()  # Playwright aborts the call in the browser too
-                    await asyncio.wait({task})
-                    consume(task)
-                    raise
-                opened.cancel()
-                self._dialog_opened.clear()
-                inner = self._dialog_watchers > depth
-                if not (task.done() or inner) and self._dialog_count != start and self.dialog:
-                    task.add_done_callback(consume)
-                    return True, None
-            return False, task.result()
-        finally:
-            self._dialog_watchers -= 1
-
-    async def race_dialog(self, action: Awaitable[Any]) -> bool:
-        """Run ``action``; True if a dialog interrupted it (see ``until_dialog``)."""
-        interrupted, _ = await self.until_dialog(action)
-        return interrupted
-
-    # --- what the session reaches through its pool -----------------------------------
-
-    async def refuse_url(self, url: str) -> None:
-        """``FORBIDDEN`` with the reason when the network policy refuses ``url`` to the owner."""
-        await self.pool.policy.refuse(url, self.owner)
-
-    async def check_url(self, url: str) -> str | None:
-        """Why the network policy refuses ``url`` to the owner, or None when it allows it."""
-        return await self.pool.policy.check(url, self.owner)
-
-    async def proxy_url(self) -> str | None:
-        """The proxy the owner's own fetches go through, when private networks are refused."""
-        return await self.pool.proxy_url(self.owner)
-
-    @property
-    def shelf(self) -> StateShelf | None:
-        """Where the owner's saved login states are kept (the daemon's store), if anywhere."""
-        return self.pool.shelf
-
-    @property
-    def vault(self) -> Keeper | None:
-        """The credential vault (the daemon's store and key), if the daemon keeps one."""
-        return self.pool.vault
-
-    @property
-    def devices(self) -> dict[str, Any]:
-        """Playwright's device descriptors by name ("iPhone 13", "Pixel 7", …)."""
-        return self.pool.devices
-
-    # --- the live view --------------------------------------------------------------
-
-    async def start_stream(self, settings: StreamSettings) -> dict[str, Any]:
-        """Screencast the active tab to the live view's viewers; again: new settings."""
-        if self.screencast is not None:
-            await self.screencast.stop()
-        cast = self.screencast = Screencast(self.pool.frames, settings)
-        page = self.page
-        assert self.tab is not None
-        await cast.start(self.tab.id, page)
-        return cast.status()
-
-    async def stop_stream(self) -> dict[str, Any]:
-        """Stop the screencast; the viewers keep no stale picture for the next one."""
-        if self.screencast is not None:
-            await self.screencast.stop()
-            self.screencast = None
-            self.pool.frames.last = None
-        return self.stream_status()
-
-    def _casts(self) -> list[Screencast]:
-        """The screencasts on the active tab: the live view's, a recording's."""
-        recording = self.recorder.cast if self.recorder is not None else None
-        return [cast for cast in (self.screencast, recording) if cast is not None]
-
-    async def start_recording(self, settings: RecordConfig) -> Recorder:
-        """Record the active tab, and the tabs it moves to, until :meth:`stop_recording`."""
-        if self.recorder is not None:
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, "A recording is on: record stop ends it.")
-        # Here, not at the top: PyAV and Pillow load with the first recording, not at start.
-        from .mask_boxes import secret_boxes
-        from .recorder import Recorder
-
-        page = self.page
-        assert self.tab is not None
-        recorder = self.recorder = Recorder(settings, lambda: secret_boxes(self.page))
-        await recorder.cast.start(self.tab.id, page)
-        return recorder
-
-    async def stop_recording(self) -> Recording:
-        """End the recording; its video and contact sheet."""
-        if self.recorder is None:
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, "No recording is on: record start it.")
-        recorder, self.recorder = self.recorder, None
-        return await recorder.stop()
-
-    def stream_status(self) -> dict[str, Any]:
-        """The screencast's counters when it is on, else the viewers' alone."""
-        if self.screencast is None:
-            return {"on": False, **self.pool.frames.status()}
-        return self.screencast.status()
-
-    # --- events and state ----------------------------------------------------------
-
-    @property
-    def watching(self) -> frozenset[str]:
-        """The events the controller asked to be sent (``watch``), ``screen`` among them."""
-        return self._watching
-
-    def watch(self, events: frozenset[str], off: bool = False) -> frozenset[str]:
-        """Mark ``events`` for the daemon to forward (watch), or stop; what is watched now."""
-        self._watching = self._watching - events if off else self._watching | events
-        return self._watching
-
-    def on_event(self, callback: EventCallback) -> None:
-        """Call ``callback({"event", "data"})`` for load, tab_changed, dialog, download, …"""
-        self._listeners.append(callback)
-
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Tell this session's listeners, and the pool's (with ``owner``), of ``event``.
-
-        A title, a dialog or a console line the page made of a value the vault filled shows
-        ``MASK`` in its place (browser/masked.py)."""
-        data = scrub(data, filled_in(self.windows.values()))
-        mine: dict[str, Any] = {"event": event, "data": data}
-        everyone: dict[str, Any] = {**mine, "owner": self.owner}
-        if event in self._watching:  # the daemon forwards these to the controller (watch)
-            everyone["watched"] = True
-        for callback, message in [
-            *((c, mine) for c in self._listeners),
-            *((c, everyone) for c in self.pool.listeners),
-        ]:
-            try:
-                callback(message)
-            except Exception:
-                log.exception("event listener failed")
+    # --- state ---------------------------------------------------------------------
 
     async def state(self, fresh: bool = True) -> dict[str, Any]:
         """url, title, tab and dialog: merged into every result (``fresh``: see Tab.read_title)."""
         tab = self.tab
         state: dict[str, Any] = {"url": tab.page.url if tab else None, "title": None}
-        if tab is not None and self.dialog is None:
+        if tab is not None and self.dialogs.pending is None:
             state["title"] = await tab.read_title(fresh)
         state["tab"] = self.active_tab
-        if self.active_frame is not None:
-            state["frame"] = {"url": self.active_frame.url, "name": self.active_frame.name or None}
-        if self._frame_note is not None:
-            state["frame_note"] = self._frame_note
-            self._frame_note = None
+        if tab is not None and tab.frame is not None:
+            state["frame"] = {"url": tab.frame.url, "name": tab.frame.name or None}
+        if tab is not None and tab.frame_note is not None:
+            state["frame_note"], tab.frame_note = tab.frame_note, None
         if self.moved_note is not None:
-            state["moved"] = self.moved_note
-            self.moved_note = None
-        state["dialog"] = self.dialog.describe() if self.dialog else None
-        if self.last_alert is not None:
-            state["alert"] = self.last_alert
-            self.last_alert = None
+            state["moved"], self.moved_note = self.moved_note, None
+        if tab is not None and tab.told_labels:
+            state["label"] = "; ".join(label.describe() for label in tab.told_labels.values())
+        dialog = self.dialogs.pending  # again: one may have opened while the title was read
+        state["dialog"] = dialog.describe() if dialog else None
+        if self.dialogs.last_alert is not None:
+            state["alert"], self.dialogs.last_alert = self.dialogs.last_alert, None
         return state
-
-
-async def _quietly(awaitable: Any) -> None:
-    with contextlib.suppress(Exception):
-        await awaitable

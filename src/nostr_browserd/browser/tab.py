@@ -2,10 +2,14 @@
 
 A ``Tab`` owns its page the way Playwright MCP's ``Tab`` does: it listens to the page itself,
 keeps the title the page reports, holds the dialog that waits for an answer and the alerts it
-accepted, and drops itself when its renderer crashes.  What the whole session must hear (its
-events, a dialog opening, a load, the tab's end) it tells its ``TabOwner``.  Closing a tab
-forgets all of it at once, with the last snapshot and screenshot that the diffs and the
-annotated screenshot compare against.
+accepted, the frame chosen with ``frame_switch``, and finds elements by ref, selector or a
+number of its last annotated screenshot; it drops itself when its renderer crashes.  What the
+whole session must hear (its events, a dialog opening, a load, the tab's end) it tells its
+``TabOwner``.  Closing a tab forgets all of it at once, with the last snapshot and screenshot
+that the diffs and the annotated screenshot compare against.
+
+A background tab (``background``, see ``background_tabs.py``) is a tab like any other whose
+owner tells no one: what a tool does on it, it does on its own page, refs and numbers.
 """
 
 from __future__ import annotations
@@ -22,60 +26,64 @@ from playwright.async_api import (
     ConsoleMessage,
     Dialog,
     Download,
-    Error,
     Frame,
+    Locator,
     Page,
 )
 
 from ..errors import BrowserdError, ErrorCode
 from .downloads import was_asked
-from .labels import Labels
+from .labels import Label, Labels, is_label, label_of
+from .refs import locate
 
 if TYPE_CHECKING:
     from .snapshot.printer import Seen
 
-# Every top document reports its title whenever it changes, so a result's state can carry it
-# without a round trip to the page.  It observes only where the title lives (the document, its
-# root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
-# It also reports the title when the load event begins (ours is its first listener), marked as
-# the load's; what the page's own load handlers change is reported as they change it.  All of
-# it arrives before Playwright's load event, so a load or ``open`` announces the title the page
-# has after its load handlers without asking the page once more.
-TITLE_BINDING = "__browserdTitle"
-TITLE_OBSERVER = f"""(() => {{
-  if (window.top !== window) return;
-  const report = window.{TITLE_BINDING};
-  let last = document.title;
-  addEventListener("load", () => {{ last = document.title; report(last, true); }}, true);
-  const observer = new MutationObserver(() => watch());
-  const watch = () => {{
-    observer.disconnect();
-    for (const node of [document, document.documentElement, document.head]) {{
-      if (node) observer.observe(node, {{childList: true}});
-    }}
-    const title = document.querySelector("title");
-    if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
-    if (document.title !== last) {{ last = document.title; report(last); }}
-  }};
-  watch();
-}})()"""
 # Dialogs in the order they opened, across tabs: the session answers the newest first.
 _OPENED = itertools.count()
 
 
-class TabOwner(Protocol):
-    """What a tab tells the session it belongs to (``session.Session``, which imports us)."""
+class Emitter(Protocol):
+    """Where a tab's events go (``events.Events``)."""
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Send one of the session's events (load, dialog, download, crash, …)."""
+        """Send one event (load, dialog, download, crash, …)."""
         ...
 
-    def background(self, awaitable: Awaitable[Any]) -> None:
-        """Run what an event handler started, kept until it is done (``settle`` waits)."""
-        ...
 
-    def dialog_opened(self, alert: dict[str, Any] | None) -> None:
+class DialogSink(Protocol):
+    """Who hears that a tab's dialog opened (``dialogs.Dialogs``, which imports us)."""
+
+    def opened(self, alert: dict[str, Any] | None) -> None:
         """A dialog opened: an alert accepted already (``alert``), or one that waits."""
+        ...
+
+
+class Runner(Protocol):
+    """Who runs what a tab's handlers start (``chores.Chores``)."""
+
+    def run(self, awaitable: Awaitable[Any]) -> None:
+        """Run it to its end, kept until it is done."""
+        ...
+
+
+class TabOwner(Protocol):
+    """What a tab tells the session it belongs to (``session.Session``, which imports us), or
+    the background tabs (``background_tabs.BackgroundTabs``), which tell no one."""
+
+    @property
+    def events(self) -> Emitter:
+        """Where its events go."""
+        ...
+
+    @property
+    def dialogs(self) -> DialogSink:
+        """Who hears its dialogs open."""
+        ...
+
+    @property
+    def chores(self) -> Runner:
+        """Who runs what its handlers start (``settle`` waits for it)."""
         ...
 
     def loaded(self, tab: Tab) -> None:
@@ -84,10 +92,6 @@ class TabOwner(Protocol):
 
     def closed(self, tab: Tab) -> None:
         """The tab is gone: closed, or its renderer crashed."""
-        ...
-
-    def frame_detached(self, frame: Frame) -> None:
-        """A frame of the tab went away (removed, or its page navigated)."""
         ...
 
 
@@ -132,11 +136,14 @@ class Tab:
     # Alerts accepted per command before one is left open (an alert loop).
     ALERT_LIMIT = 20
 
-    def __init__(self, tab_id: str, page: Page, window: str, owner: TabOwner) -> None:
+    def __init__(
+        self, tab_id: str, page: Page, window: str, owner: TabOwner, *, background: bool = False
+    ) -> None:
         self.id = tab_id
         self.page = page
         self.window = window
         self._owner = owner
+        self.background = background  # no tab list shows it, and it is never the active one
         self.title: str | None = None  # None: not known since the document last changed
         # Changes with every title report or new document, so a title read it raced is not kept.
         self._title_version = 0
@@ -148,11 +155,16 @@ class Tab:
         self.document = 0
         self.screenshot: bytes | None = None
         self.labels: Labels | None = None  # of the last annotated screenshot (click 3)
+        self.told_labels: dict[int, Label] = {}  # the numbers the running command acts on
         # Reopened at its last address after the browser moved to this worker: a ref that names
         # nothing on it is one from before the move (``Session.locate`` says so).
         self.reloaded = False
         self.dialog: PendingDialog | None = None
         self._alerts = 0  # accepted during the running command
+        # The frame targets resolve in after frame_switch, and a note for the next result
+        # when it was lost (removed, or the page navigated).
+        self.frame: Frame | None = None
+        self.frame_note: str | None = None
         page.on("dialog", self._on_dialog)
         page.on("framenavigated", self._on_navigated)
         page.on("domcontentloaded", lambda _p: self._title_changed())
@@ -162,14 +174,60 @@ class Tab:
         page.on("console", self._on_console)
         page.on("crash", lambda _p: self._on_crash())
         page.on(
-            "pageerror", lambda e: owner.emit("console_error", {"tab": self.id, "text": str(e)})
+            "pageerror",
+            lambda e: owner.events.emit("console_error", {"tab": self.id, "text": str(e)}),
         )
-        page.on("framedetached", owner.frame_detached)
+        page.on("framedetached", self._on_frame_detached)
 
     @property
     def context(self) -> BrowserContext:
         """The BrowserContext of the tab's window (its cookies and storage)."""
         return self.page.context
+
+    # --- where targets resolve ------------------------------------------------------
+
+    @property
+    def scope(self) -> Page | Frame:
+        """Where targets resolve and scripts run: the frame_switch frame, else the page."""
+        return self.frame or self.page
+
+    def enter_frame(self, frame: Frame) -> None:
+        """Resolve targets and run scripts in ``frame`` of this tab (frame_switch)."""
+        self.frame = frame
+
+    def leave_frame(self) -> bool:
+        """Back to the main frame (frame_main); whether a frame had been chosen."""
+        chosen, self.frame = self.frame is not None, None
+        return chosen
+
+    def _on_frame_detached(self, frame: Frame) -> None:
+        """The chosen frame went away (removed, or its page navigated): back to main."""
+        if frame is self.frame:
+            self.frame = None
+            self.frame_note = "The frame is gone (removed or the page navigated): back to main."
+
+    async def locate(self, ref: str | None = None, selector: str | None = None) -> Locator:
+        """Exactly one element by snapshot ref, CSS selector or a label of the last annotated
+        screenshot (a bare number), or a coded error, fast.
+
+        A reloaded page has no refs until a snapshot here: on a tab reopened after the browser
+        moved, a ref that names nothing is one from before the move, and the error says so.
+        """
+        if is_label(selector) and ref is None:
+            assert selector is not None
+            label = label_of(self.labels, selector)
+            ref, selector = label.ref, None
+            self.told_labels[label.n] = label  # the reply repeats what the number meant
+        try:
+            return await locate(self.scope, ref=ref, selector=selector)
+        except BrowserdError as exc:
+            if exc.code is not ErrorCode.STALE_REF or not self.reloaded:
+                raise
+            raise BrowserdError(
+                ErrorCode.STALE_REF,
+                f"Ref {ref} is from before this browser moved to another worker, which reopened"
+                " and reloaded its pages: take a new snapshot.",
+            ) from None
 
     # --- title ---------------------------------------------------------------------
 
@@ -228,12 +286,14 @@ class Tab:
     async def announce(self, event: str) -> None:
         """Emit the tab's ``{"url", "title", "tab"}`` as ``event`` (load, tab_changed)."""
         url = self.page.url
-        self._owner.emit(event, {"url": url, "title": await self.read_title(), "tab": self.id})
+        self._owner.events.emit(
+            event, {"url": url, "title": await self.read_title(), "tab": self.id}
+        )
 
     def _on_load(self) -> None:
         # The title is kept: the document reported it at its load, and its load handlers'
         # changes, before this event; a report still on its way is awaited (``read_title``).
-        self._owner.background(self.announce("load"))
+        self._owner.chores.run(self.announce("load"))
         self._owner.loaded(self)
 
     # --- dialogs -------------------------------------------------------------------
@@ -248,17 +308,20 @@ class Tab:
         alert: dict[str, Any] | None = None
         if dialog.type == "alert" and self._alerts <= self.ALERT_LIMIT:
             alert = {"type": "alert", "message": dialog.message, "tab": self.id}
-            self._owner.background(dialog.accept())
+            self._owner.chores.run(dialog.accept())
         else:
             self.dialog = PendingDialog(self.id, dialog)
-        self._owner.dialog_opened(alert)
-        self._owner.emit("dialog", {"tab": self.id, "type": dialog.type, "message": dialog.message})
+        self._owner.dialogs.opened(alert)
+        self._owner.events.emit(
+            "dialog", {"tab": self.id, "type": dialog.type, "message": dialog.message}
+        )
 
     def new_command(self) -> None:
         """A command begins: the page may accept ``ALERT_LIMIT`` alerts again, and a title
         reported at the last load is no longer known current (the command may change it)."""
         self._alerts = 0
         self._load_reported.clear()
+        self.told_labels.clear()
 
     async def answer(self, accept: bool, value: str | None = None) -> dict[str, Any]:
         """Accept (with ``value`` for a prompt) or dismiss the dialog waiting here."""
@@ -279,26 +342,23 @@ class Tab:
     # --- what else the page says ---------------------------------------------------
 
     def _on_download(self, download: Download) -> None:
-        self._owner.background(self._announce(download))
+        self._owner.chores.run(self._announce(download))
 
     async def _announce(self, download: Download) -> None:
         """Say the download began, and whether it is kept: only a command's is (a task, so
         that the command has claimed its own by now: ``downloads.asked``)."""
         data = {"tab": self.id, "url": download.url, "filename": download.suggested_filename}
-        self._owner.emit("download", {**data, "kept": was_asked(download)})
+        self._owner.events.emit("download", {**data, "kept": was_asked(download)})
 
     def _on_console(self, message: ConsoleMessage) -> None:
         if message.type == "error":
-            self._owner.emit("console_error", {"tab": self.id, "text": message.text[:500]})
-
-    def _on_page_error(self, error: Error) -> None:
-        self._owner.emit("console_error", {"tab": self.id, "text": str(error)})
+            self._owner.events.emit("console_error", {"tab": self.id, "text": message.text[:500]})
 
     def _on_crash(self) -> None:
         """A tab whose renderer died is useless: drop it so the next command can go on."""
-        self._owner.emit("crash", {"tab": self.id, "url": self.page.url})
+        self._owner.events.emit("crash", {"tab": self.id, "url": self.page.url})
         self._owner.closed(self)
-        self._owner.background(self.page.close())
+        self._owner.chores.run(self.page.close())
 
 
 def consume(task: asyncio.Future[Any]) -> None:

@@ -123,13 +123,13 @@ async def _run(
         else:
             async with session.lock:
                 await session.ready()
-                recorder = getattr(session, "recorder", None)
+                recorder = session.stream.recorder
                 if recorder is not None and acts_on_page(tool):
                     await recorder.begin(step_caption(request))
                 progress.started = True
                 action = asyncio.ensure_future(tool.run(registry, session, params))
                 try:
-                    interrupted, data = await session.until_dialog(action)
+                    interrupted, data = await session.dialogs.until(action)
                 except asyncio.CancelledError:  # the deadline: did it stop, or end first?
                     progress.done = action.done() and not action.cancelled()
                     raise
@@ -139,7 +139,7 @@ async def _run(
                 progress.done = True  # ended, or a dialog holds it (it ends once answered)
                 if interrupted:
                     data = {"note": "A dialog opened; the command finishes once it is answered."}
-                await session.settle()
+                await session.chores.settle()
                 state = await session.state(fresh=acts_on_page(tool))
                 state |= place_told(session, state, tool, data)
                 data = {**data, **{k: v for k, v in state.items() if k not in data}}

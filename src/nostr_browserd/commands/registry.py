@@ -31,6 +31,12 @@ The policy is in explicit fields, never in the family name (which is for display
   policy judges those too; ``delegates_only``: it does nothing but run them (a batch);
 - ``approval(session, params, target)``: how an approver reads the call, for a tool whose
   params alone would not say it (the vault's: which value of which entry goes where).
+
+A handler with a third parameter gets a ``ToolContext``: the registry it was called through
+(tools that run tools) and what the owner reaches beyond the pages (``browser.reach``: the
+network policy, the egress proxy, saved states, the vault).  Every call on a session goes
+through the session's ``actions`` door (``browser/actions.py``), announced once as it starts
+and once as it ends.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..browser.reach import Reach
 from ..errors import BrowserdError, ErrorCode
 
 P = TypeVar("P", bound=BaseModel)
@@ -68,6 +75,14 @@ class NoParams(Params):
 
 
 @dataclass(frozen=True)
+class ToolContext:
+    """What a tool gets beside its session and params, when its handler asks (a third one)."""
+
+    registry: Registry  # the one it was called through: what a batch's commands run in
+    reach: Reach | None  # the owner's services; None for a tool that runs without a session
+
+
+@dataclass(frozen=True)
 class Tool(Generic[P]):
     """One tool: what a caller may send, what it may change, and what runs."""
 
@@ -91,7 +106,7 @@ class Tool(Generic[P]):
     spends: bool = False
     delegates: Delegates | None = None
     delegates_only: bool = False
-    takes_registry: bool = False
+    takes_context: bool = False
     approval: Approval | None = None
 
     def schema(self) -> dict[str, Any]:
@@ -114,10 +129,16 @@ class Tool(Generic[P]):
         }
 
     async def run(self, registry: Registry, session: Any, params: BaseModel) -> Any:
-        """Run the handler; one that takes a registry gets the one it was called through."""
-        if self.takes_registry:
-            return await self.handler(session, params, registry)
-        return await self.handler(session, params)
+        """Run the handler, through the session's door for actions when it runs on one; a
+        handler that takes a context gets the registry it was called through and the reach."""
+        args: tuple[Any, ...] = (session, params)
+        if self.takes_context:
+            args += (ToolContext(registry, getattr(session, "reach", None)),)
+        actions = getattr(session, "actions", None) if self.needs_session else None
+        if actions is None:  # help, or a stand-in for a session (a unit test's)
+            return await self.handler(*args)
+        async with actions.around(self.name, params, session.active_tab):
+            return await self.handler(*args)
 
 
 class Registry:
@@ -156,8 +177,7 @@ class Registry:
         line) and single-letter flags mapped to params (``{"i": "interactive"}``).  The
         policy fields are described in the module's docstring: ``read_only`` defaults to
         ``not gated`` and ``idempotent`` to ``read_only``.  A handler with a third
-        parameter, ``handler(session, params, registry)``, gets the registry it was called
-        through (tools that run other tools need it).
+        parameter, ``handler(session, params, ctx)``, gets its ``ToolContext``.
         """
 
         def register(handler: H) -> H:
@@ -188,7 +208,7 @@ class Registry:
                     spends=spends,
                     delegates=delegates,
                     delegates_only=delegates_only,
-                    takes_registry=len(inspect.signature(handler).parameters) == 3,
+                    takes_context=len(inspect.signature(handler).parameters) == 3,
                     approval=approval,
                 )
             )

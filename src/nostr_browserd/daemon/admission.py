@@ -260,8 +260,9 @@ class Admission:
         await self.approvals.ask(
             caller.controller, approver, request.tool, caller.who(), what, waiting
         )
-        if session.recorder is not None:  # a recording shows who approved what, and when
-            await session.recorder.begin(f"approved by {npub_encode(approver)[:16]}…: {what}")
+        recorder = session.stream.recorder
+        if recorder is not None:  # a recording shows who approved what, and when
+            await recorder.begin(f"approved by {npub_encode(approver)[:16]}…: {what}")
         return element
 
     async def decide(self, sender: str, approve: bool, code: str) -> str:

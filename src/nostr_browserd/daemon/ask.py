@@ -130,7 +130,7 @@ class AskRunner:
         try:
             result = await self._turn(owner, controller, model)
         finally:
-            replay = await session.stop_recording() if session is not None else None
+            replay = await session.stream.stop_recording() if session is not None else None
         log.info(
             "ask from %s: %s after %d step(s)%s",
             owner[:12],
@@ -179,9 +179,9 @@ class AskRunner:
     async def _mark(self, owner: str, text: str) -> None:
         """A step of a recorded turn that is no tool call: the handoff and its end."""
         session = await self.dispatcher.browser.session(owner)
-        if session.recorder is not None:
-            await session.recorder.begin(text)
-            session.recorder.end()
+        if session.stream.recorder is not None:
+            await session.stream.recorder.begin(text)
+            session.stream.recorder.end()
 
     async def _turn(self, owner: str, controller: ControllerConfig, ask: AskParams) -> TurnResult:
         name = ask.provider or self.config.provider

@@ -130,6 +130,9 @@ async def target_of(session: Session, tool: str, params: dict[str, Any]) -> Elem
             locator = await session.locate(ref=ref, selector=selector)
         except BrowserdError:
             return Element(given, found=False)
+        label = session.tab.told_labels.get(int(given)) if given.isdigit() and session.tab else None
+        if label is not None:  # a number of the picture: what it meant there, to check against
+            given = f"label {label.describe()}"
         return await read_element(page, locator, given)
     if tool in FOCUS_TOOLS and page is not None:
         focus = await focused(page, session.scope)

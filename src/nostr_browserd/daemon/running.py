@@ -7,7 +7,7 @@ session, under the command deadline.
 
 Stopped means stopped.  When the deadline passes, the request is cancelled, and this
 returns only after it has ended: the tool's action is cancelled and awaited
-(``Session.until_dialog``; Playwright aborts the call in the browser as well), and the
+(``Dialogs.until``; Playwright aborts the call in the browser as well), and the
 session's lock is released only then, so the controller's next command never runs beside
 what was stopped.  The reply then says what really happened (``protocol.Progress``): not
 run, stopped in the middle, or done but past the deadline.

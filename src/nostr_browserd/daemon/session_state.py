@@ -162,7 +162,7 @@ async def _reload(session: Session, page: Any, url: str) -> None:
     if url in ("", "about:blank"):
         return
     try:
-        await session.refuse_url(url)
+        await session.reach.refuse_url(url)
         async with asyncio.timeout(RELOAD_TIMEOUT):
             await page.goto(url, wait_until="load")
     except Exception as exc:  # a page that is gone or refused: the tab stays, the rest go on

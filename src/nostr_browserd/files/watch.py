@@ -29,7 +29,7 @@ class ScreenWatch:
         """The annotated screenshot's response after ``request``; None when ``owner`` does not
         watch the screen, or the command failed or changed nothing."""
         session = self.browser.existing(owner)
-        if session is None or SCREEN not in session.watching or not response.get("success"):
+        if session is None or SCREEN not in session.events.watching or not response.get("success"):
             return None
         if request.tool not in self.registry or self.registry.get(request.tool).read_only:
             return None

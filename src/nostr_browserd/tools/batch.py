@@ -15,7 +15,7 @@ from pydantic import Field, Json, ValidationError
 
 from ..browser.session import Session
 from ..commands.protocol import coded
-from ..commands.registry import Call, Params, Registry, describe_validation
+from ..commands.registry import Call, Params, Registry, ToolContext, describe_validation
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
@@ -62,11 +62,13 @@ async def run_one(registry: Registry, session: Session, command: Command) -> dic
         async def handle() -> None:
             box["data"] = await tool.run(registry, session, model)
 
-        if await session.race_dialog(handle()):
+        if await session.dialogs.race(handle()):
             note = "A dialog opened: answer it; the batch stopped here."
             return {"tool": command.tool, "success": True, "data": {"note": note}, "dialog": True}
         result = {"tool": command.tool, "success": True, "data": box["data"]}
-        if session.dialog is not None:  # it returned, but left a dialog waiting for an answer
+        if (
+            session.dialogs.pending is not None
+        ):  # it returned, but left a dialog waiting for an answer
             result["dialog"] = True
         return result
     except (BrowserdError, PlaywrightError) as exc:
@@ -84,7 +86,7 @@ async def run_one(registry: Registry, session: Session, command: Command) -> dic
     delegates=commands_of,
     delegates_only=True,
 )
-async def batch(session: Session, params: BatchParams, registry: Registry) -> dict[str, Any]:
+async def batch(session: Session, params: BatchParams, ctx: ToolContext) -> dict[str, Any]:
     """Run up to 50 commands in order on this session; stops at the first failure.
 
     It also stops when a command opens a dialog, which must be answered first.
@@ -93,7 +95,7 @@ async def batch(session: Session, params: BatchParams, registry: Registry) -> di
     """
     results = []
     for command in params.commands:
-        result = await run_one(registry, session, command)
+        result = await run_one(ctx.registry, session, command)
         results.append(result)
         if result.get("dialog") or not (result["success"] or params.continue_on_error):
             break

@@ -25,17 +25,17 @@ class AcceptParams(Params):
 @TOOLS.tool("dialog_accept", family="dialogs", gated=True, params=AcceptParams, args=("*value",))
 async def dialog_accept(session: Session, params: AcceptParams) -> dict[str, Any]:
     """Accept the open confirm/prompt/beforeunload dialog (a prompt with the given text)."""
-    return await session.answer_dialog(True, params.value)
+    return await session.dialogs.answer(True, params.value)
 
 
 @TOOLS.tool("dialog_dismiss", family="dialogs", gated=True)
 async def dialog_dismiss(session: Session, params: NoParams) -> dict[str, Any]:
     """Dismiss (cancel) the open dialog."""
-    return await session.answer_dialog(False)
+    return await session.dialogs.answer(False)
 
 
 @TOOLS.tool("dialog_status", family="dialogs", gated=False)
 async def dialog_status(session: Session, params: NoParams) -> dict[str, Any]:
     """Whether a dialog is open, and which: its type, message, a prompt's default, its tab."""
-    pending = session.dialog
+    pending = session.dialogs.pending
     return {"open": pending is not None, "dialog": pending.describe() if pending else None}

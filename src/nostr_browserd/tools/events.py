@@ -56,4 +56,4 @@ async def watch(session: Session, params: WatchParams) -> dict[str, Any]:
     the page, as a file in the chat.  ``watch off`` stops them all.
     """
     chosen = frozenset(params.events or (get_args(Event) if params.off else EVENTS))
-    return {"watching": sorted(session.watch(chosen, off=params.off))}
+    return {"watching": sorted(session.events.watch(chosen, off=params.off))}

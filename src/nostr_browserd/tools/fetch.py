@@ -68,13 +68,13 @@ async def scrape(session: Session, params: ScrapeParams) -> dict[str, Any]:
         if urlsplit(hop).scheme != "https":
             refusal.append(BrowserdError(ErrorCode.REFUSED, f"Redirected to {hop}: https only."))
             return False
-        judged = asyncio.run_coroutine_threadsafe(session.check_url(hop), loop)
+        judged = asyncio.run_coroutine_threadsafe(session.reach.check_url(hop), loop)
         reason = judged.result(timeout=30)
         if reason is not None:
             refusal.append(BrowserdError(ErrorCode.FORBIDDEN, reason))
         return reason is None
 
-    proxy = await session.proxy_url()
+    proxy = await session.reach.proxy_url()
     client = reap.Session(
         timeout=config.timeout_ms / 1000,
         retries=0,

@@ -203,14 +203,14 @@ async def fetch(
         for _hop in range(MAX_REDIRECTS + 1):
             if urlsplit(url).scheme not in ("http", "https"):
                 raise BrowserdError(ErrorCode.REFUSED, "Only http(s) addresses can be downloaded.")
-            await session.refuse_url(url)
+            await session.reach.refuse_url(url)
             cookies = await session.page.context.cookies(url)
             headers = {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
             try:
                 status, location, _ = await stream_to_file(
                     url,
                     headers if cookies else {},
-                    await session.proxy_url(),
+                    await session.reach.proxy_url(),
                     cap,
                     open_file,
                     deadline,

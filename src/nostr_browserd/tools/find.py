@@ -22,7 +22,7 @@ from ..browser.refs import first_line
 from ..browser.session import Session
 from ..browser.snapshot import parse
 from ..commands.params import SELECTOR_HELP
-from ..commands.registry import Call, Params, Registry
+from ..commands.registry import Call, Params, Registry, ToolContext
 from ..errors import BrowserdError, ErrorCode
 
 TOOLS = Registry()
@@ -155,10 +155,10 @@ def find_tool(
 ) -> None:
     """Register one find_* tool: a params model and how it becomes a Playwright locator."""
 
-    async def handler(session: Session, p: FindParams, registry: Registry) -> dict[str, Any]:
+    async def handler(session: Session, p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         # Never matched on a value the vault filled: a search must not guess it by letters.
         locator = unfindable(locate(session.scope, p), session.page.context)
-        return await found(registry, session, locator, p)
+        return await found(ctx.registry, session, locator, p)
 
     handler.__doc__ = doc
     TOOLS.tool(name, family="find", gated=True, params=params, args=args, delegates=action_of)(

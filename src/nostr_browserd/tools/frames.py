@@ -70,11 +70,13 @@ async def frame_switch(session: Session, params: FrameParams) -> dict[str, Any]:
     """
     page = session.page
     frame = await pick(session, page, params)
-    session.enter_frame(frame)
+    assert session.tab is not None  # session.page has a tab
+    session.tab.enter_frame(frame)
     return {"switched": True}
 
 
 @TOOLS.tool("frame_main", family="frames", gated=False)
 async def frame_main(session: Session, params: NoParams) -> dict[str, Any]:
     """Go back to the page's main frame."""
-    return {"switched": session.leave_frame()}
+    tab = session.tab
+    return {"switched": tab.leave_frame() if tab is not None else False}

@@ -52,10 +52,11 @@ async def act_and_compare(
     page = session.page
     tabs_before = set(session.tabs)
     session.tab_opened.clear()
-    frame = await owner_frame(target) if target is not None else session.active_frame
+    chosen = session.tab.frame if session.tab is not None else None
+    frame = await owner_frame(target) if target is not None else chosen
     before = await fingerprint(page, frame)
     with NavigationWatch(page, session.config.timeout_ms) as navigation:
-        if await session.race_dialog(acted(action, navigation)):
+        if await session.dialogs.race(acted(action, navigation)):
             return {"verified": True, "changes": ["a dialog opened"]}
         reasons = await changes(page, before, frame, navigation.settle)
         opened = await navigation.settle()

@@ -32,7 +32,8 @@ FOCUS_IS_PASSWORD_JS = """() => {
 async def focus_is_password(session: Session) -> bool:
     """Whether the focus is a password field, in the page or in the chosen frame (a
     cross-origin frame's focus is out of the page's reach)."""
-    for frame in (session.page.main_frame, session.active_frame):
+    chosen = session.tab.frame if session.tab is not None else None
+    for frame in (session.page.main_frame, chosen):
         if frame is not None and await frame.evaluate(FOCUS_IS_PASSWORD_JS):
             return True
     return False

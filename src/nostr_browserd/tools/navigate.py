@@ -36,7 +36,7 @@ def address(session: Session, text: str) -> str:
 async def goto(session: Session, page: Page, text: str) -> dict[str, Any]:
     """Load ``text`` (resolved like an address bar) in ``page`` and wait for its load event."""
     url = address(session, text)
-    await session.refuse_url(url)  # said plainly; the proxy sees the rest
+    await session.reach.refuse_url(url)  # said plainly; the proxy sees the rest
     try:
         response = await page.goto(url, wait_until="load")
     except PlaywrightError as exc:

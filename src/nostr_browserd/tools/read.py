@@ -126,7 +126,8 @@ async def remembered_snapshot(
         max_chars=min(params.max_chars or cap, cap),
         start=params.start,
     )
-    page, frame, tab = session.page, session.active_frame, session.tab
+    page, tab = session.page, session.tab
+    frame = tab.frame if tab is not None else None
     document = tab.document if tab is not None else None
     kept = SnapshotParams.model_fields.keys()  # the options, not how it is sent (delta)
     chosen = params.model_dump(include=set(kept))

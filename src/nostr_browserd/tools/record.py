@@ -52,7 +52,7 @@ async def record_start(session: Session, params: RecordStartParams) -> dict[str,
 @TOOLS.tool("record_stop", family="recording", gated=False, params=RecordStopParams, args=("name",))
 async def record_stop(session: Session, params: RecordStopParams) -> dict[str, Any]:
     """End the recording: the video (MP4 or WebM), its length and size; --sheet adds steps."""
-    recording = await session.stop_recording()
+    recording = await session.stream.stop_recording()
     return recording_result(session, recording, params.name, params.sheet)
 
 
@@ -97,6 +97,6 @@ def recording_result(
 @TOOLS.tool("record_status", family="recording", gated=False, params=NoParams)
 async def record_status(session: Session, params: NoParams) -> dict[str, Any]:
     """Whether a recording is on, for how long, its frames and steps."""
-    if session.recorder is None:
+    if session.stream.recorder is None:
         return {"recording": False}
-    return session.recorder.status()
+    return session.stream.recorder.status()

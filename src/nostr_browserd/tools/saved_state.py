@@ -31,11 +31,11 @@ class StateName(Params):
 
 def shelf(session: Session) -> StateShelf:
     """Where this session's pool keeps saved states."""
-    if session.shelf is None:
+    if session.reach.shelf is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE, "Saved login states need the daemon's state store."
         )
-    return session.shelf
+    return session.reach.shelf
 
 
 def counts(state: dict[str, Any]) -> dict[str, int]:

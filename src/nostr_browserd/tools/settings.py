@@ -77,7 +77,7 @@ async def settle(session: Session, **changes: Any) -> None:
         WATCHED.add(context)
         # A tab that opens gets them in the background (an event handler cannot await); the
         # command that opened it waits for that before it answers (``Session.settle``).
-        context.on("page", lambda page: session.background(apply(page, settings, set(settings))))
+        context.on("page", lambda page: session.chores.run(apply(page, settings, set(settings))))
     try:
         for tab in list(session.tabs.values()):
             await apply(tab.page, settings, set(changes))
@@ -151,7 +151,7 @@ class DeviceParams(Params):
 )
 async def set_device(session: Session, params: DeviceParams) -> dict[str, Any]:
     """Emulate a phone or tablet: viewport, pixel ratio, touch, mobile mode and user agent."""
-    devices = session.devices
+    devices = session.reach.devices
     spec = devices.get(params.name)
     if spec is None:
         words = params.name.casefold().split()

@@ -42,19 +42,21 @@ async def stream_enable(session: Session, params: StreamParams) -> dict[str, Any
     Local channel only: over messages, use watch and screenshot.  Enabling again applies
     new settings.
     """
-    return await session.start_stream(StreamSettings(**params.model_dump()))
+    page = session.page  # refuses while a dialog blocks the active tab
+    assert session.tab is not None and session.tab.page is page
+    return await session.stream.start(StreamSettings(**params.model_dump()), session.tab)
 
 
 @TOOLS.tool("stream_status", family="live view", gated=False, local_only=True)
 async def stream_status(session: Session, params: NoParams) -> dict[str, Any]:
     """The live view: on or off, fps, frames sent and dropped, viewers."""
-    return session.stream_status()
+    return session.stream.status()
 
 
 @TOOLS.tool("stream_disable", family="live view", gated=False, read_only=False, local_only=True)
 async def stream_disable(session: Session, params: NoParams) -> dict[str, Any]:
     """Stop the live view's stream."""
-    return await session.stop_stream()
+    return await session.stream.stop()
 
 
 async def live_state(
@@ -64,7 +66,7 @@ async def live_state(
     tab = session.tab if session is not None else None
     if session is None or tab is None:
         return {"url": None, "title": None, "stream": {"on": False}, "recent": recent}
-    cast = session.screencast
+    cast = session.stream.screencast
     stream = cast.status() if cast is not None else {"on": False, **frames.status()}
     title = await tab.read_title()
     return {"url": tab.page.url, "title": title, "stream": stream, "recent": recent}

@@ -17,7 +17,7 @@ async def close_all(session: Session, params: NoParams) -> dict[str, Any]:
     for window in [w for w, c in session.windows.items() if c is not session.context]:
         await session.close_window(window)
     page = await session.main_context().new_page()
-    fresh = session.tab_id(page)
+    fresh = session.track(page)
     for tab_id in closed:
         old = session.tabs.get(tab_id)
         if old is not None:

@@ -86,7 +86,7 @@ SUBMISSION_JS = """el => {
 
 def vault_of(session: Session) -> Keeper:
     """The daemon's vault, for a session of one controller."""
-    vault = session.vault
+    vault = session.reach.vault
     if vault is None:
         raise BrowserdError(
             ErrorCode.UNAVAILABLE,

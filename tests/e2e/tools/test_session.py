@@ -115,7 +115,7 @@ async def test_another_owner_first_gets_a_fresh_window_and_the_spare_is_closed(s
 
 async def test_events_reach_listeners(session, call, site_url):
     events = []
-    session.on_event(events.append)
+    session.events.listen(events.append)
     await call(f"open {site_url}/popup.html")
     await call("click #blank")
     load = {"url": f"{site_url}/popup.html", "title": "Popup", "tab": "t1"}
@@ -166,7 +166,7 @@ async def test_open_reports_the_title_its_load_handler_set(session, call, site_u
 
     monkeypatch.setattr(page, "title", counted)
     events = []
-    session.on_event(events.append)
+    session.events.listen(events.append)
     opened = await call(f"open {site_url}/load_title.html")
     assert opened["data"]["title"] == "Loaded"
     assert [e["data"]["title"] for e in events if e["event"] == "load"] == ["Loaded"]
@@ -220,7 +220,7 @@ async def test_beforeunload_waits_for_an_answer(call, site_url):
 
 async def test_download_and_console_error_events(session, call, site_url):
     events = []
-    session.on_event(events.append)
+    session.events.listen(events.append)
     await call(f"open {site_url}/leave.html")
     await call("click #oops")
     await call("click #file")
@@ -310,7 +310,7 @@ async def test_crashed_tab_is_dropped(session, call, site_url):
     await call(f"open {site_url}/index.html")
     await call(f"tab new {site_url}/form.html")
     crashed = asyncio.Event()
-    session.on_event(lambda e: e["event"] == "crash" and crashed.set())
+    session.events.listen(lambda e: e["event"] == "crash" and crashed.set())
     cdp = await session.context.new_cdp_session(session.page)
     with pytest.raises(PlaywrightError):
         await asyncio.wait_for(cdp.send("Page.crash"), 5)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from nostr_browserd.catalog import REGISTRY
-from nostr_browserd.commands.registry import NoParams, Registry
+from nostr_browserd.commands.registry import NoParams, Registry, ToolContext
 from nostr_browserd.errors import BrowserdError
 
 DESTRUCTIVE = {
@@ -111,9 +111,9 @@ async def test_handlers_get_the_registry_they_were_called_through():
     mine = Registry()
 
     @mine.tool("echo", family="meta", gated=False, needs_session=False)
-    async def echo(session: Any, params: NoParams, registry: Registry) -> dict[str, Any]:
+    async def echo(session: Any, params: NoParams, ctx: ToolContext) -> dict[str, Any]:
         """Name the tools of the registry this was called through."""
-        return {"tools": [t.name for t in registry]}
+        return {"tools": [t.name for t in ctx.registry]}
 
     @mine.tool("plain", family="meta", gated=False)
     async def plain(session: Any, params: NoParams) -> dict[str, Any]:

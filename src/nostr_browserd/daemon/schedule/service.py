@@ -267,7 +267,7 @@ class Scheduler:
         self._at_least(every, f"every {params.every}")
         session = await self.dispatcher.browser.session(owner)
         url = address(session, params.url)
-        await session.refuse_url(url)  # the network policy, as open says it
+        await session.reach.refuse_url(url)  # the network policy, as open says it
         await self._room_for_one(owner)
         mode = "contains" if params.contains else "missing" if params.missing else "change"
         spec = {
