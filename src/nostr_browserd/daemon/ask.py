@@ -116,6 +116,26 @@ class AskRunner:
                 ErrorCode.UNAVAILABLE,
                 "An ask turn waits for you: send resume, or ask --stop, first.",
             )
+        if owner in self._stops:  # one turn per controller (a lane runs one; the local channel
+            raise BrowserdError(  # has none)
+                ErrorCode.UNAVAILABLE,
+                "Your ask turn is still running: wait for its reply, or send ask --stop.",
+            )
+        stop = self._stops[owner] = asyncio.Event()  # taken before any wait: no twin starts
+        try:
+            return await self._ask(owner, request, controller, model, stop)
+        finally:
+            del self._stops[owner]
+
+    async def _ask(
+        self,
+        owner: str,
+        request: Request,
+        controller: ControllerConfig,
+        model: AskParams,
+        stop: asyncio.Event,
+    ) -> dict[str, Any]:
+        """The turn ``run`` admitted (``stop`` ends it), or ``--new`` alone."""
         if model.new:
             await self.store.forget_conversation(owner)
         if not model.task:
@@ -128,7 +148,7 @@ class AskRunner:
         if session is not None:
             await session.start_recording(session.config.record)
         try:
-            result = await self._turn(owner, controller, model)
+            result = await self._turn(owner, controller, model, stop)
         finally:
             replay = await session.stream.stop_recording() if session is not None else None
         log.info(
@@ -183,7 +203,9 @@ class AskRunner:
             await session.stream.recorder.begin(text)
             session.stream.recorder.end()
 
-    async def _turn(self, owner: str, controller: ControllerConfig, ask: AskParams) -> TurnResult:
+    async def _turn(
+        self, owner: str, controller: ControllerConfig, ask: AskParams, stop: asyncio.Event
+    ) -> TurnResult:
         name = ask.provider or self.config.provider
         key = await self.keys().get(name)
         if key is None:
@@ -248,7 +270,6 @@ class AskRunner:
             return Outcome(response, target)
 
         transcript = await self.store.conversation(owner)
-        stop = self._stops[owner] = asyncio.Event()
         turn = Turn(
             provider,
             transcript,
@@ -263,7 +284,6 @@ class AskRunner:
         try:
             return await turn.run(ask.task or "")
         finally:
-            del self._stops[owner]
             await progress.close()
             await provider.close()
             kept = trim(without_images(transcript), MAX_TRANSCRIPT_CHARS)

@@ -11,7 +11,7 @@
 ``Dispatcher`` composes them and holds no policy of its own; each caller goes through them
 in one line: a DM (``submit``: a lane, then ``handle``), the local channel (``handle_local``),
 ContextVM (``submit``, through its server), an ``ask`` step (``agent_step``), a scheduled
-command (``handle`` with ``transport="schedule"``: its command is a wire request), and a
+command (``scheduled``: its controller's lane, then ``handle``), and a
 caller with a request in hand and no message to answer (``perform``).
 """
 
@@ -139,6 +139,23 @@ class Dispatcher:
         """One request from the loopback WebSocket: full role, no approval, login tools too."""
         return (await self.handle(owner, raw, transport="local", local=True)).wire
 
+    async def scheduled(
+        self, owner: str, raw: str | dict[str, Any], *, deliver: Deliver, attach: Attach | None
+    ) -> Answer:
+        """A scheduled command, as if ``owner`` sent it now: in their lane, after what they
+        sent before it (never beside their own commands), then ``handle``'s path, audited
+        under ``schedule``; its reply is a message (``deliver``)."""
+        request = None
+        with contextlib.suppress(BrowserdError):
+            request = parse_request(raw, self.registry)
+
+        async def work(refusal: BrowserdError | None) -> Answer:
+            return await self.handle(
+                owner, raw, transport="schedule", deliver=deliver, refusal=refusal, attach=attach
+            )
+
+        return await self.lanes.run(owner, request.tool if request else None, work)
+
     async def perform(
         self,
         caller: Caller,
@@ -150,7 +167,7 @@ class Dispatcher:
     ) -> Answer:
         """The entrance for a caller with a parsed request in hand and no message to
         answer (a background check built in code, say: ``Caller.of(owner, controller)``);
-        one that holds a wire request, as a schedule does, calls ``handle``.
+        one that holds a wire request, as a schedule does, calls ``scheduled``.
 
         The same stages as a DM's, but its lane: admitted (a gated request waits for its
         approver), run on the owner's session (whose lock orders it with the controller's

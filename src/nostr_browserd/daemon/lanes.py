@@ -10,6 +10,9 @@
   are still this worker's; a worker paused past its lease runs nothing another has taken.
 - While the controller's ``ask`` turn waits for them (a handoff), their commands run in a
   lane beside it, on the same path (held, fenced, saved), and the turn keeps its place.
+- A command of the daemon's own for a controller (a scheduled run, ``Lanes.run``) takes its
+  place in the same lane, after what the controller sent before it: no message to hold or
+  answer after a crash (the schedule's row says it ran), but the same order.
 
 What a command is and whether it may run are the later stages' business: a lane hands each
 one on, in its turn, to ``serve`` (the composer's pipeline).
@@ -38,6 +41,8 @@ STORE_RETRY = 1.0  # seconds between two asks of a store that did not answer
 
 # The rest of the pipeline for one DM: ``(incoming, refusal, fenced)`` → its answer.
 Serve = Callable[[Incoming, BrowserdError | None, bool], Awaitable[Answer]]
+# A command of the daemon's own, run in its turn (refusal: None) or refused at once.
+Work = Callable[[BrowserdError | None], Awaitable[Answer]]
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,26 @@ class Queued:
     held: asyncio.Future[None]
 
 
+@dataclass(frozen=True)
+class Job:
+    """A command of the daemon's own in a controller's queue (a scheduled run): the tool it
+    names, its path through the rest of the pipeline, and its answer once run."""
+
+    controller: str
+    tool: str | None
+    work: Work
+    answer: asyncio.Future[Answer]
+
+
 @dataclass
 class Lane:
     """One controller's place on this worker: its commands in arrival order, the task that
     runs them one after another, and the command running now (an ask's message is where
     its handoff screenshot goes)."""
 
-    queue: asyncio.Queue[Queued | None] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[Queued | Job | None] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
-    current: Queued | None = None
+    current: Queued | Job | None = None
     # While this lane's ask turn waits for the person (a handoff): their commands' lane.
     aside: Lane | None = None
 
@@ -102,8 +118,9 @@ class Lanes:
         return lane
 
     def current(self, controller: str) -> Queued | None:
-        """``controller``'s command running now, if any."""
-        return self.lane(controller).current
+        """``controller``'s command running now, if one from a message is."""
+        current = self.lane(controller).current
+        return current if isinstance(current, Queued) else None
 
     def _next_lane(self, controller: str) -> Lane:
         """Where ``controller``'s next command waits: its lane, or while its ask turn waits
@@ -131,19 +148,59 @@ class Lanes:
     def enqueue(self, incoming: Incoming, request: Request | None) -> BrowserdError | None:
         """Queue a controller's command, held at once, in arrival order; the error to
         answer it with instead when its queue is full."""
-        lane = self._next_lane(incoming.sender)
-        if lane.task is None:
-            lane.task = asyncio.create_task(self._work(lane))
+        lane = self._open_lane(incoming.sender)
         queue = lane.queue
         if queue.qsize() >= self.queue_size:
-            return BrowserdError(
-                ErrorCode.UNAVAILABLE,
-                f"{queue.qsize()} commands are already waiting; send this one again later.",
-            )
+            return _full(queue.qsize())
         # The queue's worker waits for the hold before running.
         held = asyncio.ensure_future(self._hold(incoming, request))
         queue.put_nowait(Queued(incoming, request.tool if request else None, held))
         return None
+
+    async def run(self, controller: str, tool: str | None, work: Work) -> Answer:
+        """Run ``work`` in ``controller``'s lane, after what they sent before it, and return
+        its answer; refused at once (``work(error)``) when the queue is full or the daemon
+        stops."""
+        if self.closing:
+            return await work(
+                BrowserdError(ErrorCode.UNAVAILABLE, "The daemon is stopping; it was not run.")
+            )
+        lane = self._open_lane(controller)
+        if lane.queue.qsize() >= self.queue_size:
+            return await work(_full(lane.queue.qsize()))
+        job = Job(controller, tool, work, asyncio.get_running_loop().create_future())
+        lane.queue.put_nowait(job)
+        return await job.answer
+
+    def _open_lane(self, controller: str) -> Lane:
+        """Where ``controller``'s next command waits, its worker started."""
+        lane = self._next_lane(controller)
+        if lane.task is None:
+            lane.task = asyncio.create_task(self._work(lane))
+        return lane
+
+    async def _run_job(self, lane: Lane, job: Job) -> None:
+        """A command of the daemon's own, in its turn, as a message's would run: its
+        controller's pages first (it moved here), kept after it.  One whose caller gave up
+        waiting (the daemon stops) is not run."""
+        if job.answer.done():
+            return
+        try:
+            if self.worker is not None:
+                await self.worker.follow(job.controller)
+            lane.current = job
+            try:
+                answer = await job.work(None)
+            finally:
+                lane.current = None
+        except Exception as exc:  # the caller's to report
+            if not job.answer.done():
+                job.answer.set_exception(exc)
+            return
+        if not job.answer.done():
+            job.answer.set_result(answer)
+        if self.worker is not None:
+            await self.worker.keep_state(job.controller, login=self._changes_state(answer.request))
 
     async def _hold(self, incoming: Incoming, request: Request | None) -> None:
         """Record the queued command, so a daemon killed before answering answers it later."""
@@ -165,6 +222,12 @@ class Lanes:
         it could not be answered after a crash.  Whatever one raises past its own error
         handling (after its reply: the audit) is logged, and the queue goes on."""
         while (queued := await lane.queue.get()) is not None:
+            if isinstance(queued, Job):
+                try:
+                    await self._run_job(lane, queued)
+                except Exception:
+                    log.exception("a command for %s failed after running", queued.controller[:12])
+                continue
             incoming = queued.incoming
             try:
                 try:
@@ -298,3 +361,9 @@ class Lanes:
             "running": {pk: lane.running for pk, lane in self._lanes.items() if lane.running},
             "queued": {pk: n for pk, lane in self._lanes.items() if (n := lane.waiting())},
         }
+
+
+def _full(waiting: int) -> BrowserdError:
+    return BrowserdError(
+        ErrorCode.UNAVAILABLE, f"{waiting} commands are already waiting; send this one again later."
+    )

@@ -83,3 +83,39 @@ async def test_a_command_is_held_before_it_runs_and_a_failed_hold_is_answered_in
     assert await dispatcher.store.unanswered() == [], "each answered command is released"
     await dispatcher.close()
     await dispatcher.store.close()
+
+
+async def test_a_scheduled_command_runs_in_its_controllers_lane_after_what_came_before(tmp_path):
+    """A schedule's run waits behind the controller's own commands, and a full lane refuses
+    it at once, as it would a message."""
+    from nostr_browserd.browser.pool import BrowserPool
+    from nostr_browserd.daemon.config import ControllerConfig
+    from nostr_browserd.dm.messages import Incoming
+    from tests.fixtures.browser import local_dispatcher
+
+    pk = "ab" * 32
+    answered = []
+
+    async def reply(incoming, text, request_id):
+        answered.append(request_id)
+        return True
+
+    async def scheduled(wire, request_id):
+        answered.append(json.loads(wire).get("error", {}).get("code", "scheduled"))
+        return True
+
+    pool = BrowserPool()  # never started: help needs no browser
+    dispatcher = local_dispatcher(pool, tmp_path, reply, {pk: ControllerConfig(pubkey=pk)})
+    for i in (1, 2):
+        dispatcher.submit(
+            Incoming(pk, "nip17", f'{{"id": {i}, "tool": "help"}}', f"{i}" * 64, f"{i}" * 64, 0)
+        )
+    dispatcher.lanes.queue_size = 1  # the second still waits: no room for a run
+    refused = await dispatcher.scheduled(pk, {"tool": "help"}, deliver=scheduled, attach=None)
+    assert refused.response["error"]["code"] == "UNAVAILABLE" and answered == ["UNAVAILABLE"]
+    dispatcher.lanes.queue_size = 8
+    ran = await dispatcher.scheduled(pk, {"tool": "help"}, deliver=scheduled, attach=None)
+    assert ran.response["success"]
+    assert answered == ["UNAVAILABLE", 1, 2, "scheduled"], "it ran after the controller's two"
+    await dispatcher.close()
+    await dispatcher.store.close()

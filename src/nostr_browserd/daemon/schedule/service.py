@@ -10,8 +10,9 @@ down runs once, soon and spread out (``when.due_at_start``).
   with the baseline kept in the row.  A change, a failure streak reaching
   ``failures_before_notice`` and the recovery after it are each said once, to the controller
   that made the monitor, in the scheme of the request that made it.
-- A **run** hands the schedule's command to the dispatcher's one path (``Dispatcher.handle``)
-  as if the controller sent it then: its role, its approver, the commit rule.  Its reply comes
+- A **run** hands the schedule's command to the dispatcher (``Dispatcher.scheduled``) as if
+  the controller sent it then: in their lane, after the commands they sent before it; its
+  role, its approver, the commit rule.  Its reply comes
   as a message headed ``schedule <id> (<when>):``, its files with it.  A run due while the
   previous one still goes is skipped, and the next message says so.
 """
@@ -502,8 +503,8 @@ class Scheduler:
             attach = functools.partial(
                 files.attach, Address(row.owner, spec["scheme"], spec["reply_to"])
             )
-        answer = await self.dispatcher.handle(
-            row.owner, spec["command"], transport="schedule", deliver=deliver, attach=attach
+        answer = await self.dispatcher.scheduled(
+            row.owner, spec["command"], deliver=deliver, attach=attach
         )
         return answer.response
 
