@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -99,6 +100,9 @@ def main(argv: list[str]) -> int:
     )
     try:
         selection = Selection.parse(args.caps, args.tools)
+        if args.local and not args.http:
+            asyncio.run(_local_stdio(args.config, selection))
+            return EXIT_OK
         backend = _backend(args)
         from ..mcp.server import BrowserMcp
 
@@ -114,6 +118,32 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_OK
+
+
+async def _local_stdio(path: Path | None, selection: Selection) -> None:
+    """``mcp --local`` on stdio, started as ``run`` starts (``cli.run``): Playwright's driver
+    first, the config and the MCP server's imports in a thread meanwhile, Chromium launched
+    as soon as the config says how.  A host starts this once per session and waits for it."""
+    from playwright.async_api import async_playwright
+
+    from ..browser.endpoints import launch_early
+    from .run import stop_driver
+
+    driver = asyncio.ensure_future(async_playwright().start())
+    try:
+        config = await asyncio.to_thread(load_config, path)
+    except BaseException:
+        await stop_driver(driver)
+        raise
+    early = asyncio.ensure_future(launch_early(driver, config.browser))
+    try:
+        server = await asyncio.to_thread(importlib.import_module, "..mcp.server", __package__)
+        local = await asyncio.to_thread(importlib.import_module, "..mcp.local", __package__)
+        mcp = server.BrowserMcp(local.LocalBackend(config, early=early), selection)
+    except BaseException:
+        early.cancel()
+        raise
+    await mcp.run_stdio()
 
 
 def _backend(args: McpOptions) -> Backend:

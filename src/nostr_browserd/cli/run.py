@@ -42,7 +42,7 @@ async def serve(path: Path | None, verbose: bool) -> int:
         with timeline.step("config"):
             config = await asyncio.to_thread(_configured, path, verbose)
     except BaseException:
-        await _stop(driver)
+        await stop_driver(driver)
         raise
     from ..browser.endpoints import launch_early
 
@@ -75,7 +75,7 @@ def _configured(path: Path | None, verbose: bool) -> Config:
     return config
 
 
-async def _stop(driver: asyncio.Future[Playwright]) -> None:
+async def stop_driver(driver: asyncio.Future[Playwright]) -> None:
     """Stop the driver of a daemon that will not start (a bad config, Ctrl-C)."""
     with contextlib.suppress(Exception):
         await (await driver).stop()
