@@ -31,7 +31,14 @@ from nostr_browserd.browser.session import Session
 from nostr_browserd.catalog import REGISTRY
 from nostr_browserd.commands.protocol import parse_request, run
 
-from .peers import CHROMIUM, TIMEOUT_MS, AgentBrowser, PlaywrightMcp, mcp_snapshot_text
+from .peers import (
+    CHROMIUM,
+    TIMEOUT_MS,
+    AgentBrowser,
+    McpStdio,
+    PlaywrightMcp,
+    mcp_snapshot_text,
+)
 from .sites import BENCH_BROWSER, SANDBOX, free_port
 
 CONTROL = "Playwright goto, again"  # a second plain context: the method's own spread
@@ -201,10 +208,20 @@ asyncio.run(main())
 """
 
 
+def installed() -> dict[str, str]:
+    """This environment as an installed system's: Python writes the bytecode it compiles.
+
+    A machine that sets PYTHONDONTWRITEBYTECODE compiles every module from source at each
+    start; the dropped first round of the cold starts writes it, as an install (or a
+    user's first run) does.
+    """
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 async def cold_raw() -> float:
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", RAW_COLD, CHROMIUM, stdout=asyncio.subprocess.PIPE
+        sys.executable, "-c", RAW_COLD, CHROMIUM, stdout=asyncio.subprocess.PIPE, env=installed()
     )
     assert process.stdout is not None
     await process.stdout.readline()
@@ -223,7 +240,7 @@ async def cold_ours() -> tuple[float, dict[str, list[float]]]:
         token_file.write_text(token)
         token_file.chmod(0o600)
         env = {
-            **os.environ,
+            **installed(),
             "NOSTR_BROWSERD_STATE_DIR": state,
             "NOSTR_BROWSERD_LOCAL_PORT": str(port),
             "NOSTR_BROWSERD_LOCAL_TOKEN_FILE": str(token_file),
@@ -282,11 +299,29 @@ async def started_line(stderr: asyncio.StreamReader) -> dict[str, list[float]]:
 
 
 async def cold_mcp() -> float:
+    """playwright-mcp, as a host starts it, to its first answered ``tools/call``."""
+    return await first_call(PlaywrightMcp(), "browser_navigate", url="about:blank")
+
+
+async def cold_mcp_local() -> float:
+    """``nostr-browserd mcp --local``, as a host starts it, to its first answered
+    ``tools/call``: the same page as playwright-mcp's."""
+    with tempfile.TemporaryDirectory(prefix="bench-cold-mcp-") as state:
+        env = {
+            **{k: v for k, v in installed().items() if not k.startswith("NOSTR_BROWSERD_")},
+            "NOSTR_BROWSERD_STATE_DIR": state,
+            "NOSTR_BROWSERD_BROWSER_SANDBOX": str(SANDBOX).lower(),
+        }
+        cli = str(Path(sys.executable).with_name("nostr-browserd"))
+        return await first_call(McpStdio([cli, "mcp", "--local"], env), "open", url="about:blank")
+
+
+async def first_call(mcp: McpStdio, tool: str, **arguments: Any) -> float:
+    """From ``mcp``'s process start to its first ``tool`` answered (initialize first)."""
     started = time.perf_counter()
-    mcp = PlaywrightMcp()
     try:
         await mcp.start()
-        await mcp.call("browser_navigate", url="about:blank")
+        await mcp.call(tool, **arguments)
         return (time.perf_counter() - started) * 1000
     finally:
         await mcp.close()
@@ -313,6 +348,7 @@ async def cold_starts(reps: int) -> tuple[list[dict[str, Any]], list[dict[str, l
         "Playwright launch": cold_raw,
         "ours": ours,
         "playwright-mcp": cold_mcp,
+        "ours mcp --local": cold_mcp_local,
         "agent-browser": cold_agent,
     }
     runs: dict[str, list[float]] = {}

@@ -51,21 +51,23 @@ def playwright_mcp_args(output: str) -> list[str]:
     ]
 
 
-class PlaywrightMcp:
-    """One playwright-mcp server over stdio (its own browser, in-memory profile)."""
+class McpStdio:
+    """One MCP server over stdio, started as a host starts it: ``argv`` (in ``env``, by
+    default this process's), with a scratch directory ``output`` it may write to."""
 
-    def __init__(self) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.process: asyncio.subprocess.Process | None = None
         self.output = tempfile.mkdtemp(prefix="bench-mcp-")
+        self.argv, self.env = argv, env
         self._id = 0
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            "node",
-            *playwright_mcp_args(self.output),
+            *self.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
+            env=self.env,
             limit=2**27,
         )
         await self.rpc(
@@ -91,11 +93,11 @@ class PlaywrightMcp:
             while True:
                 line = await self.process.stdout.readline()
                 if not line:
-                    raise RuntimeError("playwright-mcp exited")
+                    raise RuntimeError(f"{self.argv[0]} exited")
                 message = json.loads(line)
                 if message.get("id") == self._id:
                     if "error" in message:
-                        raise RuntimeError(f"playwright-mcp: {message['error']}")
+                        raise RuntimeError(f"{self.argv[0]}: {message['error']}")
                     return message["result"]
 
     async def call(self, tool: str, **arguments: Any) -> str:
@@ -103,7 +105,7 @@ class PlaywrightMcp:
         result = await self.rpc("tools/call", {"name": tool, "arguments": arguments})
         text = "".join(c.get("text", "") for c in result.get("content", []))
         if result.get("isError") or text.startswith("### Error"):
-            raise RuntimeError(f"playwright-mcp {tool}: {text[:300]}")
+            raise RuntimeError(f"{self.argv[0]} {tool}: {text[:300]}")
         return text
 
     async def close(self) -> None:
@@ -117,6 +119,14 @@ class PlaywrightMcp:
                 self.process.kill()
                 await self.process.wait()
         shutil.rmtree(self.output, ignore_errors=True)
+
+
+class PlaywrightMcp(McpStdio):
+    """One playwright-mcp server over stdio (its own browser, in-memory profile)."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.argv = ["node", *playwright_mcp_args(self.output)]
 
 
 def mcp_snapshot_text(reply: str) -> str:

@@ -189,3 +189,46 @@ async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp
             await asyncio.to_thread(open_gate)
         await asyncio.gather(starting, return_exceptions=True)
         await daemon.stop()
+
+
+async def test_the_local_channel_answers_before_the_relays_start(tmp_path):
+    """The local channel comes up before the relays (the embedded one first), and answers
+    its first commands as it will once they are up: a browser command, and a monitor tool
+    by the monitors' own answer, not "no monitors here"."""
+    from nostr_browserd.daemon.app import Daemon
+    from tests.fixtures.daemon import daemon_config
+    from tests.fixtures.relays import free_port
+
+    reached, go = asyncio.Event(), asyncio.Event()
+
+    class HeldRelays(Daemon):
+        async def _embedded_relay(self) -> None:
+            reached.set()  # the relays' start begins here; held until the test has asked
+            await go.wait()
+            await super()._embedded_relay()
+
+    port = free_port()
+    config = daemon_config(
+        tmp_path / "state", [], nostr={"embedded_relay": True, "embedded_relay_port": port}
+    )
+    daemon = HeldRelays(config)
+    starting = asyncio.create_task(daemon.start())
+    held = asyncio.create_task(reached.wait())
+    try:
+        await asyncio.wait({starting, held}, return_when=asyncio.FIRST_COMPLETED)
+        assert reached.is_set() and not starting.done(), starting
+        assert daemon.local is not None, "the local channel is up before the relays start"
+        url = await local(daemon, {"id": 1, "tool": "get_url"})
+        assert url["success"] and url["data"]["tab"] == "t1", url
+        early = await local(daemon, {"id": 2, "tool": "monitor_list"})
+        assert daemon.embedded is None and daemon.link is None  # still no relay at all
+        go.set()
+        await starting
+        assert daemon.link is not None and daemon.relays[0] == f"ws://127.0.0.1:{port}"
+        later = await local(daemon, {"id": 2, "tool": "monitor_list"})
+        assert early == later, (early, later)
+    finally:
+        held.cancel()
+        go.set()
+        await asyncio.gather(starting, return_exceptions=True)
+        await daemon.stop()

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..daemon.config import ConfigError, load_config
-from ..errors import BrowserdError
-from ..login.nsec import signer_from_file
-from ..mcp.backend import Backend
-from ..mcpshape.listing import Selection
-from ..nostr.nip19 import parse_pubkey
+from ..daemon.config_error import ConfigError
 from .options import McpOptions, parsed
+
+if TYPE_CHECKING:  # the MCP SDK and pydantic take most of a second: imported where used
+    from ..daemon.config import Config
+    from ..mcp.backend import Backend
+    from ..mcpshape.listing import Selection
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -98,6 +100,11 @@ def main(argv: list[str]) -> int:
         stream=sys.stderr,
     )
     try:
+        if args.local and not args.http:
+            asyncio.run(_local_stdio(args))
+            return EXIT_OK
+        from ..mcpshape.listing import Selection
+
         selection = Selection.parse(args.caps, args.tools)
         backend = _backend(args)
         from ..mcp.server import BrowserMcp
@@ -116,8 +123,44 @@ def main(argv: list[str]) -> int:
         return EXIT_OK
 
 
+async def _local_stdio(args: McpOptions) -> None:
+    """``mcp --local`` on stdio, started as ``run`` starts (``cli.run``): Playwright's driver
+    first, the config, the tool selection and the MCP server's imports in a thread meanwhile,
+    Chromium launched as soon as the config says how.  A host starts this once per session
+    and waits for it."""
+    from playwright.async_api import async_playwright
+
+    from ..browser.endpoints import launch_early
+    from .run import stop_driver
+
+    driver = asyncio.ensure_future(async_playwright().start())
+    try:
+        config, selection = await asyncio.to_thread(_local_settings, args)
+    except BaseException:
+        await stop_driver(driver)
+        raise
+    early = asyncio.ensure_future(launch_early(driver, config.browser))
+    try:
+        server = await asyncio.to_thread(importlib.import_module, "..mcp.server", __package__)
+        local = await asyncio.to_thread(importlib.import_module, "..mcp.local", __package__)
+        mcp = server.BrowserMcp(local.LocalBackend(config, early=early), selection)
+    except BaseException:
+        early.cancel()
+        raise
+    await mcp.run_stdio()
+
+
+def _local_settings(args: McpOptions) -> tuple[Config, Selection]:
+    """``--config`` loaded and ``--caps``/``--tools`` parsed: what waits for no driver."""
+    from ..daemon.config import load_config
+    from ..mcpshape.listing import Selection
+
+    return load_config(args.config), Selection.parse(args.caps, args.tools)
+
+
 def _backend(args: McpOptions) -> Backend:
     if args.local:
+        from ..daemon.config import load_config
         from ..mcp.local import LocalBackend
 
         return LocalBackend(load_config(args.config))
@@ -126,8 +169,11 @@ def _backend(args: McpOptions) -> Backend:
 
 def _remote(args: McpOptions) -> Backend:
     """From ``--to``, ``--key``, ``--relay``, ``--discovery`` and ``--timeout``."""
+    from ..errors import BrowserdError
+    from ..login.nsec import signer_from_file
     from ..mcp.contextvm_remote import AutoBackend, ContextVmBackend
     from ..mcp.remote import RemoteBackend
+    from ..nostr.nip19 import parse_pubkey
 
     assert args.to is not None and args.key is not None  # main() checked
     try:
@@ -147,4 +193,6 @@ def _remote(args: McpOptions) -> Backend:
 
 
 def _state_dir(args: McpOptions) -> Path:
+    from ..daemon.config import load_config
+
     return load_config(args.config).state.dir

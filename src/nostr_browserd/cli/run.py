@@ -42,7 +42,7 @@ async def serve(path: Path | None, verbose: bool) -> int:
         with timeline.step("config"):
             config = await asyncio.to_thread(_configured, path, verbose)
     except BaseException:
-        await _stop(driver)
+        await stop_driver(driver)
         raise
     from ..browser.endpoints import launch_early
 
@@ -60,15 +60,22 @@ async def serve(path: Path | None, verbose: bool) -> int:
 
 
 def _configured(path: Path | None, verbose: bool) -> Config:
-    """The config at ``path``, and the log set up: the start's work that waits for no driver."""
+    """The config at ``path``, and the log set up: the start's work that waits for no driver.
+
+    With the embedded relay, its library too (a tenth of a second, the GIL held): here it
+    overlaps the driver's start, where later it would hold up the local channel's first
+    answer.
+    """
     from ..daemon.config import load_config
 
     config = load_config(path)
     _setup_logging(verbose)
+    if config.nostr.uses_embedded_relay:
+        importlib.import_module("nostr_sdk")
     return config
 
 
-async def _stop(driver: asyncio.Future[Playwright]) -> None:
+async def stop_driver(driver: asyncio.Future[Playwright]) -> None:
     """Stop the driver of a daemon that will not start (a bad config, Ctrl-C)."""
     with contextlib.suppress(Exception):
         await (await driver).stop()

@@ -1,9 +1,10 @@
 """The daemon: login, relays, inbox, dispatcher, outbox, browser and local channel, joined.
 
-Start order: state store → the browser's launch, and beside it identity → (embedded relay) →
-worker row and heartbeat → local channel → relay pool → inbox subscription → announcements
-(kind 10050, 10002, 0); ``READY=1`` once both are done, with the start's timeline logged (a
-command that comes before the browser is up waits for it).  Stop order is the reverse, after
+Start order: state store → the browser's launch, and beside it identity → worker row and
+heartbeat → local channel → (embedded relay) → relay pool → inbox subscription →
+announcements (kind 10050, 10002, 0); ``READY=1`` once both are done, with the start's
+timeline logged (a command that comes before the browser is up waits for it; the local
+channel answers while the relays start).  Stop order is the reverse, after
 a drain: the worker takes nothing new, the dispatcher finishes the running and queued
 commands and sends their replies, and the worker saves its controllers' sessions and
 releases their leases.  A read-only identity starts everything except the inbox: it serves
@@ -151,10 +152,6 @@ class Daemon:
             if configured is not None:
                 await self.identity.login(configured)
             await self._seal_older()
-        if self.config.nostr.uses_embedded_relay:
-            with self.timeline.step("embedded relay"):
-                self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
-                self.relays.insert(0, await self.embedded.start())
         dispatcher = core.dispatcher
         core.browser.on_event(self._browser_event)
         assert isinstance(dispatcher.worker, Worker)
@@ -170,12 +167,19 @@ class Daemon:
             raise
 
     async def _serve(self, dispatcher: Dispatcher) -> None:
-        """After the worker has its name: the local channel, then the relays.
+        """After the worker has its name: the local channel, then the relays (the embedded
+        one first, when configured).
 
-        The local channel needs no relay, so it answers while they connect.  A login there
-        meanwhile rewires the Nostr side after this first connection (``_identity_changed``).
+        The local channel needs no relay, so it answers while they start and connect.  A
+        login there meanwhile rewires the Nostr side after this first connection
+        (``_identity_changed``).  The monitors' scheduler is there before the local channel,
+        so that its tools answer as they will; it loads what is due once the relays are up.
         """
         self.identity.add_listener(self._identity_changed)
+        timeout = self.config.browser.command_timeout
+        dispatcher.running.watches = self.watches = Scheduler(
+            dispatcher, self.config.monitors, timeout
+        )
         if self.config.local.enabled:
             local = self.config.local
             self.local_token_path = local.token_path(self.state_dir)
@@ -191,15 +195,18 @@ class Daemon:
                 await self.local.start()
             dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
         with self.timeline.step("relays"):
-            await self.nostr.start()
+            await self.nostr.start(before=self._embedded_relay())
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
             self._tasks.append(asyncio.create_task(dispatcher.lanes.answer_unanswered()))
-        timeout = self.config.browser.command_timeout
-        dispatcher.running.watches = self.watches = Scheduler(
-            dispatcher, self.config.monitors, timeout
-        )
         await self.watches.start()
         self._tasks.append(asyncio.create_task(self._prune_store()))
+
+    async def _embedded_relay(self) -> None:
+        """The embedded relay, when configured: the first of the relays."""
+        if self.config.nostr.uses_embedded_relay:
+            with self.timeline.step("embedded relay"):
+                self.embedded = EmbeddedRelay(self.config.nostr.embedded_relay_port)
+                self.relays.insert(0, await self.embedded.start())
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> int:
         """Start, serve until SIGTERM/SIGINT (SIGHUP reloads the allow-list), stop; exit code."""

@@ -338,9 +338,16 @@ class IdentityLink:
         self.carrier: CarrierServer | None = None
         self.rewiring: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        """The first connection (whatever login the start made)."""
-        self.rewiring = asyncio.create_task(self._connect())
+    async def start(self, before: Awaitable[None] | None = None) -> None:
+        """The first connection (whatever login the start made), once ``before`` is done
+        (the embedded relay's start): a login meanwhile rewires after both."""
+
+        async def connect() -> None:
+            if before is not None:
+                await before
+            await self._connect()
+
+        self.rewiring = asyncio.create_task(connect())
         await self.rewiring
 
     def switch(

@@ -8,9 +8,10 @@ registry validates, the session runs it under its lock, the audit log records it
 from __future__ import annotations
 
 import secrets
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import Any
 
+from ..browser.endpoints import Launched
 from ..daemon.allow_list import AllowList
 from ..daemon.compose import Core, open_core
 from ..daemon.config import Config
@@ -23,15 +24,18 @@ SESSIONS_WITH_US = frozenset({OWNER, "shared"})  # whose browser events are ours
 class LocalBackend:
     """Runs tools against an in-process browser pool."""
 
-    def __init__(self, config: Config) -> None:
-        self.config = config
+    def __init__(self, config: Config, early: Awaitable[Launched] | None = None) -> None:
+        """``early``: the browser's launch, begun before (``cli.mcp``)."""
+        self.config, self._early = config, early
         self.core: Core | None = None
         self._sinks: list[EventSink] = []
 
     async def start(self) -> None:
         """Open the store and launch Chromium, as the daemon does (``compose.open_core``),
         with nobody on the allow-list: only this machine's owner drives it."""
-        self.core = await open_core(self.config, AllowList(), reply=_nowhere, send=_nowhere)
+        self.core = await open_core(
+            self.config, AllowList(), reply=_nowhere, send=_nowhere, early=self._early
+        )
         self.core.browser.on_event(self._event)
 
     async def close(self) -> None:

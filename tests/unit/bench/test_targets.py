@@ -110,6 +110,26 @@ def test_the_median_of_the_repetitions_is_what_is_compared() -> None:
     assert targets.load_ratios(rows)[1]["throughput"] == pytest.approx(0.96)
 
 
+def test_mcp_local_cold_start_is_a_ratio_to_playwright_mcps_first_call() -> None:
+    cold = [
+        {"tool": "Playwright launch", "ms": [500]},
+        {"tool": "ours", "ms": [540]},
+        {"tool": "playwright-mcp", "ms": [900, 1000, 1100]},
+        {"tool": "ours mcp --local", "ms": [1200, 1050, 700]},
+    ]
+    run, mcp = targets.cold_targets({"cold_start": cold})
+    assert (run.name, run.value, run.ok) == ("cold", "1.08×", True)
+    assert (mcp.name, mcp.value, mcp.ok, mcp.section) == ("cold_mcp", "1.05×", False, targets.COLD)
+    cold[3]["ms"] = [1000]
+    assert targets.cold_targets({"cold_start": cold})[1].ok  # 1.00×: at the bound
+    assert targets.TARGETS["cold_mcp"].issue == "36 §1"
+
+
+def test_a_cold_start_without_mcp_local_has_no_row_for_it() -> None:
+    cold = [{"tool": "Playwright launch", "ms": [500]}, {"tool": "ours", "ms": [540]}]
+    assert [t.name for t in targets.cold_targets({"cold_start": cold})] == ["cold"]
+
+
 def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
     cold = [{"tool": "Playwright launch", "ms": [800, 900, 1000]}, {"tool": "ours", "ms": [990]}]
     assert targets.cold_targets({"cold_start": cold})[0].ok  # 1.10×

@@ -15,6 +15,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 ONLY_SOME_NEED = (
     "mcp",
     "starlette",
@@ -51,10 +53,13 @@ BESIDE_THE_DRIVER = (
 )
 
 
-def test_run_imports_no_more_than_starting_playwrights_driver_needs_before_it_starts():
+@pytest.mark.parametrize("command", ["run", "mcp"])
+def test_run_and_mcp_import_no_more_than_starting_playwrights_driver_needs(command):
+    """``mcp --local`` starts as ``run`` does; the MCP SDK and its wire types come beside the
+    driver too (cli.mcp)."""
     code = (
-        "import sys, nostr_browserd.cli.main, nostr_browserd.cli.run\n"
+        f"import sys, nostr_browserd.cli.main, nostr_browserd.cli.{command}\n"
         "print(' '.join(sorted(sys.modules)))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert set(run.stdout.split()) & set(BESIDE_THE_DRIVER) == set()
+    assert set(run.stdout.split()) & {*BESIDE_THE_DRIVER, "mcp", "mcp_types"} == set()
