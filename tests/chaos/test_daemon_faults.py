@@ -121,7 +121,8 @@ def small_disk(tmp_path):
 def fill(disk: Path) -> Path:
     """Write until the disk is full; returns the filler file."""
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    # Unbuffered: a write the full disk refused leaves nothing behind for close() to retry.
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)
