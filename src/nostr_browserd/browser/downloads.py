@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import os
 import weakref
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from ..errors import BrowserdError, ErrorCode
 from ..http_client import opened
-from .quota import disk_full
+from .quota import whole_or_gone
 
 WATCH_INTERVAL = 0.02
 # The downloads a command asked for (``asked``), by Playwright's own object of each.
@@ -145,7 +144,7 @@ async def stream_to_file(
             raise over_cap
         path = open_file(head)
         written = 0
-        try:
+        with whole_or_gone(path):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
                 async for chunk in response.aiter_bytes():
@@ -154,12 +153,4 @@ async def stream_to_file(
                         raise over_cap
                     out.write(chunk)
                     out.flush()  # on the disk as it comes: what the quota sees is what is there
-        except OSError as exc:
-            path.unlink(missing_ok=True)
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise disk_full() from None
-            raise
-        except BaseException:
-            path.unlink(missing_ok=True)
-            raise
         return response.status_code, None, head

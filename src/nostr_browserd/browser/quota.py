@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -209,14 +210,12 @@ def disk_full(free: int | None = None) -> BrowserdError:
     )
 
 
-def write_new(path: Path, data: bytes, *, replace: bool = False) -> None:
-    """Write ``data`` to ``path``, owner-only (0600) from creation; on any failure (a full
-    disk) the partial file is removed and a full disk is said plainly."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
-    fd = os.open(path, flags, 0o600)
+@contextlib.contextmanager
+def whole_or_gone(path: Path) -> Iterator[None]:
+    """Whatever stops the writing of ``path`` inside (a full disk, a cap, a deadline), nothing
+    of it is left; a full disk is said plainly."""
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
+        yield
     except OSError as exc:
         path.unlink(missing_ok=True)
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -225,6 +224,15 @@ def write_new(path: Path, data: bytes, *, replace: bool = False) -> None:
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+
+
+def write_new(path: Path, data: bytes, *, replace: bool = False) -> None:
+    """Write ``data`` to ``path``, owner-only (0600) from creation; on any failure (a full
+    disk) the partial file is removed and a full disk is said plainly."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if replace else os.O_EXCL)
+    fd = os.open(path, flags, 0o600)
+    with whole_or_gone(path), os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def _bytes_under(folder: Path | None) -> int:

@@ -174,23 +174,11 @@ async def refuse_unless_home(entry: Entry, handle: ElementHandle) -> BrowserCont
     if frame is None:
         raise BrowserdError(ErrorCode.ELEMENT_NOT_FOUND, "The field is no longer on the page.")
     page = frame.page
-    for where, url in (("page", page.url), ("field's frame", frame.url)):
-        seen = origin_of(url)
-        if seen not in entry.origins:
-            raise BrowserdError(
-                ErrorCode.REFUSED,
-                f"Not filled: the {where} is on {seen or repr(url[:100])}, and {entry.name!r} "
-                f"belongs to {', '.join(entry.origins)}.",
-            )
+    for where, url in (("page is on", page.url), ("field's frame is on", frame.url)):
+        refuse_foreign(entry, where, url)
     submission = await handle.evaluate(SUBMISSION_JS)
     for target in submission["targets"]:
-        seen = origin_of(target)
-        if seen not in entry.origins:
-            raise BrowserdError(
-                ErrorCode.REFUSED,
-                f"Not filled: the field's form submits to {seen or repr(target[:100])}, and "
-                f"{entry.name!r} belongs to {', '.join(entry.origins)}.",
-            )
+        refuse_foreign(entry, "field's form submits to", target)
     if submission["get"]:
         raise BrowserdError(
             ErrorCode.REFUSED,
@@ -383,3 +371,14 @@ async def login_with(session: Session, params: VaultName) -> dict[str, Any]:
 
     outcome = await act_and_compare(session, submit())
     return {"entry": entry.name, "filled": filled, "submitted": True, **outcome}
+
+
+def refuse_foreign(entry: Entry, where: str, url: str) -> None:
+    """``REFUSED`` unless ``url`` is on one of ``entry``'s origins, naming the one it is on."""
+    seen = origin_of(url)
+    if seen not in entry.origins:
+        raise BrowserdError(
+            ErrorCode.REFUSED,
+            f"Not filled: the {where} {seen or repr(url[:100])}, and {entry.name!r} belongs to "
+            f"{', '.join(entry.origins)}.",
+        )
