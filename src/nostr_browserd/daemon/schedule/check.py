@@ -1,12 +1,10 @@
 """Reading a watched page: the one place a check touches the browser.
 
-A check runs in the controller's own browser session, on a page of its own that the
-session does not track: it is never in ``tab list``, never the active tab, its refs never
-mix with the controller's, and a popup it opens stays with it.  Today that page is in a
-context made for the check on the session's browser, with the network policy every context
-of the owner gets (``BrowserPool.new_context``) and the session's cookies, closed after the
-check: nothing is kept open between checks.  ``check_page`` is the one function to re-point
-should sessions grow background tabs of their own.
+A check runs in the controller's own browser session, on a background tab
+(``Session.open_background_tab``): in window w1, with the owner's live cookies and logins and
+the network policy of every page of the owner, never in ``tab list``, never the active tab,
+its refs its own, a popup it opens closed, and closed after the check: nothing is kept open
+between checks.
 """
 
 from __future__ import annotations
@@ -33,14 +31,9 @@ async def check_page(browser: BrowserPool, owner: str) -> AsyncIterator[Page]:
     session = await browser.session(owner)
     if session.browser_lost:
         raise BrowserdError(ErrorCode.BROWSER_CRASHED, "The browser is starting again.")
-    context = await browser.new_context(session)
-    try:
-        context.set_default_timeout(session.config.timeout_ms)
-        await context.add_cookies(await session.main_context().cookies())  # type: ignore[arg-type]
-        page = await context.new_page()
-        yield page
-    finally:
-        await context.close()
+    async with session.open_background_tab() as tab:
+        tab.page.set_default_timeout(session.config.timeout_ms)
+        yield tab.page
 
 
 @dataclass(frozen=True)
