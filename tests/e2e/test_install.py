@@ -9,6 +9,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -157,13 +158,21 @@ async def test_the_wheel_runs_from_a_clean_venv(built: Path, tmp_path: Path) -> 
     assert [w.name for w in wheels] == [f"nostr_browserd-{__version__}-py3-none-any.whl"]
     assert list(built.glob(f"nostr_browserd-{__version__}.tar.gz"))
 
-    # A clean venv: the lock's runtime packages (hashes checked), then the wheel alone.
-    venv, requirements = tmp_path / "venv", tmp_path / "requirements.txt"
+    # A clean venv: the lock's runtime packages (hashes checked), then the wheel alone.  It
+    # lives outside the suite's temporary tree, which the secrets scan reads: packages' own
+    # READMEs hold the very example secrets some tests borrow (pyotp's).
+    with tempfile.TemporaryDirectory(prefix="nostr-browserd-wheel-") as scratch:
+        await wheel_runs(Path(scratch) / "venv", tmp_path, wheels[0])
+
+
+async def wheel_runs(venv: Path, tmp_path: Path, wheel: Path) -> None:
+    """Install ``wheel`` into a new ``venv``; it answers --version, and runs until status."""
+    requirements = tmp_path / "requirements.txt"
     steps = [
         ("venv", "--quiet", str(venv), "--python", sys.executable),
         ("export", "--quiet", "--frozen", "--no-dev", "--no-emit-project", "-o", str(requirements)),
         ("pip", "install", "--quiet", "--python", str(venv), "-r", str(requirements)),
-        ("pip", "install", "--quiet", "--python", str(venv), "--no-deps", str(wheels[0])),
+        ("pip", "install", "--quiet", "--python", str(venv), "--no-deps", str(wheel)),
     ]
     for step in steps:
         done = uv(*step, timeout=INSTALL_SECONDS)
