@@ -42,6 +42,7 @@ CAPTION_MS = 2500
 SETTLE_AT_STEP = 0.25
 SETTLE_AT_STOP = 1.0
 QUEUE_FRAMES = 8  # frames waiting for the encoder before the screencast waits for us
+JPEG_START = b"\xff\xd8\xff"
 Masks = Callable[[], Awaitable[tuple[float, list[Box]]]]  # the viewport's width, the boxes
 
 
@@ -120,8 +121,8 @@ class Recorder:
 
     async def _take(self, text: str) -> None:
         """The screencast's frame, queued for the encoder (this is a viewer's ``send``)."""
-        if self.stopped_by is not None or self._ended.is_set():
-            return
+        if self.stopped_by is not None or self._ended.is_set() or self._encoding.done():
+            return  # nobody would take it off the queue
         at_ms = self.elapsed_ms
         if at_ms > self.settings.max_seconds * 1000:
             self._limit("max_seconds")
@@ -130,6 +131,9 @@ class Recorder:
             jpeg = base64.b64decode(json.loads(text)["data"]["data"], validate=True)
         except (ValueError, KeyError, TypeError, binascii.Error):
             log.debug("a screencast frame that is no JPEG", exc_info=True)
+            return
+        if not jpeg.startswith(JPEG_START):
+            log.debug("a screencast frame that is no JPEG")
             return
         self._refresh_masks()
         css_width, boxes = self._boxes
@@ -165,19 +169,30 @@ class Recorder:
 
     async def _encode_all(self) -> None:
         """Hand each queued frame to the encoder, in order, in the bounded pool."""
+        try:
+            while (frame := await self._queue.get()) is not None:
+                try:
+                    size = await self._encode(frame)
+                except Exception:  # one frame that will not decode or encode is dropped
+                    log.warning("a recording dropped a frame it could not encode", exc_info=True)
+                    continue
+                if size > self.settings.max_mb * 1_000_000:
+                    self._limit("max_mb")
+                    break
+        finally:  # a frame waiting for room goes on: nothing takes frames from here on
+            while not self._queue.empty():
+                self._queue.get_nowait()
+
+    async def _encode(self, frame: Frame) -> int:
+        """One frame into the video (made with the first frame's size); the bytes so far."""
         loop = asyncio.get_running_loop()
-        while (frame := await self._queue.get()) is not None:
-            if self._encoder is None:
-                picture = frame.image()
-                self._encoder = await loop.run_in_executor(
-                    ENCODERS, VideoEncoder, picture.width, picture.height
-                )
-            await loop.run_in_executor(
-                ENCODERS, self._encoder.add, frame, self._caption(frame.at_ms)
+        if self._encoder is None:
+            picture = frame.image()
+            self._encoder = await loop.run_in_executor(
+                ENCODERS, VideoEncoder, picture.width, picture.height
             )
-            if self._encoder.size > self.settings.max_mb * 1_000_000:
-                self._limit("max_mb")
-                break
+        await loop.run_in_executor(ENCODERS, self._encoder.add, frame, self._caption(frame.at_ms))
+        return self._encoder.size
 
     async def stop(self) -> Recording:
         """End the recording; the video and sheet are made off the event loop."""
