@@ -5,8 +5,8 @@ then loads the config and imports ``daemon.app`` while the driver starts and Chr
 launches (``cli.run.serve``), then ``daemon.contextvm_link`` when the relays connect; those imports
 compete with the launch and the first command (issue 24 §4, bench/report.md "Cold start").
 The packages below serve only some commands or configs (``mcp``, ``mcp --to``, PostgreSQL,
-a model provider's SDK, charts, cron rules, HTTP fetches, video) and take tenths of a second to import, so the modules that
-need them import them where they are used.  (The ContextVM server needs only the MCP wire
+a model provider's SDK, charts, cron rules, HTTP fetches, video) and take up to tenths of a
+second to import, so the modules that need them import them where they are used.  (The ContextVM server needs only the MCP wire
 types, ``mcp_types``, not the SDK ``mcp`` whose ``mcp.types`` mirrors them.)
 """
 
