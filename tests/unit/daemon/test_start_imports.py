@@ -6,8 +6,9 @@ launches (``cli.run.serve``), then ``daemon.contextvm_link`` when the relays con
 compete with the launch and the first command (issue 24 §4, bench/report.md "Cold start").
 The packages below serve only some commands or configs (``mcp``, ``mcp --to``, PostgreSQL,
 a model provider's SDK, charts, cron rules, HTTP fetches, video) and take up to tenths of a
-second to import, so the modules that need them import them where they are used.  (The ContextVM server needs only the MCP wire
-types, ``mcp_types``, not the SDK ``mcp`` whose ``mcp.types`` mirrors them.)
+second to import, so the modules that need them import them where they are used.  (The
+ContextVM server needs only the MCP wire types, ``mcp_types``, not the SDK ``mcp`` whose
+``mcp.types`` mirrors them.)
 """
 
 from __future__ import annotations
