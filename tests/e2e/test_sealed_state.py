@@ -86,13 +86,17 @@ async def test_no_saved_login_is_at_rest_in_plaintext(
     async with SdkController([nostr_relay_url]) as alice:
         # Another worker is live on the store (so alice's session is saved after each
         # command, for it to take her over), and alice prefers the daemon under test.
-        peer = next(
-            f"peer{i}" for i in range(100) if preferred(alice.pubkey, ["w1", f"peer{i}"]) == "w1"
+        # Each pair of names is a fresh coin toss; a fixed "w1" against many peers is not
+        # (when "w1" ranks low for alice's key, every peer beats it).
+        mine, peer = next(
+            (f"w{i}", f"peer{i}")
+            for i in range(100)
+            if preferred(alice.pubkey, [f"w{i}", f"peer{i}"]) == f"w{i}"
         )
         other = await store_at(backend, state_dir)
         assert await other.worker_up(peer, "elsewhere/1/peer", silent_for=600)
         await other.close()
-        state = {"worker": "w1", "lease": 600, **({"database": backend} if backend else {})}
+        state = {"worker": mine, "lease": 600, **({"database": backend} if backend else {})}
         daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub], state=state)
         assert daemon.worker is not None and daemon.worker.shared(), "the peer is live"
         me = await daemon_pubkey(daemon)
