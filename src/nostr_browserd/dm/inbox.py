@@ -13,11 +13,14 @@ The order of the checks is the point of this module:
    drops those by id; the claim (step 6) still decides whether it runs;
 3. the sender is authenticated: NIP-04 by the event's own signature, NIP-17 by the seal's
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
-   never trusted on its own.  A gift wrap's own signature (a one-time key's) was verified by
-   the relay pool that delivered it, and is not verified twice.  With several workers, only
-   the worker where the seal's signer's commands may run verifies and decrypts the seal
-   (``Gate.opens``); the others keep the wrap aside, sealed, under the sender it claims, and
-   open it only if that sender's lease comes to them;
+   never trusted on its own.  A gift wrap's own signature (a one-time key's: it binds the
+   wrap's tags, its NIP-40 expiration, to the sender who sealed it) is verified just before
+   its seal is opened; the relay pool checked only its id (``signatures=False``), which
+   binds every other field.  With several workers, only the worker where the seal's signer's
+   commands may run verifies the wrap and verifies and decrypts the seal (``Gate.opens``);
+   the others keep the wrap aside, sealed, under the sender it claims, and open it only if
+   that sender's lease comes to them.  A wrap whose signature fails is dropped and not
+   remembered: a relay altered that copy, and another relay's copy of the same id may be good;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
    never answered, so a stranger cannot even learn that the daemon reads its messages.  A
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
@@ -202,7 +205,7 @@ class Inbox:
         self.budget = StrangerBudget(stranger_budget)
         self.backlog_size = backlog_size
         self._arrivals: deque[tuple[Event, bool]] = deque()  # (event, stored), not yet sorted
-        self._queued: set[str] = set()  # ids arrived, waiting or being opened: copies go
+        self._queued: set[str] = set()  # copies arrived, waiting or being opened (_copy)
         self._known: deque[Event] = deque()  # kind 4 from allowed keys: no budget needed
         self._wraps: deque[Event] = deque()  # gift wraps, sender unknown until decrypted
         self._flooded = False  # the budget ran out: both ends of the backlog until it empties
@@ -211,6 +214,7 @@ class Inbox:
         self.checked = 0  # events checked against the store before opening
         self.wraps_opened = 0  # gift wraps decrypted once (which names the sender)
         self.seals_opened = 0  # seals verified and decrypted: commands this worker may run
+        self.bad_signatures = 0  # gift wraps dropped before their seal: a relay altered them
 
     def status(self) -> dict[str, int]:
         """For the status page: a flood shows here before anywhere else."""
@@ -221,6 +225,7 @@ class Inbox:
             "checked_in_store": self.checked,
             "wraps_opened": self.wraps_opened,
             "seals_opened": self.seals_opened,
+            "bad_signatures": self.bad_signatures,
         }
 
     def _addressed(self, event: Event) -> bool:
@@ -247,14 +252,14 @@ class Inbox:
         arrived, all of it at once, before it is opened; ``stored`` False (a live event: see
         the module's step 2) is not checked.
         """
-        event_id = event.get("id", "")
-        if not self._addressed(event) or event_id in self._queued:
+        copy = _copy(event)
+        if not self._addressed(event) or copy in self._queued:
             return
         if event["kind"] == DM_KIND and not self._allowed(event["pubkey"], "nip04"):
             return
         if len(self._arrivals) >= self.backlog_size:
             self._drop(self._arrivals.popleft()[0])
-        self._queued.add(event_id)
+        self._queued.add(copy)
         self._arrivals.append((event, stored))
         self._arrived.set()
 
@@ -275,7 +280,7 @@ class Inbox:
                     self.dropped.warning("store", "%s", exc.message)
             for event, _ in batch:
                 if event["id"] in known:
-                    self._queued.discard(event["id"])
+                    self._queued.discard(_copy(event))
                 elif event["kind"] == DM_KIND:
                     self._known.append(event)
                 else:
@@ -286,7 +291,7 @@ class Inbox:
     def _drop(self, event: Event) -> None:
         """The backlog is full: the oldest-received goes, not remembered (a restart fetches
         it again)."""
-        self._queued.discard(event["id"])
+        self._queued.discard(_copy(event))
         self.dropped.warning("backlog", "%d gift wraps wait: dropped the oldest", self.backlog_size)
 
     async def serve(self, submit: Callable[[Incoming], None]) -> None:
@@ -387,7 +392,7 @@ class Inbox:
             log.exception("could not process event %s", str(event.get("id", "?"))[:12])
             return None
         finally:
-            self._queued.discard(event.get("id", ""))
+            self._queued.discard(_copy(event))
             if held:
                 self.budget.hold(-1)
 
@@ -459,10 +464,11 @@ class Inbox:
 
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
+            # Its signature is checked where it is trusted: before a seal or message is opened.
             seal = await unwrap_seal(event, self.signer, verified=True)
             self.wraps_opened += 1
             if self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND:
-                return await self._open_contextvm(event, seal)
+                return await self._open_contextvm(event, seal) if self._signed(event) else None
             if "nip17" not in self.schemes:
                 raise UnwrapError("a NIP-17 message, and [nostr] dm does not take NIP-17")
             if seal["pubkey"] == self.pubkey or not self._allowed(seal["pubkey"], "nip17"):
@@ -486,6 +492,8 @@ class Inbox:
 
     async def _open_seal(self, event: Event, seal: Event) -> Incoming | None:
         """The command in the seal of ``event``, its sender authenticated (step 3)."""
+        if not self._signed(event):
+            return None
         try:
             opened = await open_seal(event, seal, self.signer)
             self.seals_opened += 1
@@ -550,6 +558,19 @@ class Inbox:
             min(expirations, default=None),
         )
 
+    def _signed(self, event: Event) -> bool:
+        """Whether the gift wrap ``event`` is what its one-time key signed (step 3).  A copy
+        that is not was altered by a relay: dropped, not remembered (another relay's copy of
+        the same id may be good), and it spends a unit of the stranger budget."""
+        try:
+            verify_event(event)
+        except InvalidEvent as exc:
+            self.dropped.warning("signature", "dropped a gift wrap: %s", exc.reason)
+            self.budget.spend()
+            self.bad_signatures += 1
+            return False
+        return True
+
     async def _unopened(
         self, event: Event, exc: UnwrapError | BrowserdError, what: str = "a gift wrap"
     ) -> None:
@@ -592,6 +613,11 @@ class Inbox:
 def _refused(incoming: Incoming, code: ErrorCode, message: str) -> Incoming:
     log.info("refusing %s from %s: %s", incoming.event_id[:12], incoming.sender[:12], message)
     return replace(incoming, refusal=BrowserdError(code, message))
+
+
+def _copy(event: Event) -> str:
+    """What tells two copies of an event apart: the id binds every field but the signature."""
+    return f"{event.get('id', '')}{event.get('sig', '')}"
 
 
 def _reason(exc: BaseException) -> str:

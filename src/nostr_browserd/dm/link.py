@@ -141,7 +141,9 @@ class NostrLink:
         )
         config = self.config
         filters = subscription_filters(pubkey, config.dm, now(), config.freshness, self.mcp)
-        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False)
+        # The inbox verifies a gift wrap's signature where it opens the seal: a worker that
+        # keeps the wrap aside sealed (another worker runs its sender's commands) never does.
+        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False, signatures=False)
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
         if self.config.discovery_relays:

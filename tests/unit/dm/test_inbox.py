@@ -285,6 +285,7 @@ async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budge
         "checked_in_store": 62,  # each of them, at once, before anything was opened
         "wraps_opened": inbox.wraps_opened,
         "seals_opened": 2,  # the two commands' (a stranger's seal never)
+        "bad_signatures": 0,
     }
     # one call per stranger's wrap (their seals never), two per command
     assert strangers + 4 <= len(daemon.calls) <= taken + 4

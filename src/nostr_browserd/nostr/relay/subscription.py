@@ -1,9 +1,14 @@
 """One subscription across the relays of a pool: what passes to its reader, and what it keeps.
 
 An event reaches the reader only verified (id and signature), inside the filters, and once:
-de-duplicated by id across relays and reconnects in a bounded LRU.  The subscription also
-remembers, per relay, the newest ``created_at`` it delivered, so a reconnect re-sends the
-filters with ``since`` advanced (see :data:`SINCE_MARGIN`).
+de-duplicated by id across relays and reconnects in a bounded LRU.  A reader that verifies
+signatures itself, where it needs them (``signatures=False``: the daemon's inbox, see
+``dm/inbox.py``), gets the first copy of each id with its id checked (the hash binds every
+field but the signature) and its signature not; a later copy of that id with another signature
+is verified here and passed on only if it is good, so a relay's badly signed copy that came
+first cannot shadow a good one, and at most one unverified copy of an id reaches the reader.
+The subscription also remembers, per relay, the newest ``created_at`` it delivered, so a
+reconnect re-sends the filters with ``since`` advanced (see :data:`SINCE_MARGIN`).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections import Counter, OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
-from ..nip01 import Event, InvalidEvent, matches, verify_event
+from ..nip01 import Event, InvalidEvent, check_shape, matches, verify_event, verify_id
 
 __all__ = ["SINCE_MARGIN", "Subscription"]
 
@@ -51,8 +56,10 @@ class Subscription:
         advance_since: bool,
         queue_size: int,
         dedup_size: int,
+        signatures: bool = True,
     ) -> None:
         self.id = sub_id
+        self.signatures = signatures
         self.filters = filters
         self.advance_since = advance_since
         self.eose: set[str] = set()
@@ -64,7 +71,8 @@ class Subscription:
         self._items: deque[tuple[Event, bool]] = deque()  # (event, stored)
         self.stored = True
         self._wakeup = asyncio.Event()
-        self._seen: OrderedDict[str, int] = OrderedDict()  # id -> created_at
+        # id -> created_at, the signatures of its copies passed on
+        self._seen: OrderedDict[str, tuple[int, tuple[str, ...]]] = OrderedDict()
         self._latest: dict[str, int] = {}  # relay url -> newest created_at it delivered
         self._all_answered = asyncio.Event()
         self._closed = False
@@ -135,12 +143,17 @@ class Subscription:
     def receive(self, url: str, event: dict[str, Any], counts: Counter[str]) -> None:
         """Take an event ``url`` sent for this subscription, counting what became of it."""
         event_id = event.get("id")
-        if isinstance(event_id, str) and self._seen_before(url, event_id):
+        seen = self._seen_before(url, event_id) if isinstance(event_id, str) else None
+        if seen is not None and (self.signatures or event.get("sig") in seen):
             counts["events"] += 1
             counts["duplicates"] += 1
             return
         try:
-            verify_event(event)
+            if self.signatures or seen is not None:  # another signature for a known id: check it
+                verify_event(event)
+            else:  # the reader verifies the signature where it needs it
+                check_shape(event)
+                verify_id(event)
         except InvalidEvent as exc:
             counts["invalid"] += 1
             log.debug("%s: dropped invalid event: %s", url, exc.reason)
@@ -156,13 +169,14 @@ class Subscription:
         seen = min(created_at, int(time.time()))
         self._latest[url] = max(self._latest.get(url, 0), seen)
 
-    def _seen_before(self, url: str, event_id: str) -> bool:
-        created_at = self._seen.get(event_id)
-        if created_at is None:
-            return False
+    def _seen_before(self, url: str, event_id: str) -> tuple[str, ...] | None:
+        """The signatures of the copies of ``event_id`` passed on, if one was."""
+        seen = self._seen.get(event_id)
+        if seen is None:
+            return None
         self._seen.move_to_end(event_id)
-        self._note(url, created_at)
-        return True
+        self._note(url, seen[0])
+        return seen[1]
 
     def _deliver(self, url: str, event: Event) -> None:
         self._note(url, event["created_at"])
@@ -172,7 +186,8 @@ class Subscription:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("subscription %s: consumer too slow, %d dropped", self.id, self.dropped)
-        self._seen[event["id"]] = event["created_at"]
+        created_at, sigs = self._seen.get(event["id"], (event["created_at"], ()))
+        self._seen[event["id"]] = (created_at, (*sigs, event["sig"]))
         if len(self._seen) > self._dedup_size:
             self._seen.popitem(last=False)
         self._items.append((event, url not in self.eose))

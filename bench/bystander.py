@@ -1,0 +1,132 @@
+"""What a worker costs for a command it does not run (issue 36 §2), apart from the one that runs it.
+
+``python -m bench.bystander [--per-controller N] [--profile STATS]``: one PostgreSQL, two relays
+(bench/load.py's), 12 controllers of ``get_url``.  The first worker starts alone and takes every
+controller's lease; it runs every command twice over (CPU per command of its process tree),
+then a second worker joins, which keeps every controller's wraps aside sealed: two more runs
+give both workers' CPU per command.  The first worker's figure alone and with a peer tells
+what sharing costs the worker that runs a command; the second's is the whole price of a wrap
+seen and not run.  ``--profile`` runs the second worker under cProfile (bench/profiled.py) for
+its last run, and prints where its time went, grouped by stage.
+
+The scale-out part (bench/scale.py) splits the controllers among the workers, so every worker
+there is both; this one separates the two, which is what a profile needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nostr_sdk as sdk
+
+from tests.fixtures.cluster import Worker, Workers, process_tree
+from tests.fixtures.postgres import fresh_database, postgres_server
+
+from . import load
+
+CONTROLLERS = 12
+STAGES = {  # a stage of the bystander's work: (function, file it is in)
+    "websocket frames received": ("_read_ready__data_received", "selector_events"),
+    "relay frames: JSON, the pool's id and signature check": ("_handle", "connection.py"),
+    "  of which the wrap's signature (BIP-340)": ("verify_event", "nip01.py"),
+    "inbox: opening the wraps": ("_open_safely", "inbox.py"),
+    "  of which the ECDH (conversation key)": ("conversation_key", "nip44.py"),
+    "  of which NIP-44 (HMAC, ChaCha20, base64)": ("decrypt", "nip44.py"),
+    "inbox: the serving loop": ("serve", "inbox.py"),
+    "gate: admit (kept aside)": ("admit", "workers.py"),
+    "heartbeat and kept-aside watcher": ("_keep_running", "supervise.py"),
+    "  of which PostgreSQL statements": ("_execute", "postgres.py"),
+}
+
+
+def stages(stats_file: str) -> dict[str, float]:
+    """Each stage's share of the profiled process's busy time (the loop's waiting left out)."""
+    table: dict[Any, Any] = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+    busy = sum(t for (_, _, name), (_, _, t, _, _) in table.items() if "epoll" not in name)
+    shares = {}
+    for stage, (function, where) in STAGES.items():
+        cumulative = sum(
+            c
+            for (path, _, name), (_, _, _, c, _) in table.items()
+            if name == function and where in path
+        )
+        shares[stage] = cumulative / busy
+    return shares
+
+
+def _run(
+    urls: list[str],
+    workers: Workers,
+    keys: list[str],
+    per: int,
+    watch: dict[str, Worker],
+    profiled: int | None = None,
+) -> dict[str, float]:
+    """One run of the generator: CPU ms per command of each watched worker's process tree."""
+    trees = {name: process_tree(worker.pid) for name, worker in watch.items()}
+    result = load.generate(urls, workers.pubkey, keys, per, trees, profiled)
+    answered = result["check"]["ok"]
+    assert answered == CONTROLLERS * per and not result["check"]["duplicates"], result["check"]
+    return {name: result["cpu"][name] / answered * 1000 for name in watch}
+
+
+def measure(per: int, profile: str | None) -> dict[str, list[dict[str, float]]]:
+    """Two runs of the first worker alone, then two with the bystander beside it."""
+    keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
+    secrets_ = [k.secret_key().to_hex() for k in keys]
+    pubkeys = [k.public_key().to_hex() for k in keys]
+    with (
+        postgres_server() as dsn,
+        load.relay() as first,
+        load.relay() as second,
+        tempfile.TemporaryDirectory(prefix="bench-bystander-") as where,
+    ):
+        urls = [first[0], second[0]]
+        workers = Workers(Path(where), urls, fresh_database(dsn), pubkeys, local=False)
+        try:
+            runner = workers.launch()
+            runner.wait_ready()
+            load.generate(urls, workers.pubkey, secrets_, 2, {})  # it takes every lease
+            alone = [_run(urls, workers, secrets_, per, {"runner": runner}) for _ in range(2)]
+            if profile:
+                workers.program = [sys.executable, "-m", "bench.profiled", profile]
+            bystander = workers.launch()
+            bystander.wait_ready()
+            time.sleep(2.0)  # it reads the live workers: the leases stay where they are
+            load.generate(urls, workers.pubkey, secrets_, 2, {})
+            watch = {"runner": runner, "bystander": bystander}
+            shared = [_run(urls, workers, secrets_, per, watch) for _ in range(1)]
+            shared.append(
+                _run(urls, workers, secrets_, per, watch, bystander.pid if profile else None)
+            )
+        finally:
+            workers.reap()
+    return {"alone": alone, "shared": shared}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--per-controller", type=int, default=30)
+    parser.add_argument("--profile", help="cProfile the bystander's last run into this file")
+    args = parser.parse_args()
+    figures = measure(args.per_controller, args.profile)
+    for run in figures["alone"]:
+        print(f"alone:        runner {run['runner']:.2f} ms CPU per command")
+    for run in figures["shared"]:
+        print(
+            f"with a peer:  runner {run['runner']:.2f}, bystander {run['bystander']:.2f}"
+            " ms CPU per command"
+        )
+    if args.profile:
+        for stage, share in stages(args.profile).items():
+            print(f"  {stage:56s} {share:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
