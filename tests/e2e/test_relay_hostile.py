@@ -198,6 +198,29 @@ async def test_a_badly_signed_gift_wrap_is_dropped_and_does_not_shadow_the_good_
         assert pool.status()[relay.url].counts["invalid"] == 1
 
 
+async def test_a_reader_that_verifies_signatures_gets_one_unverified_copy_and_the_good_one() -> None:
+    """``signatures=False`` (the daemon's inbox, which verifies a wrap where it opens the seal):
+    the first copy of an id comes through with its id checked and its signature not; a later
+    copy with another signature is verified here, so a badly signed copy that came first cannot
+    shadow the good one, and further bad copies, or a wrap altered under its id, never come."""
+    alice, bob = KeySigner.generate(), KeySigner.generate()
+    rumor = nip59.make_rumor(alice.pubkey, 14, "get url", [["p", bob.pubkey]])
+    wrap = await nip59.wrap(rumor, alice, bob.pubkey)
+    bad = {**wrap, "sig": wrap["sig"][::-1]}
+    worse = {**wrap, "sig": "0" * 128}
+    altered = {**wrap, "tags": [["p", bob.pubkey], ["expiration", "1"]]}  # same id, not its hash
+    script = answering_every_req_with(bad, altered, worse, wrap, bad, wrap)
+
+    async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
+        filters = [{"kinds": [1059], "#p": [bob.pubkey]}]
+        sub = pool.subscribe(filters, advance_since=False, signatures=False)
+        assert await next_event(sub) == bad  # unverified: the reader checks it
+        assert await next_event(sub) == wrap
+        assert await sub.wait_eose(5)
+        counts = pool.status()[relay.url].counts
+        assert (counts["invalid"], counts["duplicates"]) == (2, 2)  # altered, worse; bad, wrap
+
+
 async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:
     secret = generate_secret()
     old = note(secret, "old", created_at=int(time.time()) - 1000)
