@@ -214,7 +214,7 @@ class Inbox:
         self.checked = 0  # events checked against the store before opening
         self.wraps_opened = 0  # gift wraps decrypted once (which names the sender)
         self.seals_opened = 0  # seals verified and decrypted: commands this worker may run
-        self.bad_signatures = 0  # gift wraps dropped before their seal: a relay altered them
+        self.bad_signatures = 0  # events dropped for a signature a relay altered (or forged)
 
     def status(self) -> dict[str, int]:
         """For the status page: a flood shows here before anywhere else."""
@@ -439,8 +439,9 @@ class Inbox:
     async def _open_nip04(self, event: Event) -> Incoming | None:
         try:
             verify_event(event)
-        except InvalidEvent as exc:
+        except InvalidEvent as exc:  # the pool checked its id, not its signature
             self.dropped.warning("invalid", "dropped a kind 4 event: %s", exc)
+            self.bad_signatures += 1
             return None
         sender = event["pubkey"]
         if not self._allowed(sender, "nip04"):
