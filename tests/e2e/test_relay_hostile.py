@@ -198,7 +198,7 @@ async def test_a_badly_signed_gift_wrap_is_dropped_and_does_not_shadow_the_good_
         assert pool.status()[relay.url].counts["invalid"] == 1
 
 
-async def test_a_reader_that_verifies_signatures_gets_one_unverified_copy_and_the_good_one() -> None:
+async def test_a_reader_verifying_signatures_gets_one_unverified_copy_and_the_good_one() -> None:
     """``signatures=False`` (the daemon's inbox, which verifies a wrap where it opens the seal):
     the first copy of an id comes through with its id checked and its signature not; a later
     copy with another signature is verified here, so a badly signed copy that came first cannot
