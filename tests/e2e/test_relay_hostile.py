@@ -199,7 +199,7 @@ async def test_a_badly_signed_gift_wrap_is_dropped_and_does_not_shadow_the_good_
 
 
 async def test_a_reader_verifying_signatures_gets_one_unverified_copy_and_the_good_one() -> None:
-    """``signatures=False`` (the daemon's inbox, which verifies a wrap where it opens the seal):
+    """``unverified`` kinds (the daemon's inbox's gift wraps, verified where the seal is opened):
     the first copy of an id comes through with its id checked and its signature not; a later
     copy with another signature is verified here, so a badly signed copy that came first cannot
     shadow the good one, and further bad copies, or a wrap altered under its id, never come."""
@@ -213,7 +213,7 @@ async def test_a_reader_verifying_signatures_gets_one_unverified_copy_and_the_go
 
     async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
         filters = [{"kinds": [1059], "#p": [bob.pubkey]}]
-        sub = pool.subscribe(filters, advance_since=False, signatures=False)
+        sub = pool.subscribe(filters, advance_since=False, unverified=frozenset({1059}))
         assert await next_event(sub) == bad  # unverified: the reader checks it
         assert await next_event(sub) == wrap
         assert await sub.wait_eose(5)

@@ -15,7 +15,7 @@ The order of the checks is the point of this module:
    signature with seal pubkey == rumor pubkey (``nip59.unwrap``); the pubkey read from inside is
    never trusted on its own.  A gift wrap's own signature (a one-time key's: it binds the
    wrap's tags, its NIP-40 expiration, to the sender who sealed it) is verified just before
-   its seal is opened; the relay pool checked only its id (``signatures=False``), which
+   its seal is opened; the relay pool checked only its id (``unverified``), which
    binds every other field.  With several workers, only the worker where the seal's signer's
    commands may run verifies the wrap and verifies and decrypts the seal (``Gate.opens``);
    the others keep the wrap aside, sealed, under the sender it claims, and open it only if
@@ -214,7 +214,7 @@ class Inbox:
         self.checked = 0  # events checked against the store before opening
         self.wraps_opened = 0  # gift wraps decrypted once (which names the sender)
         self.seals_opened = 0  # seals verified and decrypted: commands this worker may run
-        self.bad_signatures = 0  # events dropped for a signature a relay altered (or forged)
+        self.bad_signatures = 0  # gift wraps dropped before their seal: a relay altered them
 
     def status(self) -> dict[str, int]:
         """For the status page: a flood shows here before anywhere else."""
@@ -439,9 +439,8 @@ class Inbox:
     async def _open_nip04(self, event: Event) -> Incoming | None:
         try:
             verify_event(event)
-        except InvalidEvent as exc:  # the pool checked its id, not its signature
+        except InvalidEvent as exc:
             self.dropped.warning("invalid", "dropped a kind 4 event: %s", exc)
-            self.bad_signatures += 1
             return None
         sender = event["pubkey"]
         if not self._allowed(sender, "nip04"):

@@ -20,6 +20,7 @@ from ..login.readonly import READ_ONLY_MESSAGE
 from ..nostr import nip17
 from ..nostr.nip01 import now
 from ..nostr.nip19 import npub_encode
+from ..nostr.nip59 import GIFT_WRAP_KIND
 from ..nostr.relay import RelayPool, RelayStatus, Subscription
 from ..nostr.signer import Signer
 from ..supervise import supervise
@@ -143,7 +144,8 @@ class NostrLink:
         filters = subscription_filters(pubkey, config.dm, now(), config.freshness, self.mcp)
         # The inbox verifies a gift wrap's signature where it opens the seal: a worker that
         # keeps the wrap aside sealed (another worker runs its sender's commands) never does.
-        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False, signatures=False)
+        wraps = frozenset({GIFT_WRAP_KIND})
+        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False, unverified=wraps)
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
         if self.config.discovery_relays:

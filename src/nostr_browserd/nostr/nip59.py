@@ -8,7 +8,7 @@ recompute. Authorise on :attr:`Unwrapped.sender` only.
 A wrap delivered by a :class:`~.relay.RelayPool` subscription had its id and signature verified
 there, before it was de-duplicated (a relay's badly signed copy must not shadow a good one);
 ``verified=True`` says so and spares the second verification.  The daemon's inbox passes it
-too for a wrap whose id alone its subscription checked (``signatures=False``): it verifies the
+too for a wrap whose id alone its subscription checked (``unverified``): it verifies the
 wrap itself before it opens the seal, and a worker that does not open it never needs to.  The
 seal's is never spared: it is what authenticates the sender.
 """

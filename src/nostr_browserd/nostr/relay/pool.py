@@ -147,14 +147,14 @@ class RelayPool:
         advance_since: bool = True,
         queue_size: int = 1000,
         dedup_size: int = 10_000,
-        signatures: bool = True,
+        unverified: frozenset[int] = frozenset(),
     ) -> Subscription:
         """Subscribe on every relay, now and after every reconnect.
 
         ``advance_since=False`` re-sends the filters unchanged after a reconnect: use it for
         gift wraps (kind 1059), whose ``created_at`` is randomised up to two days back.
-        ``signatures=False``: the reader verifies each event's signature itself before it
-        trusts it (see :class:`Subscription`).
+        ``unverified``: kinds whose signature the reader verifies itself before it trusts
+        them (see :class:`Subscription`).
         """
         if not filters or not all(isinstance(f, dict) for f in filters):
             raise ValueError("filters must be a non-empty list of dicts")
@@ -168,7 +168,7 @@ class RelayPool:
             advance_since=advance_since,
             queue_size=queue_size,
             dedup_size=dedup_size,
-            signatures=signatures,
+            unverified=unverified,
         )
         self._subs[sub_id] = sub
         for relay in self._relays.values():

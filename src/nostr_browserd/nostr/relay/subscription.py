@@ -1,12 +1,13 @@
 """One subscription across the relays of a pool: what passes to its reader, and what it keeps.
 
 An event reaches the reader only verified (id and signature), inside the filters, and once:
-de-duplicated by id across relays and reconnects in a bounded LRU.  A reader that verifies
-signatures itself, where it needs them (``signatures=False``: the daemon's inbox, see
-``dm/inbox.py``), gets the first copy of each id with its id checked (the hash binds every
-field but the signature) and its signature not; a later copy of that id with another signature
-is verified here and passed on only if it is good, so a relay's badly signed copy that came
-first cannot shadow a good one, and at most one unverified copy of an id reaches the reader.
+de-duplicated by id across relays and reconnects in a bounded LRU.  An event of a kind whose
+signature the reader verifies itself, where it needs it (``unverified``: the daemon's inbox for
+gift wraps, see ``dm/inbox.py``), comes with its id checked (the hash binds every field but the
+signature) and its signature not, the first copy of each id; a later copy of that id with
+another signature is verified here and passed on only if it is good, so a relay's badly signed
+copy that came first cannot shadow a good one, and at most one unverified copy of an id
+reaches the reader.
 The subscription also remembers, per relay, the newest ``created_at`` it delivered, so a
 reconnect re-sends the filters with ``since`` advanced (see :data:`SINCE_MARGIN`).
 """
@@ -56,10 +57,10 @@ class Subscription:
         advance_since: bool,
         queue_size: int,
         dedup_size: int,
-        signatures: bool = True,
+        unverified: frozenset[int] = frozenset(),
     ) -> None:
         self.id = sub_id
-        self.signatures = signatures
+        self.unverified = unverified
         self.filters = filters
         self.advance_since = advance_since
         self.eose: set[str] = set()
@@ -143,17 +144,19 @@ class Subscription:
     def receive(self, url: str, event: dict[str, Any], counts: Counter[str]) -> None:
         """Take an event ``url`` sent for this subscription, counting what became of it."""
         event_id = event.get("id")
+        kind = event.get("kind")
+        later = isinstance(kind, int) and kind in self.unverified  # the reader verifies it
         seen = self._seen_before(url, event_id) if isinstance(event_id, str) else None
-        if seen is not None and (self.signatures or event.get("sig") in seen):
+        if seen is not None and (not later or event.get("sig") in seen):
             counts["events"] += 1
             counts["duplicates"] += 1
             return
         try:
-            if self.signatures or seen is not None:  # another signature for a known id: check it
-                verify_event(event)
-            else:  # the reader verifies the signature where it needs it
+            if later and seen is None:  # the first copy: its id binds all but the signature
                 check_shape(event)
                 verify_id(event)
+            else:  # verified here (another signature for a known id included)
+                verify_event(event)
         except InvalidEvent as exc:
             counts["invalid"] += 1
             log.debug("%s: dropped invalid event: %s", url, exc.reason)
