@@ -5,7 +5,8 @@ Chromium, so they are answered while it launches, and the first call waits for i
 launch is held: the configured executable is a script that waits on a FIFO the test writes
 only after those answers came (with the old order, ``initialize`` waited for the launch and
 the test could never let it go).  A launch that fails is answered on every call instead of a
-traceback, and logged once.
+traceback, and logged once.  The driver keeps Node's compile cache where the user keeps
+caches, as Python keeps its bytecode.
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ class Host:
 
 
 @asynccontextmanager
-async def host(config: Path) -> AsyncIterator[Host]:
-    """``mcp --local --config CONFIG`` started, its ``initialize`` answered."""
+async def host(config: Path, env: dict[str, str] | None = None) -> AsyncIterator[Host]:
+    """``mcp --local --config CONFIG`` started (in ``env``), its ``initialize`` answered."""
     proc = await asyncio.create_subprocess_exec(
         CLI, "mcp", "--local", "--config", str(config), stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2**24,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2**24, env=env,
     )  # fmt: skip
     client = Host(proc)
     try:
@@ -115,6 +116,19 @@ async def test_initialize_and_the_list_are_answered_while_the_browser_starts(
         assert "Form" in opened["content"][0]["text"]
         got = await client.call("get_url")
         assert "form.html" in got["content"][0]["text"], got
+
+
+async def test_playwrights_driver_keeps_nodes_compile_cache_in_the_users_cache(
+    tmp_path: Path,
+) -> None:
+    """As Python keeps its bytecode: the driver's next start compiles nothing again."""
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k != "NODE_COMPILE_CACHE"}
+    async with host(local_config(tmp_path), {**env, "XDG_CACHE_HOME": str(cache)}) as client:
+        opened = await client.call("open", url="about:blank")
+        assert not opened.get("isError"), opened
+    kept = [p for p in (cache / "nostr-browserd" / "node").rglob("*") if p.is_file()]
+    assert kept, "no compile cache written"
 
 
 async def test_a_browser_that_cannot_start_is_said_on_every_call(tmp_path: Path) -> None:

@@ -132,8 +132,9 @@ async def _local_stdio(args: McpOptions) -> None:
     from playwright.async_api import async_playwright
 
     from ..browser.endpoints import launch_early
-    from .run import stop_driver
+    from .run import keep_node_cache, stop_driver
 
+    keep_node_cache()
     driver = asyncio.ensure_future(async_playwright().start())
     try:
         config, selection = await asyncio.to_thread(_local_settings, args)
