@@ -13,7 +13,6 @@ it (``UNAVAILABLE``), where a host and its model read it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Collection
@@ -75,11 +74,13 @@ class LocalBackend:
         opening, self._opening = self._opening, None
         if opening is None:
             return
-        with contextlib.suppress(Exception):  # logged where it failed
+        try:
             core = await opening
-            await core.dispatcher.close()
-            await core.browser.close()
-            await core.store.close()
+        except Exception:  # logged where it failed; open_core handed back nothing to close
+            return
+        await core.dispatcher.close()
+        await core.browser.close()
+        await core.store.close()
 
     async def allowed(self) -> Collection[str] | None:
         """Everything: the person who started this process owns the browser."""
