@@ -232,3 +232,37 @@ async def test_the_local_channel_answers_before_the_relays_start(tmp_path):
         go.set()
         await asyncio.gather(starting, return_exceptions=True)
         await daemon.stop()
+
+
+async def test_the_contextvm_imports_wait_for_the_local_owners_first_window(tmp_path):
+    """Beside the local owner's first window, the ContextVM side's imports (a tenth of a
+    second of CPU, the GIL held) held up its first command: when the relays start while that
+    window is being made, the imports begin once it is."""
+    from nostr_browserd.daemon.app import Daemon
+    from tests.fixtures.daemon import daemon_config
+    from tests.fixtures.relays import free_port
+
+    made: list[float] = []
+
+    class RelaysAfterTheLaunch(Daemon):
+        async def _embedded_relay(self) -> None:
+            assert self.core is not None
+            await self.core.browser._started.wait()  # the first window is being made now
+            spare = self.core.browser._spare
+            assert spare is not None and not spare.done()
+            spare.add_done_callback(lambda _: made.append(self.timeline.now()))
+            await super()._embedded_relay()
+
+    config = daemon_config(
+        tmp_path / "state", [], nostr={"embedded_relay": True, "embedded_relay_port": free_port()}
+    )
+    daemon = RelaysAfterTheLaunch(config)
+    try:
+        await daemon.start()
+        imports = [began for name, began, _ in daemon.timeline.spans if name == "contextvm imports"]
+        assert made and imports and made[0] <= imports[0], (made, daemon.timeline.summary())
+        assert daemon.link is not None and daemon.link.listening
+        url = await local(daemon, {"id": 1, "tool": "get_url"})
+        assert url["success"] and url["data"]["tab"] == "t1", url
+    finally:
+        await daemon.stop()

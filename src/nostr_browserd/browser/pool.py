@@ -237,6 +237,14 @@ class BrowserPool:
         assert failed is not None
         raise failed
 
+    async def spare_made(self) -> None:
+        """Once the first window being made for ``spare_for`` is made (or failed); at once
+        when none is being made (no such owner, the browser not up yet, or made already).
+        Work put off until then does not compete with that owner's first command for the
+        CPU, and never waits for a launch."""
+        if self._spare is not None:
+            await asyncio.wait([self._spare])
+
     def _begin_spare(self) -> None:
         """Make ``spare_for``'s first window on the launched browser, in the background."""
         local = self.endpoints[0]

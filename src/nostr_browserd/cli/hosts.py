@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..catalog import REGISTRY
-from ..mcpshape.listing import Selection, listed
+from ..mcpshape.selection import Selection, listed
 from .options import McpOptions
 
 NAME = "nostr-browserd"

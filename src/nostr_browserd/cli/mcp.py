@@ -22,7 +22,7 @@ from .options import McpOptions, parsed
 if TYPE_CHECKING:  # the MCP SDK and pydantic take most of a second: imported where used
     from ..daemon.config import Config
     from ..mcp.backend import Backend
-    from ..mcpshape.listing import Selection
+    from ..mcpshape.selection import Selection
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
         if args.local and not args.http:
             asyncio.run(_local_stdio(args))
             return EXIT_OK
-        from ..mcpshape.listing import Selection
+        from ..mcpshape.selection import Selection
 
         selection = Selection.parse(args.caps, args.tools)
         backend = _backend(args)
@@ -125,14 +125,16 @@ def main(argv: list[str]) -> int:
 
 async def _local_stdio(args: McpOptions) -> None:
     """``mcp --local`` on stdio, started as ``run`` starts (``cli.run``): Playwright's driver
-    first, the config, the tool selection and the MCP server's imports in a thread meanwhile,
-    Chromium launched as soon as the config says how.  A host starts this once per session
-    and waits for it."""
+    first, the config and the tool selection read in a thread meanwhile, Chromium launched as
+    soon as the config says how.  The store and the browser open while the MCP SDK imports
+    (half a second), and the host's ``initialize`` and ``tools/list`` are answered before the
+    browser is up (``mcp.local``).  A host starts this once per session and waits for it."""
     from playwright.async_api import async_playwright
 
     from ..browser.endpoints import launch_early
-    from .run import stop_driver
+    from .run import keep_node_cache, stop_driver
 
+    keep_node_cache()
     driver = asyncio.ensure_future(async_playwright().start())
     try:
         config, selection = await asyncio.to_thread(_local_settings, args)
@@ -141,11 +143,17 @@ async def _local_stdio(args: McpOptions) -> None:
         raise
     early = asyncio.ensure_future(launch_early(driver, config.browser))
     try:
-        server = await asyncio.to_thread(importlib.import_module, "..mcp.server", __package__)
         local = await asyncio.to_thread(importlib.import_module, "..mcp.local", __package__)
-        mcp = server.BrowserMcp(local.LocalBackend(config, early=early), selection)
     except BaseException:
         early.cancel()
+        raise
+    backend = local.LocalBackend(config, early=early)
+    await backend.start()
+    try:
+        server = await asyncio.to_thread(importlib.import_module, "..mcp.server", __package__)
+        mcp = server.BrowserMcp(backend, selection)
+    except BaseException:
+        await backend.close()
         raise
     await mcp.run_stdio()
 
@@ -153,7 +161,7 @@ async def _local_stdio(args: McpOptions) -> None:
 def _local_settings(args: McpOptions) -> tuple[Config, Selection]:
     """``--config`` loaded and ``--caps``/``--tools`` parsed: what waits for no driver."""
     from ..daemon.config import load_config
-    from ..mcpshape.listing import Selection
+    from ..mcpshape.selection import Selection
 
     return load_config(args.config), Selection.parse(args.caps, args.tools)
 

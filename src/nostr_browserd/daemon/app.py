@@ -367,9 +367,13 @@ class Daemon:
     async def _make_carrier(self, signer: Signer) -> ContextVmServer | None:
         """The ContextVM server for ``signer``, or None when it is off."""
         assert self.dispatcher is not None
-        # The MCP wire types under the ContextVM server take a tenth of a second to import:
-        # imported in a thread, the event loop goes on with the launch meanwhile.
-        await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
+        # The MCP wire types under the ContextVM server take a tenth of a second of CPU to
+        # import, the GIL held: beside the local owner's first window, they held up its first
+        # command, so when that window is being made they are imported (in a thread) once it
+        # is.  The relays connect after them; a browser still launching does not hold them.
+        await self.dispatcher.browser.spare_made()
+        with self.timeline.step("contextvm imports"):
+            await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
         from .contextvm_link import contextvm_server
 
         return contextvm_server(self.config, signer, self.dispatcher, REGISTRY, self.nostr.publish)

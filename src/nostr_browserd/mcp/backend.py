@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import mcp.types as types
+if TYPE_CHECKING:  # the MCP SDK takes half a second to import: mcp --local's backend does
+    import mcp.types as types  # not wait for it (cli.mcp)
 
 Response = dict[str, Any]
 # (seconds waited, seconds in all or None, what is happening): becomes an MCP progress notice.
@@ -18,7 +19,8 @@ class Backend(Protocol):
     """Runs one tool call and answers with the protocol's response shape."""
 
     async def start(self) -> None:
-        """Get ready (launch the browser, or connect to the relays)."""
+        """Get ready, or begin to (launch the browser, or connect to the relays): what a
+        call needs that ``start`` has not finished, the call waits for."""
 
     async def close(self) -> None:
         """Release everything ``start`` took."""

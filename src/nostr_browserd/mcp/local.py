@@ -3,10 +3,17 @@
 The calls take the path every command takes (``Dispatcher.handle``, as the local channel): the
 registry validates, the session runs it under its lock, the audit log records it (transport
 ``mcp``).  No relay and no identity are involved.
+
+The store and the browser open in the background (``start`` returns at once): a host's
+``initialize`` and ``tools/list`` need neither and are answered meanwhile, its first call
+waits for them.  Should they fail to open, the error is logged once and every call answers
+it (``UNAVAILABLE``), where a host and its model read it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import secrets
 from collections.abc import Awaitable, Collection
 from typing import Any
@@ -16,7 +23,10 @@ from ..daemon.allow_list import AllowList
 from ..daemon.compose import Core, open_core
 from ..daemon.config import Config
 from ..daemon.local_ws import OWNER
+from ..errors import BrowserdError, ErrorCode
 from .backend import EventSink, Progress, Response
+
+log = logging.getLogger(__name__)
 
 SESSIONS_WITH_US = frozenset({OWNER, "shared"})  # whose browser events are ours to report
 
@@ -27,24 +37,50 @@ class LocalBackend:
     def __init__(self, config: Config, early: Awaitable[Launched] | None = None) -> None:
         """``early``: the browser's launch, begun before (``cli.mcp``)."""
         self.config, self._early = config, early
-        self.core: Core | None = None
+        self._opening: asyncio.Future[Core] | None = None
         self._sinks: list[EventSink] = []
 
     async def start(self) -> None:
-        """Open the store and launch Chromium, as the daemon does (``compose.open_core``),
-        with nobody on the allow-list: only this machine's owner drives it."""
-        self.core = await open_core(
-            self.config, AllowList(), reply=_nowhere, send=_nowhere, early=self._early
-        )
-        self.core.browser.on_event(self._event)
+        """Begin to open the store and launch Chromium (once; returns at once)."""
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(self._open())
+
+    async def _open(self) -> Core:
+        """The store and the browser, as the daemon opens them (``compose.open_core``), with
+        nobody on the allow-list: only this machine's owner drives it."""
+        try:
+            core = await open_core(
+                self.config, AllowList(), reply=_nowhere, send=_nowhere, early=self._early
+            )
+        except Exception as exc:
+            log.error("the browser did not start: %s", _said(exc))
+            raise
+        core.browser.on_event(self._event)
+        return core
+
+    async def _core(self) -> Core:
+        """The opened core, once it is; a BrowserdError saying why when it could not be.
+        Shielded: a call cancelled while it waits does not cancel the start."""
+        assert self._opening is not None, "start() first"
+        try:
+            return await asyncio.shield(self._opening)
+        except Exception as exc:
+            raise BrowserdError(
+                ErrorCode.UNAVAILABLE, f"the browser did not start: {_said(exc)}"
+            ) from None
 
     async def close(self) -> None:
-        """Close the browser and the audit log."""
-        if self.core is not None:
-            core, self.core = self.core, None
-            await core.dispatcher.close()
-            await core.browser.close()
-            await core.store.close()
+        """Close the browser and the audit log (once the start, if still going, is done)."""
+        opening, self._opening = self._opening, None
+        if opening is None:
+            return
+        try:
+            core = await opening
+        except Exception:  # logged where it failed; open_core handed back nothing to close
+            return
+        await core.dispatcher.close()
+        await core.browser.close()
+        await core.store.close()
 
     async def allowed(self) -> Collection[str] | None:
         """Everything: the person who started this process owns the browser."""
@@ -52,9 +88,12 @@ class LocalBackend:
 
     async def call(self, tool: str, params: dict[str, Any], progress: Progress) -> Response:
         """Run one tool as the local owner (nothing here ever waits for an approver)."""
-        assert self.core is not None, "start() first"
         request = {"id": secrets.token_hex(4), "tool": tool, "params": params}
-        answer = await self.core.dispatcher.handle(OWNER, request, transport="mcp", local=True)
+        try:
+            core = await self._core()
+        except BrowserdError as exc:
+            return {"id": request["id"], "success": False, "error": exc.to_dict()}
+        answer = await core.dispatcher.handle(OWNER, request, transport="mcp", local=True)
         return answer.response
 
     def on_event(self, sink: EventSink) -> None:
@@ -65,6 +104,11 @@ class LocalBackend:
         if event.get("owner") in SESSIONS_WITH_US:
             for sink in self._sinks:
                 sink({"event": event["event"], "data": event["data"]})
+
+
+def _said(exc: Exception) -> str:
+    """What ``exc`` says: a BrowserdError's own message, else its text or its kind."""
+    return exc.message if isinstance(exc, BrowserdError) else str(exc) or type(exc).__name__
 
 
 async def _nowhere(*_: Any) -> bool:

@@ -22,7 +22,8 @@ from .. import __version__
 from ..catalog import REGISTRY
 from ..commands.registry import Registry
 from ..mcpshape.content import Shelf, shelved, to_result
-from ..mcpshape.listing import Selection, listed, mcp_tool
+from ..mcpshape.listing import mcp_tool
+from ..mcpshape.selection import Selection, listed
 from .backend import Backend
 from .stdio import stdio_streams
 

@@ -13,6 +13,7 @@ ContextVM server needs only the MCP wire types, ``mcp_types``, not the SDK ``mcp
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -67,3 +68,23 @@ def test_run_and_mcp_import_no_more_than_starting_playwrights_driver_needs(comma
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert set(run.stdout.split()) & {*BESIDE_THE_DRIVER, "mcp", "mcp_types"} == set()
+
+
+def test_mcp_local_launches_and_opens_its_browser_before_the_mcp_sdk_is_imported(tmp_path):
+    """``mcp --local`` reads its settings (``--caps`` too) before it launches Chromium, and
+    opens the store and the browser while the MCP SDK imports (cli.mcp): neither step
+    imports the SDK or its wire types (half a second, the GIL held)."""
+    code = (
+        "import sys\n"
+        "from nostr_browserd.cli.mcp import _local_settings, parser\n"
+        "from nostr_browserd.cli.options import McpOptions, parsed\n"
+        "args = parser().parse_args(['--local', '--caps', 'navigate', '--tools', 'snapshot'])\n"
+        "_local_settings(parsed(McpOptions, args))\n"
+        "import nostr_browserd.mcp.local\n"
+        "print(' '.join(sorted(sys.modules)))"
+    )
+    env = {**os.environ, "NOSTR_BROWSERD_STATE_DIR": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert set(run.stdout.split()) & {"mcp", "mcp_types"} == set()
