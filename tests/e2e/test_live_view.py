@@ -294,3 +294,19 @@ async def test_frames_are_acknowledged_no_faster_than_max_fps():
     await cast._ack(cdp, 4)  # long after: at once
     assert waits == [0.25, 0.15]
     assert cdp.acked == [("Page.screencastFrameAck", n) for n in (1, 2, 3, 4)]
+
+
+async def test_acks_asked_for_at_once_take_their_turns():
+    """Chrome's frames come one after another while the acks wait: each ack waits its own
+    turn, so the stream keeps to max_fps (three frames at once were three times as fast)."""
+    now, waits = [100.0], []
+
+    async def sleep(seconds):  # the clock stands still: the acks all wait at once
+        waits.append(round(seconds, 6))
+        await asyncio.sleep(0)
+
+    cast, cdp = Screencast(Fanout(), StreamSettings(max_fps=4)), FakeCdp()
+    cast.clock, cast.sleep, cast._cdp = lambda: now[0], sleep, cdp
+    await asyncio.gather(*(cast._ack(cdp, n) for n in (1, 2, 3)))
+    assert waits == [0.25, 0.5]
+    assert len(cdp.acked) == 3

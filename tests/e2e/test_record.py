@@ -89,6 +89,24 @@ async def test_a_recording_arrives_as_a_video_and_a_sheet_of_its_steps(
         assert near(colour_of(picture, (cell, 0, 2 * cell, 100)), BLUE)
 
 
+async def test_a_paint_that_comes_while_the_ack_waits_is_recorded(
+    nostr_relay_url, site_url, start_daemon
+):
+    """At 1 fps the blue page paints while Chrome waits for the red frame's ack: Chrome keeps
+    that paint and sends it with the ack, so the page at rest is what the video ends on."""
+    async with SdkController([nostr_relay_url]) as alice:
+        daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub])
+        me = await daemon_pubkey(daemon)
+        await ok(alice, me, "open", url=f"{site_url}/colour.html?c=white")
+        await ok(alice, me, "record_start", fps=1)
+        await ok(alice, me, "open", url=f"{site_url}/colour.html?c=red")
+        await ok(alice, me, "open", url=f"{site_url}/colour.html?c=blue")
+        await ok(alice, me, "wait", ms=1500)  # the next ack's turn comes
+        stopped = await ok(alice, me, "record_stop")
+        frames = frames_of(base64.b64decode(stopped["base64"]))
+        assert near(colour_of(frames[-1]), BLUE), [colour_of(f) for f in frames]
+
+
 async def test_a_secret_is_masked_in_every_frame(nostr_relay_url, site_url, start_daemon):
     async with SdkController([nostr_relay_url]) as alice:
         daemon = await start_daemon([nostr_relay_url], controllers=[alice.npub])

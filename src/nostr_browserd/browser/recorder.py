@@ -5,13 +5,17 @@ recording needs no live view and opens no second capture path: Chrome paints, th
 here, and it is queued for the encoder, which runs in a thread of :data:`ENCODERS` (a
 bounded pool: two recordings encode at once on the whole daemon, the others wait their turn
 frame by frame; one owner has one recording at a time).  The screencast's ack waits for the
-queue, so a slow encoder slows Chrome's frames down instead of a backlog growing.
+queue, so a slow encoder slows Chrome's frames down instead of a backlog growing.  While a
+step runs (for its first :data:`DEFER_S`), frames wait in the queue: the command has the CPU,
+and its frames are encoded once it has answered.
 
-Each step (a command, an approval, the handoff) is marked: its caption is drawn on the frames
-that follow it for :data:`CAPTION_MS`, and the last picture before the next step becomes its
-cell of the contact sheet.  Fields that hold a secret (a vault value, ``--secret``) are
-boxed out of every frame before it is encoded.  At ``max_seconds`` or ``max_mb`` the
-recording stops by itself and says which bound stopped it.
+Each step (a command, an approval, the handoff) is marked at once, without waiting for any
+frame: a frame is placed by when Chrome took it, not when it came.  A step's caption is drawn
+on the frames taken in the :data:`CAPTION_MS` after it began, and the last picture taken
+before the next step began becomes its cell of the contact sheet (a step that painted
+nothing keeps the picture before it).  Fields that hold a secret (a vault value,
+``--secret``) are boxed out of every frame before it is encoded.  At ``max_seconds`` or
+``max_mb`` the recording stops by itself and says which bound stopped it.
 """
 
 from __future__ import annotations
@@ -37,10 +41,9 @@ log = logging.getLogger(__name__)
 
 ENCODERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="record-encode")
 CAPTION_MS = 2500
-# A step that changed the page is pictured by the frame its paint sends; when none came since
-# it ended, the next step (or the stop) waits this long for one before it goes on.
-SETTLE_AT_STEP = 0.25
+# At the stop, when no frame came since the last step ended, its paint is waited for this long.
 SETTLE_AT_STOP = 1.0
+DEFER_S = 1.0  # a step's frames wait this long at most for it to end before they are encoded
 QUEUE_FRAMES = 8  # frames waiting for the encoder before the screencast waits for us
 JPEG_START = b"\xff\xd8\xff"
 Masks = Callable[[], Awaitable[tuple[float, list[Box]]]]  # the viewport's width, the boxes
@@ -53,7 +56,7 @@ class Step:
     number: int
     text: str
     at_ms: int
-    frame: Frame | None = None
+    frame: Frame | None = None  # the last one taken before the next step began
     end_ms: int | None = None
 
 
@@ -84,8 +87,12 @@ class Recorder:
         self.started = self.clock()
         self.steps: list[Step] = []
         self.stopped_by: str | None = None
-        self._latest: Frame | None = None
+        self._before: Frame | None = None  # the last frame taken before the first step
+        self._last_ms = -1  # the latest frame's time: frames go into the video in order
+        self._gap_ms: float | None = None  # Chrome's clock to ours (see ``_taken_ms``)
         self._fresh = asyncio.Event()  # set by each frame
+        self._between_steps = asyncio.Event()  # no step is running: frames are encoded
+        self._between_steps.set()
         self._encoder: VideoEncoder | None = None
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue(QUEUE_FRAMES)
         self._encoding = asyncio.create_task(self._encode_all())
@@ -95,17 +102,21 @@ class Recorder:
     def elapsed_ms(self) -> int:
         return round((self.clock() - self.started) * 1000)
 
-    async def begin(self, text: str) -> None:
-        """A step starts: caption it from now on; the previous one keeps the latest picture."""
-        await self._settle(SETTLE_AT_STEP)
-        self._close_step()
+    def begin(self, text: str) -> None:
+        """A step starts: frames taken from now on are its own, captioned with ``text``.
+
+        Nothing is waited for: the previous step's last paint, should it come later, is
+        placed by when Chrome took it.  Encoding holds off until the step ends.
+        """
         self.steps.append(Step(len(self.steps) + 1, text, self.elapsed_ms))
+        self._between_steps.clear()
 
     def end(self) -> None:
-        """The current step is done: the frame its paint sends is its picture."""
+        """The current step is done: its frames are encoded now."""
         if self.steps:
             self.steps[-1].end_ms = self.elapsed_ms
             self._fresh.clear()
+        self._between_steps.set()
 
     async def _settle(self, seconds: float) -> None:
         """Wait (at most ``seconds``) for a frame, if none came since the last step ended."""
@@ -115,9 +126,36 @@ class Recorder:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._fresh.wait(), seconds)
 
-    def _close_step(self) -> None:
-        if self.steps and self.steps[-1].frame is None:
-            self.steps[-1].frame = self._latest
+    def _place(self, frame: Frame) -> None:
+        """``frame`` pictures the step it was taken in (the latest one begun before it)."""
+        for step in reversed(self.steps):
+            if step.at_ms <= frame.at_ms:
+                step.frame = frame
+                return
+        self._before = frame
+
+    def _pictures(self) -> list[tuple[Frame, str]]:
+        """Each step's picture and caption; a step that painted nothing keeps the one before."""
+        cells, picture = [], self._before
+        for step in self.steps:
+            picture = step.frame or picture
+            if picture is not None:
+                cells.append((picture, f"{step.number} · {step.text}"))
+        return cells
+
+    def _taken_ms(self, timestamp: Any, arrived_ms: int) -> int:
+        """When Chrome took a frame, in our milliseconds since the start (else when it came).
+
+        The browser's clock may be another machine's: its offset from ours is taken as the
+        smallest gap yet seen between a frame's taking and its coming.  Never before the
+        frame before it, nor after it came.
+        """
+        if isinstance(timestamp, int | float) and not isinstance(timestamp, bool):
+            gap = arrived_ms - timestamp * 1000
+            self._gap_ms = gap if self._gap_ms is None else min(self._gap_ms, gap)
+            arrived_ms = min(arrived_ms, round(timestamp * 1000 + self._gap_ms))
+        self._last_ms = max(arrived_ms, self._last_ms + 1)
+        return self._last_ms
 
     async def _take(self, text: str) -> None:
         """The screencast's frame, queued for the encoder (this is a viewer's ``send``)."""
@@ -128,7 +166,8 @@ class Recorder:
             self._limit("max_seconds")
             return
         try:
-            jpeg = base64.b64decode(json.loads(text)["data"]["data"], validate=True)
+            data = json.loads(text)["data"]
+            jpeg = base64.b64decode(data["data"], validate=True)
         except (ValueError, KeyError, TypeError, binascii.Error):
             log.debug("a screencast frame that is no JPEG", exc_info=True)
             return
@@ -137,8 +176,8 @@ class Recorder:
             return
         self._refresh_masks()
         css_width, boxes = self._boxes
-        frame = Frame(jpeg, at_ms, boxes, css_width)
-        self._latest = frame
+        frame = Frame(jpeg, self._taken_ms(data.get("timestamp"), at_ms), boxes, css_width)
+        self._place(frame)
         self._fresh.set()
         await self._queue.put(frame)
 
@@ -171,6 +210,7 @@ class Recorder:
         """Hand each queued frame to the encoder, in order, in the bounded pool."""
         try:
             while (frame := await self._queue.get()) is not None:
+                await self._out_of_the_way()
                 try:
                     size = await self._encode(frame)
                 except Exception:  # one frame that will not decode or encode is dropped
@@ -182,6 +222,16 @@ class Recorder:
         finally:  # a frame waiting for room goes on: nothing takes frames from here on
             while not self._queue.empty():
                 self._queue.get_nowait()
+
+    async def _out_of_the_way(self) -> None:
+        """While a step runs, wait for it to end (at most ``DEFER_S`` into it): its command
+        has the CPU, the encoding catches up after its answer."""
+        if self._between_steps.is_set() or not self.steps:
+            return
+        left = self.steps[-1].at_ms / 1000 + DEFER_S - (self.clock() - self.started)
+        if left > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._between_steps.wait(), left)
 
     async def _encode(self, frame: Frame) -> int:
         """One frame into the video (made with the first frame's size); the bytes so far."""
@@ -198,9 +248,9 @@ class Recorder:
         """End the recording; the video and sheet are made off the event loop."""
         await self._settle(SETTLE_AT_STOP)
         self._ended.set()
+        self._between_steps.set()  # nothing left to keep out of the way of
         end_ms = min(self.elapsed_ms, round(self.settings.max_seconds * 1000))
         await self.cast.stop()
-        self._close_step()
         if not self._encoding.done():
             await self._queue.put(None)
         await self._encoding
@@ -210,7 +260,7 @@ class Recorder:
         video = None
         if self._encoder is not None:
             video = await loop.run_in_executor(ENCODERS, self._encoder.finish, end_ms)
-        cells = [(s.frame, f"{s.number} · {s.text}") for s in self.steps if s.frame is not None]
+        cells = self._pictures()
         sheet = await loop.run_in_executor(ENCODERS, contact_sheet, cells) if cells else None
         return Recording(video, sheet, [s.text for s in self.steps], self.stopped_by)
 

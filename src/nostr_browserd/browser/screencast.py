@@ -1,12 +1,13 @@
 """The live view's picture: a CDP screencast of the active tab, fanned out to viewers.
 
 Chrome sends a ``Page.screencastFrame`` and waits for its ``Page.screencastFrameAck``
-before sending many more, so the ack is the brake.  A frame is acknowledged when the first
-viewer that took it has sent it (or at once when no viewer could take it), and no sooner
-than ``1 / max_fps`` after the previous ack: a slow viewer slows the stream down instead of
-a queue growing.  Each viewer holds at most one frame in flight; a frame that finds it
-still sending is dropped for that viewer and counted.  The stream follows the session's
-active tab: on ``tab_changed`` it stops on the old page and starts on the new one.
+before sending the next (the page's latest paint, kept meanwhile), so the ack is the brake.
+A frame is acknowledged when the first viewer that took it has sent it (or at once when no
+viewer could take it), and no sooner than ``1 / max_fps`` after the previous ack: a slow
+viewer slows the stream down instead of a queue growing.  Each viewer holds at most one
+frame in flight; a frame that finds it still sending is dropped for that viewer and counted.
+The stream follows the session's active tab: on ``tab_changed`` it stops on the old page and
+starts on the new one.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 Send = Callable[[str], Awaitable[None]]
 Ack = Callable[[], Awaitable[None]]
 FPS_WINDOW = 5.0  # seconds of sent frames the reported fps is averaged over
+# One frame unacknowledged at a time, and the page's latest paint kept for the next ack: a page
+# that paints while we wait out ``max_fps`` is shown as it ended, not as it was before.
+IN_FLIGHT = {"maxFramesInFlight": 1, "sendLastFrame": True}
 
 
 class Viewer:
@@ -165,6 +169,7 @@ class Screencast:
             params: dict[str, Any] = {"format": s.format, "maxWidth": s.max_width}
             if s.format == "jpeg":
                 params["quality"] = s.quality
+            params |= IN_FLIGHT
             # Current before the start: its first frame may come before the answer.
             self._cdp, self.tab, self.quiet = cdp, tab, True
             await cdp.send("Page.startScreencast", params)
@@ -199,6 +204,7 @@ class Screencast:
                 "format": self.settings.format,
                 "width": meta.get("deviceWidth"),
                 "height": meta.get("deviceHeight"),
+                "timestamp": meta.get("timestamp"),  # when Chrome took it (its clock, seconds)
                 "data": frame["data"],
             },
         }
@@ -206,11 +212,15 @@ class Screencast:
         self.fanout.offer(json.dumps(event), lambda: self._ack(cdp, session_id))
 
     async def _ack(self, cdp: CDPSession, session_id: int) -> None:
-        """Acknowledge a frame, no sooner than max_fps allows after the previous one."""
-        wait = self._last_ack + 1 / self.settings.max_fps - self.clock()
-        if wait > 0:
-            await self.sleep(wait)
-        self._last_ack = self.clock()
+        """Acknowledge a frame, no sooner than max_fps allows after the previous one.
+
+        Each ack takes its turn when it is asked for, so acks that wait at the same time are
+        spaced out too.
+        """
+        now = self.clock()
+        turn = self._last_ack = max(now, self._last_ack + 1 / self.settings.max_fps)
+        if turn > now:
+            await self.sleep(turn - now)
         if cdp is self._cdp:
             try:
                 await cdp.send("Page.screencastFrameAck", {"sessionId": session_id})

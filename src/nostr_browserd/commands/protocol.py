@@ -125,24 +125,12 @@ async def _run(
                 await session.ready()
                 recorder = session.stream.recorder
                 if recorder is not None and acts_on_page(tool):
-                    await recorder.begin(step_caption(request))
-                progress.started = True
-                action = asyncio.ensure_future(tool.run(registry, session, params))
+                    recorder.begin(step_caption(request))
                 try:
-                    interrupted, data = await session.dialogs.until(action)
-                except asyncio.CancelledError:  # the deadline: did it stop, or end first?
-                    progress.done = action.done() and not action.cancelled()
-                    raise
+                    data = await _act(registry, session, tool, params, progress)
                 finally:
                     if recorder is not None:
-                        recorder.end()
-                progress.done = True  # ended, or a dialog holds it (it ends once answered)
-                if interrupted:
-                    data = {"note": "A dialog opened; the command finishes once it is answered."}
-                await session.chores.settle()
-                state = await session.state(fresh=acts_on_page(tool))
-                state |= place_told(session, state, tool, data)
-                data = {**data, **{k: v for k, v in state.items() if k not in data}}
+                        recorder.end()  # the answer is ready: the step's frames are encoded now
         return {"id": request.id, "success": True, "data": cap(data, session.config.result_cap)}
     except (BrowserdError, PlaywrightError) as exc:
         error = coded(session, exc)
@@ -150,6 +138,26 @@ async def _run(
         log.exception("tool %s failed", request.tool)
         error = BrowserdError(ErrorCode.INTERNAL, f"Unexpected {type(exc).__name__}: {exc}")
     return {"id": request.id, "success": False, "error": error.to_dict()}
+
+
+async def _act(
+    registry: Registry, session: Any, tool: Tool[Any], params: Any, progress: Progress
+) -> dict[str, Any]:
+    """Run ``tool`` on the session (its lock held), then add where the tab now is."""
+    progress.started = True
+    action = asyncio.ensure_future(tool.run(registry, session, params))
+    try:
+        interrupted, data = await session.dialogs.until(action)
+    except asyncio.CancelledError:  # the deadline: did it stop, or end first?
+        progress.done = action.done() and not action.cancelled()
+        raise
+    progress.done = True  # ended, or a dialog holds it (it ends once answered)
+    if interrupted:
+        data = {"note": "A dialog opened; the command finishes once it is answered."}
+    await session.chores.settle()
+    state = await session.state(fresh=acts_on_page(tool))
+    state |= place_told(session, state, tool, data)
+    return {**data, **{k: v for k, v in state.items() if k not in data}}
 
 
 PLACE_KEYS = ("tab", "url", "title", "frame")

@@ -262,7 +262,8 @@ class Admission:
         )
         recorder = session.stream.recorder
         if recorder is not None:  # a recording shows who approved what, and when
-            await recorder.begin(f"approved by {npub_encode(approver)[:16]}…: {what}")
+            recorder.begin(f"approved by {npub_encode(approver)[:16]}…: {what}")
+            recorder.end()  # a moment, not a running step: its command is the next one
         return element
 
     async def decide(self, sender: str, approve: bool, code: str) -> str:

@@ -200,7 +200,7 @@ class AskRunner:
         """A step of a recorded turn that is no tool call: the handoff and its end."""
         session = await self.dispatcher.browser.session(owner)
         if session.stream.recorder is not None:
-            await session.stream.recorder.begin(text)
+            session.stream.recorder.begin(text)
             session.stream.recorder.end()
 
     async def _turn(
