@@ -4,7 +4,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
@@ -15,6 +17,7 @@ from nostr_browserd.browser.endpoints import launch_early
 from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.browser.window import Window
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
+from tests.fixtures.site import serving
 
 
 async def test_owners_do_not_share_cookies(browser_pool, dispatcher, site_url):
@@ -177,6 +180,57 @@ async def test_open_reports_the_title_its_load_handler_set(session, call, site_u
     assert (await call("eval document.title = 'Changed'"))["data"]["title"] == "Changed"
     assert asked
     assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
+
+
+async def test_a_page_reports_its_title_once_a_load(session, call, site_url, monkeypatch):
+    """From its load on, not as it is parsed: each report costs the page, Playwright's driver
+    and the daemon a round trip during the load, and ``open`` answers with the load's."""
+    await call(f"open {site_url}/index.html")
+    tab, reports = session.tab, []
+    heard = tab.title_reported
+
+    def counted(title: str, at_load: bool = False) -> None:
+        reports.append((title, at_load))
+        heard(title, at_load)
+
+    monkeypatch.setattr(tab, "title_reported", counted)
+    assert (await call(f"open {site_url}/popup.html"))["data"]["title"] == "Popup"
+    assert reports == [("Popup", True)]
+
+
+class HeldImage(BaseHTTPRequestHandler):
+    """A page whose image comes only once ``released`` is set: its load waits until then."""
+
+    released = threading.Event()
+    PAGE = b'<title>First</title><img src="/held.png">'
+
+    def do_GET(self) -> None:
+        if self.path == "/held.png":
+            self.released.wait()
+        self.send_response(200)
+        self.send_header("Content-Type", "image/gif" if self.path == "/held.png" else "text/html")
+        self.send_header("Content-Length", "0" if self.path == "/held.png" else str(len(self.PAGE)))
+        self.end_headers()
+        if self.path != "/held.png":
+            self.wfile.write(self.PAGE)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_title_read_before_the_load_is_not_kept(session, call):
+    """Before its load a page does not report its title, so what a command reads then is
+    asked of the page each time: a title the page changes meanwhile is never shown stale."""
+    with serving(HeldImage) as url:
+        try:
+            await session.page.goto(f"{url}/", wait_until="domcontentloaded")
+            assert await session.page.evaluate("document.readyState") == "interactive"
+            assert (await call("get url"))["data"]["title"] == "First"
+            await session.page.evaluate("document.title = 'Second'")
+            assert (await call("get url"))["data"]["title"] == "Second"
+            assert await session.page.evaluate("document.readyState") == "interactive"
+        finally:
+            HeldImage.released.set()
 
 
 async def test_popup_becomes_a_tracked_tab(call, site_url):
