@@ -16,6 +16,8 @@ from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.endpoints import launch_early
 from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.browser.window import Window
+from nostr_browserd.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
 from tests.fixtures.site import serving
 
@@ -104,6 +106,25 @@ async def test_the_spare_window_goes_to_its_owner_under_the_network_policy(site_
         session = await pool.session("local")
         assert session.context is spare.context and session.tab is not None
         assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
+
+
+async def test_the_spare_windows_blank_tab_is_not_asked_its_title_by_every_command():
+    """Its blank document reported its title before any session held the window: the report
+    is kept for the session, so ``get url`` reads no page there either."""
+    async with spare_pool(None) as (pool, _spare):
+        session = await pool.session("local")
+        page, asked = session.page, []
+        title = page.title
+
+        async def counted() -> str:
+            asked.append(page.url)
+            return await title()
+
+        page.title = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            reply = await run(REGISTRY, session, parse_request({"tool": "get_url"}, REGISTRY))
+            assert reply["data"]["title"] == ""
+        assert asked == []
 
 
 async def test_another_owner_first_gets_a_fresh_window_and_the_spare_is_closed(site_url):
@@ -196,6 +217,22 @@ async def test_a_page_reports_its_title_once_a_load(session, call, site_url, mon
     monkeypatch.setattr(tab, "title_reported", counted)
     assert (await call(f"open {site_url}/popup.html"))["data"]["title"] == "Popup"
     assert reports == [("Popup", True)]
+
+
+async def test_a_blank_tab_is_not_asked_its_title_by_every_command(session, call, monkeypatch):
+    """A fresh session's blank tab loaded before its observer ran, which then reports its
+    title at once: ``get url``, the commands of the load benchmarks, reads no page."""
+    page, asked = session.page, []
+    title = page.title
+
+    async def counted() -> str:
+        asked.append(page.url)
+        return await title()
+
+    monkeypatch.setattr(page, "title", counted)
+    for _ in range(3):
+        assert (await call("get url"))["data"]["title"] == ""
+    assert asked == []
 
 
 class HeldImage(BaseHTTPRequestHandler):
