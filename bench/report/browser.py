@@ -151,10 +151,11 @@ def navigation_section(rows: list[dict[str, Any]]) -> list[str]:
 
 
 PHASE_STEPS = {
-    "goto": "`page.goto` on our session's tab",
-    "until_dialog": "the open tool (goto in the dialog watch)",
-    "settle": "the page's event handlers (the load event's title)",
-    "state": "the result's state (its title)",
+    "plain": "`page.goto`, plain context",
+    "goto": "`page.goto`, our tab",
+    "until": "the open tool (in the dialog watch)",
+    "settle": "the load's chores",
+    "state": "the result's state",
     "open": "`open` through the protocol",
 }
 
@@ -162,14 +163,29 @@ PHASE_STEPS = {
 def open_phases_section(by_page: dict[str, dict[str, list[float]]]) -> list[str]:
     steps = [k for k in PHASE_STEPS if any(t.get(k) for t in by_page.values())]
     lines = [
-        "Where `open`'s time goes, per page (median ms of each step, on a browser of its own in",
-        "the same run; `open` ÷ goto on the same tab is the profile's own ratio):",
+        *textwrap.wrap(
+            "Where `open`'s time goes, per page: median ms of each step, on a browser of its "
+            "own in the same run, rounds alternating the order. `page.goto` on our tab against "
+            "a plain context of the same browser is what the tab's listeners (the request log, "
+            "dialogs, downloads), title observer and popup guard cost a load; `open` against "
+            "goto on our tab is what the protocol adds. CPU: this process's, ms per "
+            "navigation (the docs' server is a thread of it, alike for each).",
+            90,
+        ),
         "",
-        "| page | " + " | ".join(PHASE_STEPS[k] for k in steps) + " | open ÷ goto |",
-        "| --- |" + " ---: |" * (len(steps) + 1),
+        "| page | "
+        + " | ".join(PHASE_STEPS[k] for k in steps)
+        + " | our tab ÷ plain | open ÷ our tab | CPU plain / our tab / open |",
+        "| --- |" + " ---: |" * (len(steps) + 3),
     ]
     for page, times in by_page.items():
-        cells = [f"{med(times[k]):.1f}" if times.get(k) else "" for k in steps]
-        ratio = med(times["open"]) / med(times["goto"])
-        lines.append(f"| {page} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
+        cells = [f"{med(times[k]):.1f} ({spread(times[k])})" if times.get(k) else "" for k in steps]
+        if times.get("plain"):
+            cells.append(f"{med(times['goto']) / med(times['plain']):.2f}×")
+        else:
+            cells.append("")
+        cells.append(f"{med(times['open']) / med(times['goto']):.2f}×")
+        cpu = [times.get(f"cpu_{k}") for k in ("plain", "goto", "open")]
+        cells.append(" / ".join(f"{med(c):.1f}" for c in cpu) if all(cpu) else "")
+        lines.append(f"| {page} | " + " | ".join(cells) + " |")
     return [*lines, ""]

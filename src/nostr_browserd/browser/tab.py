@@ -147,6 +147,9 @@ class Tab:
         self.title: str | None = None  # None: not known since the document last changed
         # Changes with every title report or new document, so a title read it raced is not kept.
         self._title_version = 0
+        # The document has reported its title since it last changed (it does from its load
+        # on, and then observes it): a title read from the page may be kept.
+        self._reporting = False
         # Set when the document reported its title at its load, during this command:
         # ``title`` is then current without asking the page (see ``read_title``).
         self._load_reported = asyncio.Event()
@@ -234,12 +237,14 @@ class Tab:
     async def read_title(self, fresh: bool = False) -> str | None:
         """The title, or None while a dialog blocks the page's scripts (or it is gone).
 
-        Cached: the page reports its title as it changes and a new document forgets it.  Only
-        a command that acted on the page asks ``fresh``: the report of a change it caused may
-        still be on its way, unless the command loaded a document, which reported its title
-        at its load (``open``, ``reload``; its load handlers' changes arrive before the load
-        event).  Until that report is in, it races the page's answer: a page whose scripts
-        never report (an error page) still gets its title read.
+        Cached: from its load on the page reports its title as it changes, and a new document
+        (or a move within one) forgets it; until the page has reported, a read is asked of the
+        page each time and not kept, since a change would go unreported.  Only a command that
+        acted on the page asks ``fresh``: the report of a change it caused may still be on its
+        way, unless the command loaded a document, which reported its title at its load
+        (``open``, ``reload``; its load handlers' changes arrive before the load event).  Until
+        that report is in, it races the page's answer: a page whose scripts never report (an
+        error page) still gets its title read.
         """
         if self.dialog is not None:
             return None
@@ -258,7 +263,7 @@ class Tab:
                 read.cancel()
                 return self.title
             title = await read
-            if version == self._title_version:
+            if version == self._title_version and self._reporting:
                 self.title = title
             return title
         return None
@@ -266,6 +271,7 @@ class Tab:
     def title_reported(self, title: str, at_load: bool = False) -> None:
         """The title observer's report from the tab's top document (``at_load``: its load)."""
         self._title_changed(title)
+        self._reporting = True
         if at_load:
             self._load_reported.set()
 
@@ -274,6 +280,7 @@ class Tab:
         self._title_version += 1
         self.title = title
         if title is None:
+            self._reporting = False
             self._load_reported.clear()
 
     def _on_navigated(self, frame: Frame) -> None:

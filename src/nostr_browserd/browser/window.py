@@ -14,30 +14,38 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Page
 
-# Every top document reports its title whenever it changes, so a result's state can carry it
-# without a round trip to the page.  It observes only where the title lives (the document, its
-# root, the head and the <title>): a whole-document observer slowed big pages' loads by 12%.
-# It also reports the title when the load event begins (ours is its first listener), marked as
-# the load's; what the page's own load handlers change is reported as they change it.  All of
-# it arrives before Playwright's load event, so a load or ``open`` announces the title the page
-# has after its load handlers without asking the page once more.
+# Every top document reports its title from its load on, whenever it changes, so a result's
+# state can carry it without a round trip to the page.  It observes only where the title lives
+# (the document, its root, the head and the <title>): a whole-document observer slowed big
+# pages' loads by 12%.  The first report comes when the load event begins (ours is its first
+# listener), marked as the load's; what the page's own load handlers change is reported as they
+# change it.  All of it arrives before Playwright's load event, so a load or ``open`` announces
+# the title the page has after its load handlers without asking the page once more.  Nothing
+# is reported while the document is parsed: each report is a round trip through Playwright's
+# driver during the load, and the load's report carries the title then; before it, a command
+# asks the page (``Tab.read_title``).  A document that had loaded when the script ran (a new
+# tab's blank one) reports at once.
 TITLE_BINDING = "__browserdTitle"
 TITLE_OBSERVER = f"""(() => {{
   if (window.top !== window) return;
   const report = window.{TITLE_BINDING};
-  let last = document.title;
-  addEventListener("load", () => {{ last = document.title; report(last, true); }}, true);
-  const observer = new MutationObserver(() => watch());
-  const watch = () => {{
-    observer.disconnect();
-    for (const node of [document, document.documentElement, document.head]) {{
-      if (node) observer.observe(node, {{childList: true}});
-    }}
-    const title = document.querySelector("title");
-    if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
-    if (document.title !== last) {{ last = document.title; report(last); }}
+  const observe = (atLoad) => {{
+    let last = document.title;
+    report(last, atLoad);
+    const observer = new MutationObserver(() => watch());
+    const watch = () => {{
+      observer.disconnect();
+      for (const node of [document, document.documentElement, document.head]) {{
+        if (node) observer.observe(node, {{childList: true}});
+      }}
+      const title = document.querySelector("title");
+      if (title) observer.observe(title, {{childList: true, characterData: true, subtree: true}});
+      if (document.title !== last) {{ last = document.title; report(last); }}
+    }};
+    watch();
   }};
-  watch();
+  if (document.readyState === "complete") observe(false);  // a new tab's blank document
+  else addEventListener("load", () => observe(true), true);
 }})()"""
 # A document may open this many popups; further window.open calls get null, as from a popup
 # blocker.  Creating a window costs Chromium and Playwright a target each: a page opening 500
@@ -62,6 +70,7 @@ class Window:
         self._on_title: TitleHook | None = None
         self._on_page: PageHook | None = None
         self._held: list[Page] = []  # opened before a session adopted the window
+        self._held_titles: list[tuple[Any, ...]] = []  # and what their documents reported
 
     async def prepare(self, timeout_ms: float) -> Window:
         """The default timeout, the title observer, the popup guard and one tab (once)."""
@@ -82,9 +91,14 @@ class Window:
         for page in held:
             if not page.is_closed():
                 on_page(page)
+        titles, self._held_titles = self._held_titles, []
+        for report in titles:  # a document reports once loaded, and only then is its title kept
+            on_title(*report)
 
     def _title(self, source: dict[str, Any], *report: Any) -> None:
-        if self._on_title is not None:  # before: the tab reads its title when asked
+        if self._on_title is None:
+            self._held_titles.append((source, *report))
+        else:
             self._on_title(source, *report)
 
     def _page(self, page: Page) -> None:

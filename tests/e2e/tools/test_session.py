@@ -4,7 +4,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import AsyncIterator
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
@@ -14,7 +16,10 @@ from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.endpoints import launch_early
 from nostr_browserd.browser.pool import BrowserPool
 from nostr_browserd.browser.window import Window
+from nostr_browserd.catalog import REGISTRY
+from nostr_browserd.commands.protocol import parse_request, run
 from tests.fixtures.browser import TEST_BROWSER, command, local_dispatcher
+from tests.fixtures.site import serving
 
 
 async def test_owners_do_not_share_cookies(browser_pool, dispatcher, site_url):
@@ -103,6 +108,25 @@ async def test_the_spare_window_goes_to_its_owner_under_the_network_policy(site_
         assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
 
 
+async def test_the_spare_windows_blank_tab_is_not_asked_its_title_by_every_command():
+    """Its blank document reported its title before any session held the window: the report
+    is kept for the session, so ``get url`` reads no page there either."""
+    async with spare_pool(None) as (pool, _spare):
+        session = await pool.session("local")
+        page, asked = session.page, []
+        title = page.title
+
+        async def counted() -> str:
+            asked.append(page.url)
+            return await title()
+
+        page.title = counted  # type: ignore[method-assign]
+        for _ in range(3):
+            reply = await run(REGISTRY, session, parse_request({"tool": "get_url"}, REGISTRY))
+            assert reply["data"]["title"] == ""
+        assert asked == []
+
+
 async def test_another_owner_first_gets_a_fresh_window_and_the_spare_is_closed(site_url):
     """Under the default policy the local owner's spare has no proxy; a DM controller that
     comes first gets a context of its own, blocked, and the spare is closed."""
@@ -177,6 +201,73 @@ async def test_open_reports_the_title_its_load_handler_set(session, call, site_u
     assert (await call("eval document.title = 'Changed'"))["data"]["title"] == "Changed"
     assert asked
     assert (await call(f"open {site_url}/index.html"))["data"]["title"] == "Test site"
+
+
+async def test_a_page_reports_its_title_once_a_load(session, call, site_url, monkeypatch):
+    """From its load on, not as it is parsed: each report costs the page, Playwright's driver
+    and the daemon a round trip during the load, and ``open`` answers with the load's."""
+    await call(f"open {site_url}/index.html")
+    tab, reports = session.tab, []
+    heard = tab.title_reported
+
+    def counted(title: str, at_load: bool = False) -> None:
+        reports.append((title, at_load))
+        heard(title, at_load)
+
+    monkeypatch.setattr(tab, "title_reported", counted)
+    assert (await call(f"open {site_url}/popup.html"))["data"]["title"] == "Popup"
+    assert reports == [("Popup", True)]
+
+
+async def test_a_blank_tab_is_not_asked_its_title_by_every_command(session, call, monkeypatch):
+    """A fresh session's blank tab loaded before its observer ran, which then reports its
+    title at once: ``get url``, the commands of the load benchmarks, reads no page."""
+    page, asked = session.page, []
+    title = page.title
+
+    async def counted() -> str:
+        asked.append(page.url)
+        return await title()
+
+    monkeypatch.setattr(page, "title", counted)
+    for _ in range(3):
+        assert (await call("get url"))["data"]["title"] == ""
+    assert asked == []
+
+
+class HeldImage(BaseHTTPRequestHandler):
+    """A page whose image comes only once ``released`` is set: its load waits until then."""
+
+    released = threading.Event()
+    PAGE = b'<title>First</title><img src="/held.png">'
+
+    def do_GET(self) -> None:
+        if self.path == "/held.png":
+            self.released.wait()
+        self.send_response(200)
+        self.send_header("Content-Type", "image/gif" if self.path == "/held.png" else "text/html")
+        self.send_header("Content-Length", "0" if self.path == "/held.png" else str(len(self.PAGE)))
+        self.end_headers()
+        if self.path != "/held.png":
+            self.wfile.write(self.PAGE)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_title_read_before_the_load_is_not_kept(session, call):
+    """Before its load a page does not report its title, so what a command reads then is
+    asked of the page each time: a title the page changes meanwhile is never shown stale."""
+    with serving(HeldImage) as url:
+        try:
+            await session.page.goto(f"{url}/", wait_until="domcontentloaded")
+            assert await session.page.evaluate("document.readyState") == "interactive"
+            assert (await call("get url"))["data"]["title"] == "First"
+            await session.page.evaluate("document.title = 'Second'")
+            assert (await call("get url"))["data"]["title"] == "Second"
+            assert await session.page.evaluate("document.readyState") == "interactive"
+        finally:
+            HeldImage.released.set()
 
 
 async def test_popup_becomes_a_tracked_tab(call, site_url):
