@@ -29,6 +29,10 @@ from dataclasses import dataclass
 LIVE_FRESH = 1.0
 """Seconds the list of live workers is trusted before a free controller is placed by it."""
 
+ASIDE_FORGET = 1.0
+"""Seconds between two questions to the store about messages kept aside for controllers this
+worker may not take: asked only to forget those their lease holder claimed."""
+
 
 def preferred(controller: str, workers: Sequence[str]) -> str | None:
     """The worker ``controller`` goes to when free: the highest hash of (worker, controller).
@@ -112,6 +116,19 @@ class Placement:
             return True
         return self.prefers_me(controller) and not self.elsewhere(controller, now)
 
+    def ask_aside(self, waits: dict[str, float], asked: float, now: float) -> bool:
+        """Whether to ask the store about the messages kept aside now (which were claimed,
+        and whose leases may be taken): ``waits`` holds each of their controllers and how
+        long its first message has waited, ``asked`` when the store was last asked.
+
+        Only when one of those controllers :meth:`may_take` here, or once every
+        :data:`ASIDE_FORGET` seconds to forget what the holders claimed (and to read the
+        live workers again: a holder that drained or died is seen as soon as before).  A
+        look between two such costs a worker that runs none of these commands nothing."""
+        if now - asked >= ASIDE_FORGET:
+            return True
+        return any(self.may_take(c, waited, now) for c, waited in waits.items())
+
     def opens(self, controller: str, now: float) -> bool:
         """Whether to open now the seal of a wrap that names ``controller``: held here, or
         free for this worker to take (:meth:`may_take` of a message that has not waited).
@@ -175,4 +192,4 @@ class Placement:
         return gone
 
 
-__all__ = ["LIVE_FRESH", "Held", "Placement", "preferred"]
+__all__ = ["ASIDE_FORGET", "LIVE_FRESH", "Held", "Placement", "preferred"]

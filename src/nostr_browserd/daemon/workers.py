@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
 
+
 SEALED_ASIDE = 1_000
 """Messages kept aside, beyond which every seal is opened here again: a flood of forged seals
 that name a controller would otherwise wait here, sealed, until its worker rejected them."""
@@ -99,6 +100,8 @@ class Worker:
         self._orphaned: dict[str, float] = {}  # when its dead worker's commands were found
         self._arrived: dict[str, dict[str, Any]] = {}  # pages to reopen before a command
         self._wake = asyncio.Event()
+        self._asked_aside = -math.inf  # when the store was last asked about the kept aside
+        self.aside_asked = 0  # how many times
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -301,6 +304,14 @@ class Worker:
                 log.error("%s", exc.message)
 
     async def _look_aside(self) -> None:
+        now = time.monotonic()
+        waits = {
+            controller: now - kept[0][0].received for controller, kept in self.aside.items() if kept
+        }
+        if not self.placement.ask_aside(waits, self._asked_aside, now):
+            return
+        self._asked_aside = now
+        self.aside_asked += 1
         ids = [incoming.outer_id for kept in self.aside.values() for incoming, _ in kept]
         claimed = await self.store.known(ids)
         for controller in list(self.aside):
@@ -409,6 +420,7 @@ class Worker:
             "workers": workers,
             "leases": leases,
             "kept_aside": self.kept_aside(),
+            "kept_aside_checks": self.aside_asked,  # store questions about them
         }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nostr_browserd.daemon.placement import LIVE_FRESH, Placement, preferred
+from nostr_browserd.daemon.placement import ASIDE_FORGET, LIVE_FRESH, Placement, preferred
 
 LEASE = 15.0
 
@@ -109,3 +109,19 @@ def test_a_seal_is_opened_only_where_its_senders_commands_may_run():
     assert placement.opens(mine, now=3.0)
     placement.draining = True
     assert not placement.opens(theirs, now=3.0), "draining: nothing is admitted here"
+
+
+def test_the_store_is_asked_about_kept_aside_messages_only_when_one_may_be_taken_here():
+    """Between two questions to forget what the holders claimed, a worker that runs none of
+    the kept-aside commands asks the store nothing about them."""
+    placement = Placement("w1", LEASE)
+    placement.read_live(["w1", "w2"], now=0.0)
+    mine, theirs = (controller_preferring(w, ["w1", "w2"]) for w in ("w1", "w2"))
+    assert not placement.ask_aside({theirs: 0.5}, asked=0.0, now=0.5), "another worker's"
+    assert placement.ask_aside({theirs: 1.0}, asked=0.0, now=ASIDE_FORGET), "to forget"
+    assert placement.ask_aside({theirs: LEASE}, asked=0.0, now=0.5), "waited out the grace"
+    assert placement.ask_aside({theirs: 0.5, mine: 0.5}, asked=0.0, now=0.5), "free, preferred"
+    placement.refused(mine, now=0.0)
+    assert not placement.ask_aside({mine: 0.5}, asked=0.0, now=0.5), "its holder is live"
+    placement.read_live(["w1"], now=0.6)  # w2 drained or died
+    assert placement.ask_aside({theirs: 0.7}, asked=0.0, now=0.7), "it may be free now"
