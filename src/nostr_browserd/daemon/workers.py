@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 ASIDE_TICK = 0.25
 """Seconds between two looks at the messages kept aside."""
 
-
 SEALED_ASIDE = 1_000
 """Messages kept aside, beyond which every seal is opened here again: a flood of forged seals
 that name a controller would otherwise wait here, sealed, until its worker rejected them."""
