@@ -58,7 +58,7 @@ def monitor_section(monitor: dict[str, Any]) -> list[str]:
             f" ({beside['p50_ms'] / without['p50_ms']:.2f}×, goal ≤ 1.1×); the daemon and its"
             f" Chromium used {beside['cpu_s_per_min']:.1f} s of CPU a minute against"
             f" {without['cpu_s_per_min']:.1f} s. Between checks nothing stays open: a check's"
-            " page is in a context of its own, closed after it.",
+            " page is a background tab of the owner's session, closed after it.",
             "",
         ]
     return lines
