@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import async_playwright
+from playwright.async_api import Page, async_playwright
 
 from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.browser.endpoints import launch_early
@@ -108,19 +108,26 @@ async def test_the_spare_window_goes_to_its_owner_under_the_network_policy(site_
         assert await loaded_status(session.tab.page, f"{site_url}/index.html") == 403
 
 
+def count_title_reads(page: Page) -> list[str]:
+    """The addresses of every time ``page`` is asked its title from now on (for this test's
+    page only: its own attribute is replaced)."""
+    asked: list[str] = []
+    title = page.title
+
+    async def counted() -> str:
+        asked.append(page.url)
+        return await title()
+
+    page.title = counted  # type: ignore[method-assign]
+    return asked
+
+
 async def test_the_spare_windows_blank_tab_is_not_asked_its_title_by_every_command():
     """Its blank document reported its title before any session held the window: the report
     is kept for the session, so ``get url`` reads no page there either."""
     async with spare_pool(None) as (pool, _spare):
         session = await pool.session("local")
-        page, asked = session.page, []
-        title = page.title
-
-        async def counted() -> str:
-            asked.append(page.url)
-            return await title()
-
-        page.title = counted  # type: ignore[method-assign]
+        asked = count_title_reads(session.page)
         for _ in range(3):
             reply = await run(REGISTRY, session, parse_request({"tool": "get_url"}, REGISTRY))
             assert reply["data"]["title"] == ""
@@ -177,18 +184,11 @@ async def test_state_title_follows_the_page(call, site_url):
     assert (await call("get url"))["data"]["title"] == "Popup"
 
 
-async def test_open_reports_the_title_its_load_handler_set(session, call, site_url, monkeypatch):
+async def test_open_reports_the_title_its_load_handler_set(session, call, site_url):
     """The title ``open`` and its load event carry is the page's after its load handlers ran,
     and the page reports it itself: nothing asks the page for it after the load."""
     await call(f"open {site_url}/index.html")
-    page, asked = session.page, []
-    title = page.title
-
-    async def counted() -> str:
-        asked.append(page.url)
-        return await title()
-
-    monkeypatch.setattr(page, "title", counted)
+    asked = count_title_reads(session.page)
     events = []
     session.events.listen(events.append)
     opened = await call(f"open {site_url}/load_title.html")
@@ -219,17 +219,10 @@ async def test_a_page_reports_its_title_once_a_load(session, call, site_url, mon
     assert reports == [("Popup", True)]
 
 
-async def test_a_blank_tab_is_not_asked_its_title_by_every_command(session, call, monkeypatch):
+async def test_a_blank_tab_is_not_asked_its_title_by_every_command(session, call):
     """A fresh session's blank tab loaded before its observer ran, which then reports its
     title at once: ``get url``, the commands of the load benchmarks, reads no page."""
-    page, asked = session.page, []
-    title = page.title
-
-    async def counted() -> str:
-        asked.append(page.url)
-        return await title()
-
-    monkeypatch.setattr(page, "title", counted)
+    asked = count_title_reads(session.page)
     for _ in range(3):
         assert (await call("get url"))["data"]["title"] == ""
     assert asked == []
