@@ -149,3 +149,26 @@ async def test_a_browser_that_cannot_start_is_said_on_every_call(tmp_path: Path)
     assert listed["result"]["tools"], "the server kept serving"
     assert stderr.count("the browser did not start") == 1, stderr
     assert client.proc.returncode == 0, stderr
+
+
+async def test_its_state_directory_is_made_private_and_a_readable_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The first ``mcp --local`` of a machine makes the state directory 0700 under a umask of
+    022 (its browser folders inside would make it 0755, which ``run`` then refuses), and an
+    open one is refused on every call, saying how to fix it, as ``run`` refuses it."""
+    state = tmp_path / "state"
+    umask = os.umask(0o022)
+    try:
+        async with host(local_config(tmp_path)) as client:
+            opened = await client.call("open", url="about:blank")
+            assert not opened.get("isError"), opened
+        assert oct(state.stat().st_mode & 0o777) == "0o700"
+        state.chmod(0o755)
+        async with host(local_config(tmp_path)) as client:
+            refused = await client.call("get_url")
+    finally:
+        os.umask(umask)
+    assert refused["isError"], refused
+    said = refused["content"][0]["text"]
+    assert f"permissions 0755 for the state directory {state} are too open" in said, said

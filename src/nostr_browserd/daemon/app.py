@@ -33,7 +33,6 @@ from ..dm.link import CarrierServer, IdentityLink, NostrLink, Receiver
 from ..dm.push import EventForwarder
 from ..errors import BrowserdError
 from ..files.chat import ChatFiles
-from ..login.files import private_dir
 from ..login.manager import IdentityManager
 from ..login.params import LocalLogin, LoginMethod
 from ..nostr.signer import Signer
@@ -120,7 +119,6 @@ class Daemon:
         that arrives before it is up waits for it.  READY once both are done.
         """
         check_ask_config(self.config, REGISTRY)
-        private_dir(self.state_dir, "the state directory")
         self.core = await open_core(
             self.config,
             self.allowed,

@@ -18,6 +18,7 @@ from ..browser.endpoints import Launched
 from ..browser.netpolicy import LOCAL_OWNER
 from ..browser.pool import BrowserPool, StateHook
 from ..catalog import REGISTRY
+from ..login.files import private_dir
 from ..nostr.signer import Signer
 from ..vault.entry import Keeper
 from .allow_list import AllowList
@@ -68,6 +69,8 @@ async def open_core(
     and the browser's start are recorded; ``early``: the local browser's launch, begun before
     (``BrowserPool``)."""
     timeline = timeline or Timeline()
+    # Made 0700 first: the browser's folders inside it would make it with the umask's mode.
+    private_dir(config.state.dir, "the state directory")
     make_browser_dirs(config.browser)
     with timeline.step("store"):
         store = await open_store(config.state, signer)
