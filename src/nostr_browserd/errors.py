@@ -41,3 +41,9 @@ class BrowserdError(Exception):
     def to_dict(self) -> dict[str, str]:
         """The wire form: ``{"code": ..., "message": ...}``."""
         return {"code": self.code.value, "message": self.message}
+
+
+def said(exc: BaseException) -> str:
+    """What ``exc`` says to a person: a BrowserdError's own message, else its text, or its
+    kind when it has none (``TimeoutError()`` says nothing)."""
+    return exc.message if isinstance(exc, BrowserdError) else str(exc) or type(exc).__name__

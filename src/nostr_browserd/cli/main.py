@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import __version__
 from ..daemon.config_error import ConfigError
 from ..daemon.ports import DEFAULT_EMBEDDED_RELAY_PORT
-from ..errors import BrowserdError, ErrorCode
+from ..errors import BrowserdError, ErrorCode, said
 from .options import parsed
 
 if TYPE_CHECKING:
@@ -192,8 +192,7 @@ def _run(path: Path | None, verbose: bool) -> int:
     try:
         return asyncio.run(serve(path, verbose))
     except (BrowserdError, OSError) as exc:
-        message = exc.message if isinstance(exc, BrowserdError) else str(exc)
-        print(f"nostr-browserd: cannot start: {message}", file=sys.stderr)
+        print(f"nostr-browserd: cannot start: {said(exc)}", file=sys.stderr)
         return EXIT_FAILED
 
 

@@ -50,7 +50,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from ..errors import BrowserdError, ErrorCode
+from ..errors import BrowserdError, ErrorCode, said
 from ..nostr import contextvm, nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
@@ -449,7 +449,7 @@ class Inbox:
             content = await self.signer.nip04_decrypt(sender, event["content"])
         except (ValueError, BrowserdError) as exc:
             self.dropped.warning(
-                "undecryptable", "kind 4 from %s: cannot decrypt (%s)", sender[:12], _reason(exc)
+                "undecryptable", "kind 4 from %s: cannot decrypt (%s)", sender[:12], said(exc)
             )
             return None
         return Incoming(
@@ -576,7 +576,7 @@ class Inbox:
     ) -> None:
         """A wrap that could not be opened: dropped, and remembered unless the signer did
         not answer (that says nothing of the wrap: a restart may retry it)."""
-        self.dropped.warning("unwrap", "dropped %s: %s", what, _reason(exc))
+        self.dropped.warning("unwrap", "dropped %s: %s", what, said(exc))
         answered = not isinstance(exc, BrowserdError) or exc.code is ErrorCode.SIGNER_ERROR
         await self._reject(event, remember=answered)
 
@@ -618,7 +618,3 @@ def _refused(incoming: Incoming, code: ErrorCode, message: str) -> Incoming:
 def _copy(event: Event) -> str:
     """What tells two copies of an event apart: the id binds every field but the signature."""
     return f"{event.get('id', '')}{event.get('sig', '')}"
-
-
-def _reason(exc: BaseException) -> str:
-    return exc.message if isinstance(exc, BrowserdError) else str(exc)

@@ -23,7 +23,7 @@ from ..daemon.allow_list import AllowList
 from ..daemon.compose import Core, open_core
 from ..daemon.config import Config
 from ..daemon.local_ws import OWNER
-from ..errors import BrowserdError, ErrorCode
+from ..errors import BrowserdError, ErrorCode, said
 from .backend import EventSink, Progress, Response
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class LocalBackend:
                 self.config, AllowList(), reply=_nowhere, send=_nowhere, early=self._early
             )
         except Exception as exc:
-            log.error("the browser did not start: %s", _said(exc))
+            log.error("the browser did not start: %s", said(exc))
             raise
         core.browser.on_event(self._event)
         return core
@@ -66,7 +66,7 @@ class LocalBackend:
             return await asyncio.shield(self._opening)
         except Exception as exc:
             raise BrowserdError(
-                ErrorCode.UNAVAILABLE, f"the browser did not start: {_said(exc)}"
+                ErrorCode.UNAVAILABLE, f"the browser did not start: {said(exc)}"
             ) from None
 
     async def close(self) -> None:
@@ -104,11 +104,6 @@ class LocalBackend:
         if event.get("owner") in SESSIONS_WITH_US:
             for sink in self._sinks:
                 sink({"event": event["event"], "data": event["data"]})
-
-
-def _said(exc: Exception) -> str:
-    """What ``exc`` says: a BrowserdError's own message, else its text or its kind."""
-    return exc.message if isinstance(exc, BrowserdError) else str(exc) or type(exc).__name__
 
 
 async def _nowhere(*_: Any) -> bool:
