@@ -284,10 +284,22 @@ def shed_descriptions(nodes: list[Node]) -> None:
         if not n.actionable and n.inline and len(unquote(n.inline)) >= DESCRIPTION
     }
     for node in every:
-        if not (node.actionable and node.name and prose):
-            continue
-        name = unescape(node.name)
-        for text in prose:
-            if len(name) > len(text) + 1 and name.endswith(" " + text):
-                node.name = escape(name[: -len(text) - 1])
-                break
+        if node.actionable and node.name and prose:
+            name = unescape(node.name)
+            label = label_before(name, prose)
+            if label is not None:
+                node.name = escape(label)
+
+
+def label_before(name: str, prose: set[str]) -> str | None:
+    """``name`` without the longest text of ``prose`` it ends with after a space, or None.
+
+    Each space is tried as the description's start, a set lookup each, so a page of
+    thousands of controls and prose lines is read in linear time, not their product.
+    """
+    space = name.find(" ", 1)
+    while space != -1:
+        if name[space + 1 :] in prose:
+            return name[:space]
+        space = name.find(" ", space + 1)
+    return None

@@ -28,6 +28,24 @@ def test_interactive_is_one_line_per_actionable_element():
     assert "heading" not in text and "  -" not in text
 
 
+DESCRIBED = """\
+- generic [ref=e1]:
+  - listbox "Available groups Choose groups by selecting them below" [ref=e2]
+  - paragraph [ref=e3]: Choose groups by selecting them below
+  - paragraph [ref=e4]: by selecting them below, as you like
+  - paragraph [ref=e5]: selecting them below
+  - textbox "by selecting them below, as you like" [ref=e6]
+"""
+
+
+def test_interactive_cuts_the_longest_description_a_name_ends_with():
+    # Both prose lines end the listbox's name; the label is what is left of the longer.
+    # A name that is all description keeps it: nothing else would tell it apart.
+    text = render(DESCRIBED, Options(interactive=True)).text
+    assert '- listbox "Available groups" @e2' in text
+    assert '- textbox "by selecting them below, as you like" @e6' in text
+
+
 def test_full_structure_and_urls_on_request():
     text = render(RAW, Options(compact=False, urls=True, text_limit=0)).text
     assert "    - listitem:" in text and "/url: /abs.html" in text
