@@ -6,6 +6,7 @@ for every secret the suite used (tests/fixtures/leaks.py); a hit fails the run.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -63,8 +64,11 @@ _report: list[tuple[Path, list[Hit], float]] = []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    """Log everything, and give every state directory left to its default a place in the
+    run's own temporary tree (scanned after it), never the machine's ~/.local/state."""
     basetemp = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     log_everything_to(basetemp / "nostr_browserd.log")
+    os.environ["XDG_STATE_HOME"] = str(basetemp / "xdg-state")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
