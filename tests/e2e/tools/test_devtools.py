@@ -1,9 +1,33 @@
 """Console, errors, highlight, the request log, routes, HAR and trace, through the protocol."""
 
 import base64
+import contextlib
 import io
 import json
 import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from playwright.async_api import Page
+
+
+@contextlib.contextmanager
+def requests_sent(page: Page) -> Iterator[list[str]]:
+    """The URLs of the requests Playwright's driver sends this process meanwhile (each one a
+    Request object and, for the ones it sends, four messages more), counted where they come in."""
+    connection = page._impl_obj._connection  # type: ignore[attr-defined]
+    dispatch, sent = connection.dispatch, []
+
+    def counted(message: dict[str, Any]) -> None:
+        if message.get("method") == "__create__" and message["params"]["type"] == "Request":
+            sent.append(message["params"]["initializer"]["url"])
+        dispatch(message)
+
+    connection.dispatch = counted
+    try:
+        yield sent
+    finally:
+        del connection.dispatch
 
 
 async def test_console_and_errors_of_the_active_tab(devtools):
@@ -72,6 +96,30 @@ async def test_request_log_and_details_redact_credentials(devtools, site_url):
     assert "body" not in page and page["url"] == f"{site_url}/devtools.html"
     assert (await call("network_request r999999"))["error"]["code"] == "ELEMENT_NOT_FOUND"
     assert (await call("network_request 12"))["error"]["code"] == "INVALID_PARAMS"
+
+
+async def test_a_load_sends_its_requests_to_python_only_when_asked(call, session, site_url):
+    """A load's subresources cost this process nothing until network_requests asks for them
+    (Playwright's driver keeps a tab's last 100), asking leaves no later load paying, and a
+    failure is still told."""
+    page, script = f"{site_url}/counter.html", f"{site_url}/count.js"
+    ids = []
+    for _ in range(2):
+        with requests_sent(session.page) as sent:
+            assert (await call(f"open {page}"))["success"]
+        assert sent == [page], "only the navigation's own request"
+        listed = (await call("network_requests"))["data"]["requests"]
+        assert [(r["url"], r["status"]) for r in listed[-2:]] == [(page, 200), (script, 200)]
+        ids.append([r["id"] for r in listed])
+    assert ids[1][:2] == ids[0] and len(set(ids[1])) == 4, "an id stays with its request"
+
+    refused = "http://127.0.0.1:1/refused.txt"  # Chromium refuses port 1 itself
+    with requests_sent(session.page) as sent:
+        fetched = f"wait_for_fn () => fetch('{refused}').then(() => false, () => true)"
+        assert (await call(fetched))["success"]
+    assert sent == [refused], "a failed request is sent, to tell why"
+    failed = (await call("network_requests refused"))["data"]["requests"]
+    assert [(r["status"], r["failure"]) for r in failed] == [(None, "net::ERR_UNSAFE_PORT")]
 
 
 async def test_routes_block_and_fulfil_until_unrouted(devtools):
