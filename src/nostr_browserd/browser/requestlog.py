@@ -5,7 +5,8 @@ Request, its event, its Response, that event and ``requestFinished``), on the lo
 for a log most sessions never read.  Playwright's driver keeps each page's last 100 requests
 (``page.requests()``), so the tools ask for them when called:
 
-- ``listed``: a tab's last ``KEPT`` requests, oldest first, each with an id (``r12``) given
+- ``listed``: a tab's last 91 to ``KEPT`` requests (over 100, the driver drops its oldest
+  ten), oldest first, each with an id (``r12``) given
   when it is first listed, counting up through the session; ``find`` leads an id back to its
   request while Playwright still holds it.
 - A failure's reason comes only with the ``requestfailed`` event, so every tab listens to
@@ -27,6 +28,14 @@ from typing import Any
 from playwright.async_api import Page, Request
 
 KEPT = 100  # what Playwright's driver keeps of a page's requests (1.65)
+
+
+def may_have_dropped(listed: int) -> bool:
+    """Whether a tab that lists ``listed`` requests may have had older ones: over ``KEPT``,
+    the driver drops its oldest tenth, so a full list holds 91 to 100."""
+    return listed > KEPT - KEPT // 10
+
+
 RECORDED_MAX = 500
 
 
@@ -82,7 +91,7 @@ class RequestLog:
             self._listen(tab, page)
 
     async def listed(self, page: Page) -> list[tuple[str, Request]]:
-        """``page``'s last ``KEPT`` requests with their ids, oldest first."""
+        """``page``'s last requests (up to ``KEPT``) with their ids, oldest first."""
         requests = await page.requests()
         # Asking subscribes the page to every later request in Playwright's driver; a
         # listener's coming and going says "no longer" (and nothing while one listens).

@@ -1,10 +1,11 @@
 """The network of the active tab: what it requested, one request in detail, and routes
 that block or answer requests by URL pattern.
 
-Requests are the active tab's last 100, as Playwright's driver keeps them, asked for when
-listed (``browser.requestlog``); an id is given when a request is first listed.  Details
-never carry secrets: the values of Authorization, Cookie, Set-Cookie and the like are
-redacted.  Routes belong to the active tab's window (BrowserContext) and last until unrouted.
+Requests are the active tab's last 100 (91 to 100 once it made more), as Playwright's
+driver keeps them, asked for when listed (``browser.requestlog``); an id is given when a
+request is first listed.  Details never carry secrets: the values of Authorization, Cookie,
+Set-Cookie and the like are redacted.  Routes belong to the active tab's window
+(BrowserContext) and last until unrouted.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from playwright.async_api import BrowserContext, Request, Route
 from pydantic import Field, model_validator
 
-from ..browser.requestlog import KEPT, size, summary
+from ..browser.requestlog import KEPT, may_have_dropped, size, summary
 from ..browser.session import Session
 from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -57,8 +58,8 @@ async def network_requests(session: Session, params: RequestsParams) -> dict[str
         and (params.type is None or r.resource_type == params.type)
     ]
     result: dict[str, Any] = {"requests": picked[-params.limit :], "count": len(picked)}
-    if len(listed) == KEPT:
-        result["note"] = f"Only the tab's last {KEPT} requests are kept; older ones are gone."
+    if may_have_dropped(len(listed)):
+        result["note"] = "A tab keeps only its last 91 to 100 requests: older ones are gone."
     return result
 
 

@@ -122,6 +122,34 @@ async def test_a_load_sends_its_requests_to_python_only_when_asked(call, session
     assert [(r["status"], r["failure"]) for r in failed] == [(None, "net::ERR_UNSAFE_PORT")]
 
 
+async def test_a_har_records_every_request_of_a_load_until_stopped(call, session, site_url):
+    """Only while a HAR records does each request of a load come to this process."""
+    page = f"{site_url}/counter.html"
+    assert (await call("har_start"))["success"]
+    assert (await call(f"open {page}"))["success"]
+    stopped = (await call("har_stop"))["data"]
+    har = json.loads(base64.b64decode(stopped["base64"]))
+    urls = [e["request"]["url"] for e in har["log"]["entries"]]
+    assert urls == [page, f"{site_url}/count.js"]
+    with requests_sent(session.page) as sent:
+        assert (await call(f"open {page}"))["success"]
+    assert sent == [page]
+
+
+async def test_network_requests_are_the_tabs_last_100(devtools, site_url):
+    """Playwright's driver keeps a tab's last 100 requests (dropping the oldest ten when
+    over), and network_requests says that older ones are gone."""
+    call = devtools
+    fetches = "[...Array(105).keys()].map(i => fetch(`notes.txt?${i}`))"
+    many = f"() => Promise.all({fetches}).then(() => true)"
+    assert (await call({"tool": "wait_for_fn", "params": {"script": many}}))["success"]
+    listed = (await call("network_requests --limit 100"))["data"]
+    assert 91 <= listed["count"] <= 100 and "last 91 to 100" in listed["note"]
+    assert listed["requests"][-1]["url"] == f"{site_url}/notes.txt?104"
+    assert listed["requests"][0]["url"] != f"{site_url}/devtools.html"
+    assert (await call("network_requests --limit 101"))["error"]["code"] == "INVALID_PARAMS"
+
+
 async def test_routes_block_and_fulfil_until_unrouted(devtools):
     call = devtools
     routed = await call("network_route **/notes.txt fulfil routed body")
