@@ -77,7 +77,10 @@ class RequestLog:
     """The requests of one session's tabs: listed on demand, recorded only for a HAR."""
 
     def __init__(self) -> None:
-        self._ids: weakref.WeakKeyDictionary[Request, str] = weakref.WeakKeyDictionary()
+        # A listed request → its id and its tab's page.
+        self._ids: weakref.WeakKeyDictionary[Request, tuple[str, Page]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._requests: weakref.WeakValueDictionary[str, Request] = weakref.WeakValueDictionary()
         self._count = itertools.count(1)
         self.recorded: deque[Exchange] | None = None  # while a HAR records
@@ -97,18 +100,22 @@ class RequestLog:
         # listener's coming and going says "no longer" (and nothing while one listens).
         page.on("request", _subscribed)
         page.remove_listener("request", _subscribed)
-        return [(self._id(request), request) for request in requests]
+        return [(self._id(request, page), request) for request in requests]
 
     def find(self, request_id: str) -> Request | None:
-        """The request listed as ``request_id``, while Playwright still holds it."""
-        return self._requests.get(request_id)
+        """The request listed as ``request_id``, while Playwright still holds it (not once
+        its tab closed)."""
+        request = self._requests.get(request_id)
+        if request is None or self._ids[request][1].is_closed():
+            return None
+        return request
 
-    def _id(self, request: Request) -> str:
+    def _id(self, request: Request, page: Page) -> str:
         known = self._ids.get(request)
         if known is None:
-            known = self._ids[request] = f"r{next(self._count)}"
-            self._requests[known] = request
-        return known
+            known = self._ids[request] = (f"r{next(self._count)}", page)
+            self._requests[known[0]] = request
+        return known[0]
 
     def start(self, tabs: dict[str, Page]) -> None:
         """Record every request of ``tabs`` (and of tabs opened later) from now on, afresh."""

@@ -77,7 +77,7 @@ def find_request(session: Session, request_id: str) -> Request:
         raise BrowserdError(
             ErrorCode.ELEMENT_NOT_FOUND,
             f"No request {request_id}: ids are given by network_requests, and a tab keeps "
-            f"only its last {KEPT} requests.",
+            f"only its last {KEPT} requests (none once it closed).",
         )
     return request
 

@@ -97,6 +97,11 @@ async def test_request_log_and_details_redact_credentials(devtools, site_url):
     assert (await call("network_request r999999"))["error"]["code"] == "ELEMENT_NOT_FOUND"
     assert (await call("network_request 12"))["error"]["code"] == "INVALID_PARAMS"
 
+    await call(f"tab_new {site_url}/counter.html")
+    other = (await call("network_requests"))["data"]["requests"][0]["id"]
+    assert (await call("tab_close"))["success"]
+    assert (await call(f"network_request {other}"))["error"]["code"] == "ELEMENT_NOT_FOUND"
+
 
 async def test_a_load_sends_its_requests_to_python_only_when_asked(call, session, site_url):
     """A load's subresources cost this process nothing until network_requests asks for them
