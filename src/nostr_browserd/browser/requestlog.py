@@ -5,10 +5,10 @@ Request, its event, its Response, that event and ``requestFinished``), on the lo
 for a log most sessions never read.  Playwright's driver keeps each page's last 100 requests
 (``page.requests()``), so the tools ask for them when called:
 
-- ``listed``: a tab's last 91 to ``KEPT`` requests (over 100, the driver drops its oldest
-  ten), oldest first, each with an id (``r12``) given
-  when it is first listed, counting up through the session; ``find`` leads an id back to its
-  request while Playwright still holds it.
+- ``listed``: a tab's last ``KEPT`` requests (91 to 100 once it made more: the driver drops
+  its oldest ten at a time), oldest first, each with an id (``r12``) given when it is first
+  listed, counting up through the session; ``find`` leads an id back to its request while
+  Playwright still holds it and its tab is open.
 - A failure's reason comes only with the ``requestfailed`` event, so every tab listens to
   that one event: it costs nothing while requests succeed.
 - A HAR wants every request since its start, so only while one records (``start`` to
@@ -28,15 +28,13 @@ from typing import Any
 from playwright.async_api import Page, Request
 
 KEPT = 100  # what Playwright's driver keeps of a page's requests (1.65)
+RECORDED_MAX = 500
 
 
 def may_have_dropped(listed: int) -> bool:
     """Whether a tab that lists ``listed`` requests may have had older ones: over ``KEPT``,
     the driver drops its oldest tenth, so a full list holds 91 to 100."""
     return listed > KEPT - KEPT // 10
-
-
-RECORDED_MAX = 500
 
 
 def size(request: Request) -> int | None:

@@ -59,7 +59,7 @@ async def network_requests(session: Session, params: RequestsParams) -> dict[str
     ]
     result: dict[str, Any] = {"requests": picked[-params.limit :], "count": len(picked)}
     if may_have_dropped(len(listed)):
-        result["note"] = "A tab keeps only its last 91 to 100 requests: older ones are gone."
+        result["note"] = "A tab keeps its last 91 to 100 requests: older ones, if any, are gone."
     return result
 
 
