@@ -166,9 +166,9 @@ def open_phases_section(by_page: dict[str, dict[str, list[float]]]) -> list[str]
         *textwrap.wrap(
             "Where `open`'s time goes, per page: median ms of each step, on a browser of its "
             "own in the same run, rounds alternating the order. `page.goto` on our tab against "
-            "a plain context of the same browser is what the tab's listeners (the request log, "
-            "dialogs, downloads), title observer and popup guard cost a load; `open` against "
-            "goto on our tab is what the protocol adds. CPU: this process's, ms per "
+            "a plain context of the same browser is what the tab's listeners (dialogs, "
+            "downloads, failed requests), title observer and popup guard cost a load; `open` "
+            "against goto on our tab is what the protocol adds. CPU: this process's, ms per "
             "navigation (the docs' server is a thread of it, alike for each).",
             90,
         ),

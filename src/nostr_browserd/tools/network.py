@@ -1,9 +1,11 @@
 """The network of the active tab: what it requested, one request in detail, and routes
 that block or answer requests by URL pattern.
 
-Requests come from the session's page log (a bounded ring buffer).  Details never carry
-secrets: the values of Authorization, Cookie, Set-Cookie and the like are redacted.
-Routes belong to the active tab's window (BrowserContext) and last until unrouted.
+Requests are the active tab's last 100 (91 to 100 once it made more), as Playwright's
+driver keeps them, asked for when listed (``browser.requestlog``); an id is given when a
+request is first listed.  Details never carry secrets: the values of Authorization, Cookie,
+Set-Cookie and the like are redacted.  Routes belong to the active tab's window
+(BrowserContext) and last until unrouted.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Literal
 
-from playwright.async_api import BrowserContext, Route
+from playwright.async_api import BrowserContext, Request, Route
 from pydantic import Field, model_validator
 
-from ..browser.pagelog import Exchange
+from ..browser.requestlog import KEPT, may_have_dropped, size, summary
 from ..browser.session import Session
 from ..commands.registry import Params, Registry
 from ..errors import BrowserdError, ErrorCode
@@ -28,13 +30,13 @@ ROUTES: weakref.WeakKeyDictionary[BrowserContext, dict[str, Any]] = weakref.Weak
 
 
 class RequestsParams(Params):
-    """Filters, and how many of the newest requests to list."""
+    """Filters, and how many of the newest matching requests to list."""
 
     url: str | None = Field(None, max_length=2000, description="only URLs containing this")
     type: str | None = Field(
         None, pattern=r"^[a-z]{2,20}$", description="resource type: document, script, xhr, fetch…"
     )
-    limit: int = Field(50, ge=1, le=500)
+    limit: int = Field(50, ge=1, le=KEPT)
 
 
 @TOOLS.tool(
@@ -46,15 +48,19 @@ class RequestsParams(Params):
     reads_secrets=True,  # addresses carry tokens
 )
 async def network_requests(session: Session, params: RequestsParams) -> dict[str, Any]:
-    """Recent requests of the active tab: id, method, url, status, type, size (newest last)."""
+    """The active tab's last 100 requests: id, method, url, status, type, size (newest last)."""
+    page = session.page_or_none  # a read of the driver's: a dialog does not block it
+    listed = await session.log.requests.listed(page) if page is not None else []
     picked = [
-        e.summary()
-        for e in session.log.requests
-        if e.tab == session.active_tab
-        and (params.url is None or params.url in e.request.url)
-        and (params.type is None or e.request.resource_type == params.type)
+        summary(request_id, r)
+        for request_id, r in listed
+        if (params.url is None or params.url in r.url)
+        and (params.type is None or r.resource_type == params.type)
     ]
-    return {"requests": picked[-params.limit :], "count": len(picked)}
+    result: dict[str, Any] = {"requests": picked[-params.limit :], "count": len(picked)}
+    if may_have_dropped(len(listed)):
+        result["note"] = "A tab keeps its last 91 to 100 requests: older ones, if any, are gone."
+    return result
 
 
 class RequestParams(Params):
@@ -64,26 +70,28 @@ class RequestParams(Params):
     body: bool = Field(True, description="include the response body when text and small")
 
 
-def find_exchange(session: Session, request_id: str) -> Exchange:
-    """The logged request ``request_id``, or ``ELEMENT_NOT_FOUND``."""
-    for entry in session.log.requests:
-        if entry.id == request_id:
-            return entry
-    raise BrowserdError(
-        ErrorCode.ELEMENT_NOT_FOUND,
-        f"No request {request_id} in the log (it keeps the newest ones): see network_requests.",
-    )
+def find_request(session: Session, request_id: str) -> Request:
+    """The request network_requests listed as ``request_id``, or ``ELEMENT_NOT_FOUND``."""
+    request = session.log.requests.find(request_id)
+    if request is None:
+        raise BrowserdError(
+            ErrorCode.ELEMENT_NOT_FOUND,
+            f"No request {request_id}: ids are given by network_requests, and a tab keeps "
+            f"only its last {KEPT} requests (none once it closed).",
+        )
+    return request
 
 
-async def response_body(entry: Exchange) -> dict[str, Any]:
+async def response_body(request: Request) -> dict[str, Any]:
     """The response body when it is text and at most BODY_MAX bytes, else why not."""
-    response = entry.response
+    response = request.existing_response
     assert response is not None
     mime = response.headers.get("content-type", "")
     if not any(kind in mime for kind in TEXT_TYPES):
         return {"body_note": f"not text ({mime or 'no content type'})"}
-    if entry.size is not None and entry.size > BODY_MAX:
-        return {"body_note": f"{entry.size:,} bytes: over {BODY_MAX:,}"}
+    declared = size(request)
+    if declared is not None and declared > BODY_MAX:
+        return {"body_note": f"{declared:,} bytes: over {BODY_MAX:,}"}
     try:
         data = await response.body()
     except Exception:  # redirects and evicted bodies have none
@@ -103,19 +111,19 @@ async def response_body(entry: Exchange) -> dict[str, Any]:
 )
 async def network_request(session: Session, params: RequestParams) -> dict[str, Any]:
     """One request in detail: headers (credentials redacted), status, timing, a small body."""
-    entry = find_exchange(session, params.id)
-    request = entry.request
+    request = find_request(session, params.id)
+    response = request.existing_response
     detail: dict[str, Any] = {
-        **entry.summary(),
+        **summary(params.id, request),
         "request_headers": redact_headers(await request.all_headers()),
         "timing": request.timing,
     }
     if request.post_data is not None:
         detail["post_data_bytes"] = len(request.post_data_buffer or b"")
-    if entry.response is not None:
-        detail["response_headers"] = redact_headers(await entry.response.all_headers())
+    if response is not None:
+        detail["response_headers"] = redact_headers(await response.all_headers())
         if params.body:
-            detail.update(await response_body(entry))
+            detail.update(await response_body(request))
     return detail
 
 

@@ -1,10 +1,11 @@
 """Recordings of a session: a HAR of its requests and a Playwright trace of its window.
 
 Playwright records a HAR only into a context created for it, so har_start/har_stop build
-the HAR (1.2) from the session's request log instead: every request of every tab since
-har_start, headers with credentials redacted, no bodies.  A trace is Playwright tracing on
-the active window.  Either comes back by name with its size and, when it fits the binary
-cap, its bytes; with a state_dir it is also kept there.  Never a local path.
+the HAR (1.2) from the requests the session's tabs make in between (``RequestLog.start``:
+only then do they listen to each one), headers with credentials redacted, no bodies.  A
+trace is Playwright tracing on the active window.  Either comes back by name with its size
+and, when it fits the binary cap, its bytes; with a state_dir it is also kept there.  Never
+a local path.
 """
 
 from __future__ import annotations
@@ -22,16 +23,14 @@ from pydantic import Field
 
 from .. import __version__
 from ..browser.masked import masked
-from ..browser.pagelog import Exchange
 from ..browser.paths import NAME, configured, owner_dir
+from ..browser.requestlog import RECORDED_MAX, Exchange, size
 from ..browser.session import Session
 from ..commands.registry import NoParams, Params, Registry
 from ..errors import BrowserdError, ErrorCode
 from ..redact import redact_headers
 
 TOOLS = Registry()
-# Per session: the number of the last request logged before har_start.
-HAR_FROM: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
 TRACING: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 SUFFIXES = {"har": "har", "trace": "zip", "mp4": "mp4", "webm": "webm"}
 
@@ -40,11 +39,6 @@ class RecordingName(Params):
     """What to call the recording."""
 
     name: str | None = Field(None, pattern=NAME.pattern, description="letters, digits, _ or -")
-
-
-def number(entry: Exchange) -> int:
-    """``r12`` → 12: request ids count up through the session."""
-    return int(entry.id[1:])
 
 
 def deliver(session: Session, name: str | None, kind: str, data: bytes) -> dict[str, Any]:
@@ -82,8 +76,7 @@ def deliver(session: Session, name: str | None, kind: str, data: bytes) -> dict[
 @TOOLS.tool("har_start", family="recording", gated=True)
 async def har_start(session: Session, params: NoParams) -> dict[str, Any]:
     """Start recording this session's requests (every tab) for har_stop."""
-    log = session.log.requests
-    HAR_FROM[session] = number(log[-1]) if log else 0
+    session.log.requests.start({tab.id: tab.page for tab in session.tabs.values()})
     return {"recording": True}
 
 
@@ -93,13 +86,14 @@ def pairs(headers: dict[str, str]) -> list[dict[str, str]]:
 
 async def har_entry(entry: Exchange) -> dict[str, Any]:
     """One HAR 1.2 entry: request, response (no body) and timings, credentials redacted."""
-    request, response = entry.request, entry.response
+    request = entry.request
+    response, failure, length = request.existing_response, request.failure, size(request)
     timing = request.timing
     waited = max(timing["responseStart"] - timing["requestStart"], 0)
     received = max(timing["responseEnd"] - timing["responseStart"], 0)
     started = datetime.fromtimestamp(entry.started, UTC).isoformat()
     body = request.post_data_buffer or b""
-    answer: dict[str, Any] = {"status": 0, "statusText": entry.failure or "", "headers": []}
+    answer: dict[str, Any] = {"status": 0, "statusText": failure or "", "headers": []}
     mime = ""
     if response is not None:
         headers = await response.all_headers()
@@ -123,10 +117,10 @@ async def har_entry(entry: Exchange) -> dict[str, Any]:
             **answer,
             "httpVersion": "HTTP/1.1",
             "cookies": [],
-            "content": {"size": entry.size if entry.size is not None else -1, "mimeType": mime},
+            "content": {"size": length if length is not None else -1, "mimeType": mime},
             "redirectURL": "",
             "headersSize": -1,
-            "bodySize": entry.size if entry.size is not None else -1,
+            "bodySize": length if length is not None else -1,
         },
         "cache": {},
         "timings": {"send": 0, "wait": waited, "receive": received},
@@ -144,10 +138,11 @@ async def har_entry(entry: Exchange) -> dict[str, Any]:
 )
 async def har_stop(session: Session, params: RecordingName) -> dict[str, Any]:
     """Stop recording and return the HAR of the requests since har_start (no bodies)."""
-    since = HAR_FROM.pop(session, None)
-    if since is None:
+    log = session.log.requests
+    dropped = log.dropped
+    recorded = log.stop()
+    if recorded is None:
         raise BrowserdError(ErrorCode.INVALID_PARAMS, "No HAR is being recorded: har_start first.")
-    recorded = [e for e in session.log.requests if number(e) > since]
     entries = [await har_entry(e) for e in recorded]
     har = {
         "log": {
@@ -159,8 +154,10 @@ async def har_stop(session: Session, params: RecordingName) -> dict[str, Any]:
     }
     result = deliver(session, params.name, "har", json.dumps(har).encode())
     result["entries"] = len(entries)
-    if recorded and number(recorded[0]) > since + 1:
-        result["note"] = "The oldest requests had left the log (it keeps the newest 500)."
+    if dropped:
+        result["note"] = (
+            f"The oldest {dropped} requests were dropped (a HAR keeps the newest {RECORDED_MAX})."
+        )
     return result
 
 

@@ -1,9 +1,33 @@
 """Console, errors, highlight, the request log, routes, HAR and trace, through the protocol."""
 
 import base64
+import contextlib
 import io
 import json
 import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+from playwright.async_api import Page
+
+
+@contextlib.contextmanager
+def requests_sent(page: Page) -> Iterator[list[str]]:
+    """The URLs of the requests Playwright's driver sends this process meanwhile (each one a
+    Request object and, for the ones it sends, four messages more), counted where they come in."""
+    connection = page._impl_obj._connection  # type: ignore[attr-defined]
+    dispatch, sent = connection.dispatch, []
+
+    def counted(message: dict[str, Any]) -> None:
+        if message.get("method") == "__create__" and message["params"]["type"] == "Request":
+            sent.append(message["params"]["initializer"]["url"])
+        dispatch(message)
+
+    connection.dispatch = counted
+    try:
+        yield sent
+    finally:
+        del connection.dispatch
 
 
 async def test_console_and_errors_of_the_active_tab(devtools):
@@ -72,6 +96,63 @@ async def test_request_log_and_details_redact_credentials(devtools, site_url):
     assert "body" not in page and page["url"] == f"{site_url}/devtools.html"
     assert (await call("network_request r999999"))["error"]["code"] == "ELEMENT_NOT_FOUND"
     assert (await call("network_request 12"))["error"]["code"] == "INVALID_PARAMS"
+
+    await call(f"tab_new {site_url}/counter.html")
+    other = (await call("network_requests"))["data"]["requests"][0]["id"]
+    assert (await call("tab_close"))["success"]
+    assert (await call(f"network_request {other}"))["error"]["code"] == "ELEMENT_NOT_FOUND"
+
+
+async def test_a_load_sends_its_requests_to_python_only_when_asked(call, session, site_url):
+    """A load's subresources cost this process nothing until network_requests asks for them
+    (Playwright's driver keeps a tab's last 100), asking leaves no later load paying, and a
+    failure is still told."""
+    page, script = f"{site_url}/counter.html", f"{site_url}/count.js"
+    ids = []
+    for _ in range(2):
+        with requests_sent(session.page) as sent:
+            assert (await call(f"open {page}"))["success"]
+        assert sent == [page], "only the navigation's own request"
+        listed = (await call("network_requests"))["data"]["requests"]
+        assert [(r["url"], r["status"]) for r in listed[-2:]] == [(page, 200), (script, 200)]
+        ids.append([r["id"] for r in listed])
+    assert ids[1][:2] == ids[0] and len(set(ids[1])) == 4, "an id stays with its request"
+
+    refused = "http://127.0.0.1:1/refused.txt"  # Chromium refuses port 1 itself
+    with requests_sent(session.page) as sent:
+        fetched = f"wait_for_fn () => fetch('{refused}').then(() => false, () => true)"
+        assert (await call(fetched))["success"]
+    assert sent == [refused], "a failed request is sent, to tell why"
+    failed = (await call("network_requests refused"))["data"]["requests"]
+    assert [(r["status"], r["failure"]) for r in failed] == [(None, "net::ERR_UNSAFE_PORT")]
+
+
+async def test_a_har_records_every_request_of_a_load_until_stopped(call, session, site_url):
+    """Only while a HAR records does each request of a load come to this process."""
+    page = f"{site_url}/counter.html"
+    assert (await call("har_start"))["success"]
+    assert (await call(f"open {page}"))["success"]
+    stopped = (await call("har_stop"))["data"]
+    har = json.loads(base64.b64decode(stopped["base64"]))
+    urls = [e["request"]["url"] for e in har["log"]["entries"]]
+    assert urls == [page, f"{site_url}/count.js"]
+    with requests_sent(session.page) as sent:
+        assert (await call(f"open {page}"))["success"]
+    assert sent == [page]
+
+
+async def test_network_requests_are_the_tabs_last_100(devtools, site_url):
+    """Playwright's driver keeps a tab's last 100 requests (dropping the oldest ten when
+    over), and network_requests says that older ones are gone."""
+    call = devtools
+    fetches = "[...Array(105).keys()].map(i => fetch(`notes.txt?${i}`))"
+    many = f"() => Promise.all({fetches}).then(() => true)"
+    assert (await call({"tool": "wait_for_fn", "params": {"script": many}}))["success"]
+    listed = (await call("network_requests --limit 100"))["data"]
+    assert 91 <= listed["count"] <= 100 and "last 91 to 100" in listed["note"]
+    assert listed["requests"][-1]["url"] == f"{site_url}/notes.txt?104"
+    assert listed["requests"][0]["url"] != f"{site_url}/devtools.html"
+    assert (await call("network_requests --limit 101"))["error"]["code"] == "INVALID_PARAMS"
 
 
 async def test_routes_block_and_fulfil_until_unrouted(devtools):
