@@ -266,3 +266,49 @@ async def test_the_contextvm_imports_wait_for_the_local_owners_first_window(tmp_
         assert url["success"] and url["data"]["tab"] == "t1", url
     finally:
         await daemon.stop()
+
+
+async def test_the_contextvm_imports_wait_for_a_launch_still_under_way(tmp_path):
+    """When the relays start while the local browser still launches (as on a cold start:
+    the local channel opens first), the ContextVM side's imports wait for the launch and the
+    local owner's first window after it, which its first command needs, rather than take the
+    CPU from them; the relays connect after them."""
+    from playwright.async_api import async_playwright
+
+    from nostr_browserd.browser.endpoints import launch_early
+    from nostr_browserd.daemon.app import Daemon
+    from tests.fixtures.daemon import daemon_config
+    from tests.fixtures.relays import free_port
+
+    relays_began, launched = asyncio.Event(), []
+
+    class RelaysBeforeTheLaunch(Daemon):
+        async def _embedded_relay(self) -> None:
+            relays_began.set()
+            await super()._embedded_relay()
+
+    config = daemon_config(
+        tmp_path / "state", [], nostr={"embedded_relay": True, "embedded_relay_port": free_port()}
+    )
+    driver = asyncio.ensure_future(async_playwright().start())
+
+    async def launch_after_the_relays_began():
+        await relays_began.wait()
+        await asyncio.sleep(0)  # the relays' start goes on to the ContextVM side meanwhile
+        try:
+            return await launch_early(driver, config.browser)
+        finally:
+            launched.append(daemon.timeline.now())
+
+    daemon = RelaysBeforeTheLaunch(
+        config, early=asyncio.ensure_future(launch_after_the_relays_began())
+    )
+    try:
+        await daemon.start()
+        imports = [began for name, began, _ in daemon.timeline.spans if name == "contextvm imports"]
+        assert launched and imports and launched[0] <= imports[0], daemon.timeline.summary()
+        assert daemon.link is not None and daemon.link.listening
+        url = await local(daemon, {"id": 1, "tool": "get_url"})
+        assert url["success"] and url["data"]["tab"] == "t1", url
+    finally:
+        await daemon.stop()

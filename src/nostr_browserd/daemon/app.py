@@ -366,9 +366,9 @@ class Daemon:
         """The ContextVM server for ``signer``, or None when it is off."""
         assert self.dispatcher is not None
         # The MCP wire types under the ContextVM server take a tenth of a second of CPU to
-        # import, the GIL held: beside the local owner's first window, they held up its first
-        # command, so when that window is being made they are imported (in a thread) once it
-        # is.  The relays connect after them; a browser still launching does not hold them.
+        # import, the GIL held: beside the local browser's launch and the local owner's first
+        # window, they held up its first command, so they are imported (in a thread) once
+        # that window is made.  The relays connect after them.
         await self.dispatcher.browser.spare_made()
         with self.timeline.step("contextvm imports"):
             await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
