@@ -234,45 +234,12 @@ async def test_the_local_channel_answers_before_the_relays_start(tmp_path):
         await daemon.stop()
 
 
-async def test_the_contextvm_imports_wait_for_the_local_owners_first_window(tmp_path):
-    """Beside the local owner's first window, the ContextVM side's imports (a tenth of a
-    second of CPU, the GIL held) held up its first command: when the relays start while that
-    window is being made, the imports begin once it is."""
-    from nostr_browserd.daemon.app import Daemon
-    from tests.fixtures.daemon import daemon_config
-    from tests.fixtures.relays import free_port
-
-    made: list[float] = []
-
-    class RelaysAfterTheLaunch(Daemon):
-        async def _embedded_relay(self) -> None:
-            assert self.core is not None
-            await self.core.browser._started.wait()  # the first window is being made now
-            spare = self.core.browser._spare
-            assert spare is not None and not spare.done()
-            spare.add_done_callback(lambda _: made.append(self.timeline.now()))
-            await super()._embedded_relay()
-
-    config = daemon_config(
-        tmp_path / "state", [], nostr={"embedded_relay": True, "embedded_relay_port": free_port()}
-    )
-    daemon = RelaysAfterTheLaunch(config)
-    try:
-        await daemon.start()
-        imports = [began for name, began, _ in daemon.timeline.spans if name == "contextvm imports"]
-        assert made and imports and made[0] <= imports[0], (made, daemon.timeline.summary())
-        assert daemon.link is not None and daemon.link.listening
-        url = await local(daemon, {"id": 1, "tool": "get_url"})
-        assert url["success"] and url["data"]["tab"] == "t1", url
-    finally:
-        await daemon.stop()
-
-
-async def test_the_contextvm_imports_wait_for_a_launch_still_under_way(tmp_path):
-    """When the relays start while the local browser still launches (as on a cold start:
-    the local channel opens first), the ContextVM side's imports wait for the launch and the
-    local owner's first window after it, which its first command needs, rather than take the
-    CPU from them; the relays connect after them."""
+async def test_the_relays_start_once_the_local_owners_first_window_is_made(tmp_path):
+    """The local channel opens while Chromium still launches (as on a cold start); the relays'
+    start (the embedded relay, the connections, the ContextVM side's imports: a fifth of a
+    second of CPU, much of it with the GIL held) took the CPU from the launch and the local
+    owner's first window, which its first command needs, so it begins once that window is
+    made.  Here the launch is held until the local channel is up."""
     from playwright.async_api import async_playwright
 
     from nostr_browserd.browser.endpoints import launch_early
@@ -280,11 +247,14 @@ async def test_the_contextvm_imports_wait_for_a_launch_still_under_way(tmp_path)
     from tests.fixtures.daemon import daemon_config
     from tests.fixtures.relays import free_port
 
-    relays_began, launched = asyncio.Event(), []
+    launched: list[float] = []
+    window_made: list[bool] = []
 
-    class RelaysBeforeTheLaunch(Daemon):
+    class Watched(Daemon):
         async def _embedded_relay(self) -> None:
-            relays_began.set()
+            assert self.core is not None
+            spare = self.core.browser._spare  # the first window: made, or taken already
+            window_made.append(self.core.browser._started.is_set() and (not spare or spare.done()))
             await super()._embedded_relay()
 
     config = daemon_config(
@@ -292,21 +262,20 @@ async def test_the_contextvm_imports_wait_for_a_launch_still_under_way(tmp_path)
     )
     driver = asyncio.ensure_future(async_playwright().start())
 
-    async def launch_after_the_relays_began():
-        await relays_began.wait()
-        await asyncio.sleep(0)  # the relays' start goes on to the ContextVM side meanwhile
+    async def launch_once_the_local_channel_is_up():
+        await wait_until(lambda: any(s[0] == "local channel" for s in daemon.timeline.spans))
         try:
             return await launch_early(driver, config.browser)
         finally:
             launched.append(daemon.timeline.now())
 
-    daemon = RelaysBeforeTheLaunch(
-        config, early=asyncio.ensure_future(launch_after_the_relays_began())
-    )
+    daemon = Watched(config, early=asyncio.ensure_future(launch_once_the_local_channel_is_up()))
     try:
         await daemon.start()
-        imports = [began for name, began, _ in daemon.timeline.spans if name == "contextvm imports"]
-        assert launched and imports and launched[0] <= imports[0], daemon.timeline.summary()
+        began = {name: start for name, start, _ in daemon.timeline.spans}
+        summary = daemon.timeline.summary()
+        assert launched and launched[0] <= began["relays"] <= began["contextvm imports"], summary
+        assert window_made == [True], summary
         assert daemon.link is not None and daemon.link.listening
         url = await local(daemon, {"id": 1, "tool": "get_url"})
         assert url["success"] and url["data"]["tab"] == "t1", url
