@@ -145,8 +145,9 @@ async def test_the_local_token_from_a_credential_mode_checked(
 
 
 async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp_path):
-    """The relays and the local channel start while Chromium launches; a command that comes
-    before the browser is up waits for it and is answered, and READY waits for both."""
+    """The local channel starts while Chromium launches, the relays once it is up (and the
+    local owner's first window made); a command that comes before the browser is up waits
+    for it and is answered, and READY waits for both."""
     from nostr_browserd.browser.config import BrowserConfig
     from nostr_browserd.daemon.app import Daemon
     from tests.fixtures.daemon import daemon_config
@@ -172,8 +173,8 @@ async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp
 
     try:
         await wait_until(launched.exists)
-        await wait_until(lambda: daemon.link is not None and daemon.link.listening)
         await wait_until(lambda: daemon.local is not None and daemon.local.port != 0)
+        assert daemon.link is None  # the relays wait for the browser
         async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
             await ws.send(json.dumps({"id": 1, "tool": "get_url"}))
             assert not starting.done()  # the browser is still held at the gate
@@ -184,6 +185,7 @@ async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp
         assert answer["success"], answer
         assert answer["data"]["tab"] == "t1"
         await starting
+        assert daemon.link is not None and daemon.link.listening
     finally:
         if not opened:
             await asyncio.to_thread(open_gate)
