@@ -67,8 +67,9 @@ def cold_timeline_section(timelines: list[dict[str, list[float]]]) -> list[str]:
     lines = [
         "Where our cold start goes: the daemon's own timeline (its `started in` log line),",
         "seconds since the process started, median over the runs; Playwright's driver starts",
-        "before the config is read, Chromium launches on it while the daemon imports, and the",
-        "steps after run beside the launch:",
+        "before the config is read, Chromium launches on it while the daemon imports, the store,",
+        "the login and the local channel open beside the launch, and the relays once the browser",
+        "is up and the local owner's first window made:",
         "",
         "| step | began | ended | took |",
         "| --- | ---: | ---: | ---: |",

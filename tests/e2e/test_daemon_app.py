@@ -145,8 +145,9 @@ async def test_the_local_token_from_a_credential_mode_checked(
 
 
 async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp_path):
-    """The relays and the local channel start while Chromium launches; a command that comes
-    before the browser is up waits for it and is answered, and READY waits for both."""
+    """The local channel starts while Chromium launches, the relays once it is up (and the
+    local owner's first window made); a command that comes before the browser is up waits
+    for it and is answered, and READY waits for both."""
     from nostr_browserd.browser.config import BrowserConfig
     from nostr_browserd.daemon.app import Daemon
     from tests.fixtures.daemon import daemon_config
@@ -172,8 +173,8 @@ async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp
 
     try:
         await wait_until(launched.exists)
-        await wait_until(lambda: daemon.link is not None and daemon.link.listening)
         await wait_until(lambda: daemon.local is not None and daemon.local.port != 0)
+        assert daemon.link is None  # the relays wait for the browser
         async with connect(daemon.local.url, additional_headers=daemon.local.headers) as ws:
             await ws.send(json.dumps({"id": 1, "tool": "get_url"}))
             assert not starting.done()  # the browser is still held at the gate
@@ -184,6 +185,7 @@ async def test_the_daemon_serves_while_its_browser_launches(nostr_relay_url, tmp
         assert answer["success"], answer
         assert answer["data"]["tab"] == "t1"
         await starting
+        assert daemon.link is not None and daemon.link.listening
     finally:
         if not opened:
             await asyncio.to_thread(open_gate)
@@ -234,33 +236,48 @@ async def test_the_local_channel_answers_before_the_relays_start(tmp_path):
         await daemon.stop()
 
 
-async def test_the_contextvm_imports_wait_for_the_local_owners_first_window(tmp_path):
-    """Beside the local owner's first window, the ContextVM side's imports (a tenth of a
-    second of CPU, the GIL held) held up its first command: when the relays start while that
-    window is being made, the imports begin once it is."""
+async def test_the_relays_start_once_the_local_owners_first_window_is_made(tmp_path):
+    """The local channel opens while Chromium still launches (as on a cold start); the relays'
+    start (the embedded relay, the connections, the ContextVM side's imports: a fifth of a
+    second of CPU, much of it with the GIL held) took the CPU from the launch and the local
+    owner's first window, which its first command needs, so it begins once that window is
+    made.  Here the launch is held until the local channel is up."""
+    from playwright.async_api import async_playwright
+
+    from nostr_browserd.browser.endpoints import launch_early
     from nostr_browserd.daemon.app import Daemon
     from tests.fixtures.daemon import daemon_config
     from tests.fixtures.relays import free_port
 
-    made: list[float] = []
+    launched: list[float] = []
+    window_made: list[bool] = []
 
-    class RelaysAfterTheLaunch(Daemon):
+    class Watched(Daemon):
         async def _embedded_relay(self) -> None:
             assert self.core is not None
-            await self.core.browser._started.wait()  # the first window is being made now
-            spare = self.core.browser._spare
-            assert spare is not None and not spare.done()
-            spare.add_done_callback(lambda _: made.append(self.timeline.now()))
+            spare = self.core.browser._spare  # the first window: made, or taken already
+            window_made.append(self.core.browser._started.is_set() and (not spare or spare.done()))
             await super()._embedded_relay()
 
     config = daemon_config(
         tmp_path / "state", [], nostr={"embedded_relay": True, "embedded_relay_port": free_port()}
     )
-    daemon = RelaysAfterTheLaunch(config)
+    driver = asyncio.ensure_future(async_playwright().start())
+
+    async def launch_once_the_local_channel_is_up():
+        await wait_until(lambda: any(s[0] == "local channel" for s in daemon.timeline.spans))
+        try:
+            return await launch_early(driver, config.browser)
+        finally:
+            launched.append(daemon.timeline.now())
+
+    daemon = Watched(config, early=asyncio.ensure_future(launch_once_the_local_channel_is_up()))
     try:
         await daemon.start()
-        imports = [began for name, began, _ in daemon.timeline.spans if name == "contextvm imports"]
-        assert made and imports and made[0] <= imports[0], (made, daemon.timeline.summary())
+        began = {name: start for name, start, _ in daemon.timeline.spans}
+        summary = daemon.timeline.summary()
+        assert launched and launched[0] <= began["relays"] <= began["contextvm imports"], summary
+        assert window_made == [True], summary
         assert daemon.link is not None and daemon.link.listening
         url = await local(daemon, {"id": 1, "tool": "get_url"})
         assert url["success"] and url["data"]["tab"] == "t1", url

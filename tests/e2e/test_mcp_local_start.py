@@ -17,7 +17,7 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from nostr_browserd.browser.config import BrowserConfig
 from nostr_browserd.catalog import REGISTRY
@@ -61,11 +61,13 @@ class Host:
 
 
 @asynccontextmanager
-async def host(config: Path, env: dict[str, str] | None = None) -> AsyncIterator[Host]:
+async def host(
+    config: Path, env: dict[str, str] | None = None, stderr: int | IO[Any] = asyncio.subprocess.PIPE
+) -> AsyncIterator[Host]:
     """``mcp --local --config CONFIG`` started (in ``env``), its ``initialize`` answered."""
     proc = await asyncio.create_subprocess_exec(
         CLI, "mcp", "--local", "--config", str(config), stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=2**24, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=stderr, limit=2**24, env=env,
     )  # fmt: skip
     client = Host(proc)
     try:
@@ -129,6 +131,23 @@ async def test_playwrights_driver_keeps_nodes_compile_cache_in_the_users_cache(
         assert not opened.get("isError"), opened
     kept = [p for p in (cache / "nostr-browserd" / "node").rglob("*") if p.is_file()]
     assert kept, "no compile cache written"
+
+
+async def test_a_session_runs_without_the_sdks_client_and_mcpserver(tmp_path: Path) -> None:
+    """The MCP SDK's package fronts (``mcp/__init__``: its client, and through it
+    ``MCPServer`` and the HTTP stack, a fifth of its import) are not run for a stdio session
+    (``mcp.sdk_fronts``): the session imports the low-level server and neither of those, as
+    Python's ``-X importtime`` lists what a process imports."""
+    imports = tmp_path / "imports"
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    with imports.open("w") as stderr:
+        async with host(local_config(tmp_path), env, stderr) as client:
+            opened = await client.call("open", url="about:blank")
+            assert not opened.get("isError"), opened
+    lines = imports.read_text().splitlines()
+    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    assert "mcp.server.lowlevel.server" in imported
+    assert imported & {"mcp.client", "mcp.server.mcpserver"} == set()
 
 
 async def test_a_browser_that_cannot_start_is_said_on_every_call(tmp_path: Path) -> None:

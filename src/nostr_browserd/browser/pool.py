@@ -238,10 +238,13 @@ class BrowserPool:
         raise failed
 
     async def spare_made(self) -> None:
-        """Once the first window being made for ``spare_for`` is made (or failed); at once
-        when none is being made (no such owner, the browser not up yet, or made already).
-        Work put off until then does not compete with that owner's first command for the
-        CPU, and never waits for a launch."""
+        """Once the first window for ``spare_for`` is made (or failed, or will not be made:
+        no such owner, browser servers elsewhere, a launch that failed); at once when it was
+        taken already.  Work put off until then does not compete with that owner's first
+        command for the CPU: a local browser still launching holds it too, since the window
+        comes right after the launch and the command needs both."""
+        if self.spare_for is not None and self.endpoints[0].kind == LOCAL:
+            await self._started.wait()
         if self._spare is not None:
             await asyncio.wait([self._spare])
 

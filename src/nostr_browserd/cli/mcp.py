@@ -126,8 +126,9 @@ def main(argv: list[str]) -> int:
 async def _local_stdio(args: McpOptions) -> None:
     """``mcp --local`` on stdio, started as ``run`` starts (``cli.run``): Playwright's driver
     first, the config and the tool selection read in a thread meanwhile, Chromium launched as
-    soon as the config says how.  The store and the browser open while the MCP SDK imports
-    (half a second), and the host's ``initialize`` and ``tools/list`` are answered before the
+    soon as the config says how.  The store and the browser open while the MCP SDK's server
+    side imports (0.3 s of CPU; the SDK's client and ``MCPServer`` are left for later:
+    ``mcp.sdk_fronts``), and the host's ``initialize`` and ``tools/list`` are answered before the
     browser is up (``mcp.local``).  A host starts this once per session and waits for it."""
     from playwright.async_api import async_playwright
 
@@ -150,7 +151,9 @@ async def _local_stdio(args: McpOptions) -> None:
     backend = local.LocalBackend(config, early=early)
     await backend.start()
     try:
-        server = await asyncio.to_thread(importlib.import_module, "..mcp.server", __package__)
+        from ..mcp.sdk_fronts import server_side
+
+        server = await asyncio.to_thread(server_side, "..mcp.server", __package__)
         mcp = server.BrowserMcp(backend, selection)
     except BaseException:
         await backend.close()

@@ -61,18 +61,11 @@ async def serve(path: Path | None, verbose: bool) -> int:
 
 
 def _configured(path: Path | None, verbose: bool) -> Config:
-    """The config at ``path``, and the log set up: the start's work that waits for no driver.
-
-    With the embedded relay, its library too (a tenth of a second, the GIL held): here it
-    overlaps the driver's start, where later it would hold up the local channel's first
-    answer.
-    """
+    """The config at ``path``, and the log set up: the start's work that waits for no driver."""
     from ..daemon.config import load_config
 
     config = load_config(path)
     _setup_logging(verbose)
-    if config.nostr.uses_embedded_relay:
-        importlib.import_module("nostr_sdk")
     return config
 
 

@@ -192,6 +192,11 @@ class Daemon:
             with self.timeline.step("local channel"):
                 await self.local.start()
             dispatcher.browser.policy.deny_port(self.local.port)  # no page reaches the status page
+        # The first local command needs the browser and its first window, no relay: the
+        # relays' start (the embedded relay's library, the connections, the ContextVM side's
+        # imports: a fifth of a second of CPU, much of it with the GIL held) took the CPU from
+        # them, so it begins once that window is made (at once when none is to be made).
+        await dispatcher.browser.spare_made()
         with self.timeline.step("relays"):
             await self.nostr.start(before=self._embedded_relay())
         if self.link is not None and self.link.listening:  # what a killed daemon left unanswered
@@ -365,11 +370,8 @@ class Daemon:
     async def _make_carrier(self, signer: Signer) -> ContextVmServer | None:
         """The ContextVM server for ``signer``, or None when it is off."""
         assert self.dispatcher is not None
-        # The MCP wire types under the ContextVM server take a tenth of a second of CPU to
-        # import, the GIL held: beside the local owner's first window, they held up its first
-        # command, so when that window is being made they are imported (in a thread) once it
-        # is.  The relays connect after them; a browser still launching does not hold them.
-        await self.dispatcher.browser.spare_made()
+        # The MCP wire types under the ContextVM server: a tenth of a second of CPU, in a
+        # thread (after the local owner's first window, as the relays' whole start: ``_serve``).
         with self.timeline.step("contextvm imports"):
             await asyncio.to_thread(importlib.import_module, f"{__package__}.contextvm_link")
         from .contextvm_link import contextvm_server

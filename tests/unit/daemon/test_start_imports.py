@@ -88,3 +88,23 @@ def test_mcp_local_launches_and_opens_its_browser_before_the_mcp_sdk_is_imported
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert set(run.stdout.split()) & {"mcp", "mcp_types"} == set()
+
+
+def test_the_mcp_sdks_fronts_put_off_run_in_full_on_the_first_name_asked_of_them():
+    """``mcp --local`` imports the SDK's server side with the package fronts put off
+    (``mcp.sdk_fronts``); the process still gets the whole SDK where it asks for it."""
+    code = (
+        "import sys\n"
+        "from nostr_browserd.mcp.sdk_fronts import server_side\n"
+        "server_side('..mcp.server', 'nostr_browserd.cli')\n"
+        "before = {'mcp.client', 'mcp.server.mcpserver'} & set(sys.modules)\n"
+        "from mcp import ClientSession\n"
+        "from mcp.server import MCPServer\n"
+        "import mcp, mcp.client.session, mcp.server.mcpserver\n"
+        "assert ClientSession is mcp.client.session.ClientSession\n"
+        "assert MCPServer is mcp.server.mcpserver.MCPServer\n"
+        "print(sorted(before), sorted(set(mcp.__all__) - set(vars(mcp))))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[]", "[]"], run.stdout
