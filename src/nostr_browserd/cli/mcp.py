@@ -20,6 +20,8 @@ from ..daemon.config_error import ConfigError
 from .options import McpOptions, parsed
 
 if TYPE_CHECKING:  # the MCP SDK and pydantic take most of a second: imported where used
+    from types import ModuleType
+
     from ..daemon.config import Config
     from ..mcp.backend import Backend
     from ..mcpshape.selection import Selection
@@ -144,7 +146,7 @@ async def _local_stdio(args: McpOptions) -> None:
         raise
     early = asyncio.ensure_future(launch_early(driver, config.browser))
     try:
-        local = await asyncio.to_thread(importlib.import_module, "..mcp.local", __package__)
+        local = await asyncio.to_thread(_local_module, selection)
     except BaseException:
         early.cancel()
         raise
@@ -167,6 +169,15 @@ def _local_settings(args: McpOptions) -> tuple[Config, Selection]:
     from ..mcpshape.selection import Selection
 
     return load_config(args.config), Selection.parse(args.caps, args.tools)
+
+
+def _local_module(selection: Selection) -> ModuleType:
+    """``mcp.local``, once ``--caps``/``--tools`` name only tools there are: a typo is refused
+    before the state directory or the store is touched."""
+    from ..catalog import REGISTRY
+
+    selection.check(REGISTRY)
+    return importlib.import_module("..mcp.local", __package__)
 
 
 def _backend(args: McpOptions) -> Backend:

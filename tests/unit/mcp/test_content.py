@@ -66,10 +66,13 @@ def test_http_serves_loopback_only(tmp_path) -> None:
     assert (tmp_path / "token").stat().st_mode & 0o777 == 0o600
 
 
-def test_usage_errors(capsys) -> None:
+def test_usage_errors(capsys, monkeypatch, tmp_path) -> None:
     for argv in ([], ["--to", "npub1x"], ["--local", "--to", "npub1x"]):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 2
+    # A typo in --caps is refused before the store opens: no state directory is made.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     assert main(["--local", "--caps", "nonsense"]) == 2
     assert "unknown tool families or names: nonsense" in capsys.readouterr().err
+    assert not (tmp_path / "state").exists()
