@@ -302,12 +302,12 @@ class Inbox:
         With a key held here an event is opened in this loop, one at a time (a decryption
         never waits; a task per event would cost every worker more than the decryption's
         Python).  With a remote signer up to :data:`OPENING_AT_ONCE` are opened at the same
-        time (a bunker's round trips overlap), each gift wrap holding one unit of the stranger budget until it is open.
-        Wraps are taken oldest first while the budget lasts, so commands keep their order.
-        Once strangers have spent it, the backlog is worked from both ends in turn until it
-        is empty again: newest first reaches a command sent after a burst (or after a
-        restart's re-delivery) at once, oldest first bounds the wait when a flood goes on,
-        and taking both in turn costs at most twice the better of the two.
+        time (a bunker's round trips overlap).  Each gift wrap holds one unit of the stranger
+        budget until it is open.  Wraps are taken oldest first while the budget lasts, so
+        commands keep their order.  Once strangers have spent it, the backlog is worked from
+        both ends in turn until it is empty again: newest first reaches a command sent after
+        a burst (or after a restart's re-delivery) at once, oldest first bounds the wait when
+        a flood goes on, and taking both in turn costs at most twice the better of the two.
         """
         opening: deque[asyncio.Task[Incoming | None]] = deque()
         opened: asyncio.Queue[Incoming] = asyncio.Queue()
