@@ -247,11 +247,11 @@ class Inbox:
     def take(self, event: Event, stored: bool = True) -> None:
         """Sort a relay event without decrypting it: keep what may be a command, drop the rest.
 
-        The relay subscription is drained as fast as events come, so a flood waits here,
-        where a controller's kind 4 goes ahead of every gift wrap, and not in the
-        subscription's queue.  Nothing here waits for the store: :meth:`sort` checks what
-        arrived, all of it at once, before it is opened; ``stored`` False (a live event: see
-        the module's step 2) is not checked.
+        The relay subscription calls it as each event arrives (it is the subscription's
+        sink), so a flood waits here, where a controller's kind 4 goes ahead of every gift
+        wrap, and not in the subscription's queue.  Nothing here waits for the store:
+        :meth:`sort` checks what arrived, all of it at once, before it is opened; ``stored``
+        False (a live event: see the module's step 2) is not checked.
         """
         copy = _copy(event)
         if not self._addressed(event) or copy in self._queued:
