@@ -9,6 +9,12 @@ what sharing costs the worker that runs a command; the second's is the whole pri
 seen and not run.  ``--profile`` runs the second worker under cProfile (bench/profiled.py) for
 its last run, and prints where its time went, grouped by stage.
 
+``--against SRC`` compares two builds instead: a second bystander runs the package in SRC (a
+``src`` directory, e.g. ``git archive main src | tar -x -C /tmp/before``) beside this build's,
+both fed the same frames at the same moments, and each run prints both one's CPU per command,
+read from ``/proc/<pid>/task/*/schedstat`` (nanoseconds, not /proc's 10 ms ticks), and their
+ratio: steady to a few per cent on a machine whose load moves either figure by a third.
+
 The scale-out part (bench/scale.py) splits the controllers among the workers, so every worker
 there is both; this one separates the two, which is what a profile needs.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -58,6 +65,12 @@ def stages(stats_file: str) -> dict[str, float]:
         )
         shares[stage] = cumulative / busy
     return shares
+
+
+def run_time(pid: int) -> float:
+    """Seconds ``pid``'s live threads have run (the scheduler's own count, in nanoseconds)."""
+    threads = Path(f"/proc/{pid}/task").iterdir()
+    return sum(int((t / "schedstat").read_text().split()[0]) for t in threads) / 1e9
 
 
 def _run(
@@ -110,11 +123,61 @@ def measure(per: int, profile: str | None) -> dict[str, list[dict[str, float]]]:
     return {"alone": alone, "shared": shared}
 
 
+def compare(per: int, runs: int, against: str) -> list[tuple[float, float]]:
+    """Each run's µs of CPU per command of this build's bystander and of ``against``'s."""
+    keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
+    secrets_ = [k.secret_key().to_hex() for k in keys]
+    pubkeys = [k.public_key().to_hex() for k in keys]
+    pairs = []
+    with (
+        postgres_server() as dsn,
+        load.relay() as first,
+        load.relay() as second,
+        tempfile.TemporaryDirectory(prefix="bench-bystander-") as where,
+    ):
+        urls = [first[0], second[0]]
+        workers = Workers(Path(where), urls, fresh_database(dsn), pubkeys, local=False)
+        try:
+            workers.launch().wait_ready()
+            load.generate(urls, workers.pubkey, secrets_, 2, {})  # it takes every lease
+            ours, theirs = workers.launch(), workers.launch(env={"PYTHONPATH": against})
+            ours.wait_ready()
+            theirs.wait_ready()
+            time.sleep(2.0)  # they read the live workers: the leases stay where they are
+            load.generate(urls, workers.pubkey, secrets_, 2, {})
+            for _ in range(runs):
+                before = [run_time(w.pid) for w in (ours, theirs)]
+                result = load.generate(urls, workers.pubkey, secrets_, per, {})
+                answered = result["check"]["ok"]
+                assert answered == CONTROLLERS * per and not result["check"]["duplicates"]
+                after = [run_time(w.pid) for w in (ours, theirs)]
+                mine, other = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
+                pairs.append((mine, other))
+        finally:
+            workers.reap()
+    return pairs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-controller", type=int, default=30)
     parser.add_argument("--profile", help="cProfile the bystander's last run into this file")
+    parser.add_argument("--against", metavar="SRC", help="a second bystander runs this package")
+    parser.add_argument("--runs", type=int, default=6, help="runs of --against")
     args = parser.parse_args()
+    if args.against:
+        pairs = compare(args.per_controller, args.runs, args.against)
+        for mine, other in pairs:
+            print(
+                f"bystander µs per command: this build {mine:.0f}, the other {other:.0f},"
+                f" ratio {mine / other:.3f}"
+            )
+        ratios = sorted(mine / other for mine, other in pairs)
+        print(
+            f"this build ÷ {args.against}: median {statistics.median(ratios):.3f}"
+            f" ({ratios[0]:.3f}–{ratios[-1]:.3f})"
+        )
+        return
     figures = measure(args.per_controller, args.profile)
     for run in figures["alone"]:
         print(f"alone:        runner {run['runner']:.2f} ms CPU per command")

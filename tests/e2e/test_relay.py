@@ -273,6 +273,56 @@ async def test_closed_after_eose_for_an_ids_filter_is_harmless(local_relay_facto
         assert pool.status()[relay.url].state == "connected"
 
 
+async def test_a_sink_takes_each_event_once_as_it_arrives_stored_or_live(
+    local_relay_factory,
+) -> None:
+    """The daemon's inbox takes its events this way (no task between the relay and it)."""
+    relays = [await local_relay_factory(), await local_relay_factory()]
+    urls = [r.url for r in relays]
+    secret = generate_secret()
+    async with RelayPool(urls) as pool:
+        assert await pool.wait_connected(5)
+        stored = note(secret, "before the subscription")
+        assert sorted((await pool.publish(stored, timeout=5)).accepted) == sorted(urls)
+        taken: list[tuple[str, bool]] = []
+        sub = pool.subscribe(
+            [{"authors": [public_key_hex(secret)]}],
+            sink=lambda event, was_stored: taken.append((event["id"], was_stored)),
+        )
+        assert await sub.wait_eose(5)
+        live = note(secret, "after it")
+        assert sorted((await pool.publish(live, timeout=5)).accepted) == sorted(urls)
+        await wait_until(lambda: sum(s.counts["events"] for s in pool.status().values()) == 4)
+        assert taken == [(stored["id"], True), (live["id"], False)]
+        closed = asyncio.create_task(sub.wait_closed())
+        iterated = asyncio.create_task(anext(sub, None))  # nothing is queued for it
+        sub.close()
+        assert await asyncio.wait_for(iterated, 5) is None
+        await asyncio.wait_for(closed, 5)
+
+
+async def test_a_sink_that_fails_loses_that_event_and_not_the_connection(
+    local_relay_factory, caplog
+) -> None:
+    relay = await local_relay_factory()
+    secret = generate_secret()
+    taken: list[str] = []
+
+    def sink(event: dict[str, Any], stored: bool) -> None:
+        if event["content"] == "poison":
+            raise RuntimeError("a reader's bug")
+        taken.append(event["content"])
+
+    async with RelayPool([relay.url]) as pool:
+        pool.subscribe([{"authors": [public_key_hex(secret)]}], sink=sink)
+        assert await pool.wait_connected(5)
+        for content in ("poison", "fine"):
+            assert (await pool.publish(note(secret, content), timeout=5)).ok
+        await wait_until(lambda: taken == ["fine"])
+        assert pool.status()[relay.url].counts["connects"] == 2  # reading, publishing: once each
+        assert "its sink failed" in caplog.text
+
+
 async def test_close_ends_iteration_and_connections(local_relay_factory) -> None:
     relay = await local_relay_factory()
     pool = RelayPool([relay.url])

@@ -20,7 +20,7 @@ from tests.fixtures.cluster import ClusterController
 
 pytestmark = pytest.mark.timeout(300)
 
-LOOKUP = "FROM seen WHERE id IN"  # Store.known: processed or rejected before?
+LOOKUP = "FROM seen WHERE id = ANY"  # Store.known: processed or rejected before?
 CLAIM = "INSERT INTO seen"
 LEASE_ASK = "INSERT INTO lease"  # Store.take_lease
 COMMANDS = 6

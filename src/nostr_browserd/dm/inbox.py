@@ -54,7 +54,7 @@ from ..errors import BrowserdError, ErrorCode, said
 from ..nostr import contextvm, nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
 from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
-from ..nostr.signer import Signer
+from ..nostr.signer import KeySigner, Signer
 from ..ratelog import RateLimitedLog
 from .messages import DM_KIND, ContextVm, Incoming, Scheme
 
@@ -195,6 +195,7 @@ class Inbox:
     ) -> None:
         """``mcp``: ContextVM messages are read too (kind 25910 in either gift wrap)."""
         self.signer, self.pubkey, self.store = signer, pubkey, store
+        self._local = isinstance(signer, KeySigner)  # a key held here: see serve
         self.gate = gate
         self.is_known = is_known
         self.schemes = set(schemes)
@@ -246,11 +247,11 @@ class Inbox:
     def take(self, event: Event, stored: bool = True) -> None:
         """Sort a relay event without decrypting it: keep what may be a command, drop the rest.
 
-        The relay subscription is drained as fast as events come, so a flood waits here,
-        where a controller's kind 4 goes ahead of every gift wrap, and not in the
-        subscription's queue.  Nothing here waits for the store: :meth:`sort` checks what
-        arrived, all of it at once, before it is opened; ``stored`` False (a live event: see
-        the module's step 2) is not checked.
+        The relay subscription calls it as each event arrives (it is the subscription's
+        sink), so a flood waits here, where a controller's kind 4 goes ahead of every gift
+        wrap, and not in the subscription's queue.  Nothing here waits for the store:
+        :meth:`sort` checks what arrived, all of it at once, before it is opened; ``stored``
+        False (a live event: see the module's step 2) is not checked.
         """
         copy = _copy(event)
         if not self._addressed(event) or copy in self._queued:
@@ -261,7 +262,7 @@ class Inbox:
             self._drop(self._arrivals.popleft()[0])
         self._queued.add(copy)
         self._arrivals.append((event, stored))
-        self._arrived.set()
+        self._stir()
 
     async def sort(self) -> None:
         """Drop what a relay had stored and was processed or rejected before (one query for
@@ -298,13 +299,15 @@ class Inbox:
         """Open queued events and hand each command to ``submit``, in the order they were
         taken; runs forever.
 
-        Up to :data:`OPENING_AT_ONCE` are opened at the same time (a bunker's round trips
-        overlap), each gift wrap holding one unit of the stranger budget until it is open.
-        Wraps are taken oldest first while the budget lasts, so commands keep their order.
-        Once strangers have spent it, the backlog is worked from both ends in turn until it
-        is empty again: newest first reaches a command sent after a burst (or after a
-        restart's re-delivery) at once, oldest first bounds the wait when a flood goes on,
-        and taking both in turn costs at most twice the better of the two.
+        With a key held here an event is opened in this loop, one at a time (a decryption
+        never waits; a task per event would cost every worker more than the decryption's
+        Python).  With a remote signer up to :data:`OPENING_AT_ONCE` are opened at the same
+        time (a bunker's round trips overlap).  Each gift wrap holds one unit of the stranger
+        budget until it is open.  Wraps are taken oldest first while the budget lasts, so
+        commands keep their order.  Once strangers have spent it, the backlog is worked from
+        both ends in turn until it is empty again: newest first reaches a command sent after
+        a burst (or after a restart's re-delivery) at once, oldest first bounds the wait when
+        a flood goes on, and taking both in turn costs at most twice the better of the two.
         """
         opening: deque[asyncio.Task[Incoming | None]] = deque()
         opened: asyncio.Queue[Incoming] = asyncio.Queue()
@@ -323,22 +326,27 @@ class Inbox:
                     wrap = event["kind"] != DM_KIND
                     if wrap:  # now, before the next one is taken
                         self.budget.hold(1)
-                    opening.append(asyncio.create_task(self._open_safely(event, wrap)))
+                    if self._local:  # it never waits to decrypt: opened here, no task
+                        if (incoming := await self._open_safely(event, wrap)) is not None:
+                            opened.put_nowait(incoming)
+                        continue
+                    task = asyncio.create_task(self._open_safely(event, wrap))
+                    task.add_done_callback(self._stir)
+                    opening.append(task)
                     continue
-                waiters: set[asyncio.Future[Any]] = set(opening)
-                arrival = None
-                if len(opening) < OPENING_AT_ONCE:
-                    arrival = asyncio.ensure_future(self._arrived.wait())
-                    waiters.add(arrival)
-                try:
-                    await asyncio.wait(waiters, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    if arrival is not None:
-                        arrival.cancel()
+                # One event wakes this loop (an arrival, an opening done): no task and no
+                # asyncio.wait per turn.
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await self._arrived.wait()
         finally:
             settling.cancel()
             for task in opening:
                 task.cancel()
+
+    def _stir(self, _: object = None) -> None:
+        """Wake :meth:`serve`: an event arrived, or one being opened is done."""
+        self._arrived.set()
 
     async def _settle(
         self, opened: asyncio.Queue[Incoming], submit: Callable[[Incoming], None]

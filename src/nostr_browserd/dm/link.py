@@ -145,7 +145,9 @@ class NostrLink:
         # The inbox verifies a gift wrap's signature where it opens the seal: a worker that
         # keeps the wrap aside sealed (another worker runs its sender's commands) never does.
         wraps = frozenset({GIFT_WRAP_KIND})
-        self._inbox_sub = sub = self.pool.subscribe(filters, advance_since=False, unverified=wraps)
+        self._inbox_sub = sub = self.pool.subscribe(
+            filters, advance_since=False, unverified=wraps, sink=inbox.take
+        )
         read = supervise("inbox", lambda: self._read_inbox(inbox, sub), finished=lambda: sub.closed)
         self._tasks.append(read)
         if self.config.discovery_relays:
@@ -208,14 +210,11 @@ class NostrLink:
     # --- tasks ---------------------------------------------------------------------------
 
     async def _read_inbox(self, inbox: Inbox, sub: Subscription) -> None:
-        """Drain the subscription into the inbox's backlog; a second task opens what waits."""
+        """Open what waits in the inbox's backlog until the subscription ends; it hands each
+        event to the backlog as it arrives (``Inbox.take``, its sink: no task between)."""
         opening = asyncio.create_task(inbox.serve(self.dispatcher.submit))
         try:
-            async for event in sub:
-                try:
-                    inbox.take(event, stored=sub.stored)
-                except Exception:  # one bad event must never stop the inbox
-                    log.exception("could not sort event %s", str(event.get("id", "?"))[:12])
+            await sub.wait_closed()
         finally:
             opening.cancel()
             await asyncio.gather(opening, return_exceptions=True)

@@ -141,6 +141,10 @@ class Store(LeaseTables, VaultRows, SealedRows, BlobTables, WatchRows, ABC):
     async def close(self) -> None:
         """Release the connection(s); the store is unusable afterwards."""
 
+    def _among(self, ids: list[str]) -> tuple[str, list[Any]]:
+        """SQL that tests a column against ``ids``, and its parameters: one per id here."""
+        return f"IN ({', '.join('?' * len(ids))})", list(ids)
+
     async def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return (await self._execute(sql, params))[0]
 
@@ -186,12 +190,11 @@ class Store(LeaseTables, VaultRows, SealedRows, BlobTables, WatchRows, ABC):
         ids = list(dict.fromkeys(ids))
         found = {i for i in ids if i in self._owed}
         for start in range(0, len(ids), KNOWN_AT_ONCE):
-            chunk = ids[start : start + KNOWN_AT_ONCE]
-            marks = ", ".join("?" * len(chunk))
+            among, params = self._among(ids[start : start + KNOWN_AT_ONCE])
             rows = await self._rows(
-                f"SELECT id FROM seen WHERE id IN ({marks})"
-                f" UNION SELECT id FROM rejected WHERE id IN ({marks})",
-                [*chunk, *chunk],
+                f"SELECT id FROM seen WHERE id {among}"
+                f" UNION SELECT id FROM rejected WHERE id {among}",
+                [*params, *params],
             )
             found.update(row[0] for row in rows)
         return found

@@ -173,6 +173,11 @@ class PostgresStore(Store):
                     await conn.execute(step.encode())
                 await conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (n,))
 
+    def _among(self, ids: list[str]) -> tuple[str, list[Any]]:
+        """One array parameter: the same statement whatever the number of ids (psycopg
+        parses it once; hundreds of placeholders cost the kept-aside watcher a millisecond)."""
+        return "= ANY(?)", [ids]
+
     async def _execute(
         self, sql: str, params: Sequence[Any] = ()
     ) -> tuple[list[tuple[Any, ...]], int]:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -148,13 +148,16 @@ class RelayPool:
         queue_size: int = 1000,
         dedup_size: int = 10_000,
         unverified: frozenset[int] = frozenset(),
+        sink: Callable[[Event, bool], None] | None = None,
     ) -> Subscription:
         """Subscribe on every relay, now and after every reconnect.
 
         ``advance_since=False`` re-sends the filters unchanged after a reconnect: use it for
         gift wraps (kind 1059), whose ``created_at`` is randomised up to two days back.
         ``unverified``: kinds whose signature the reader verifies itself before it trusts
-        them (see :class:`Subscription`).
+        them (see :class:`Subscription`).  ``sink``: called with each event, and whether its
+        relay had it stored, as it arrives, instead of queueing it for ``async for`` (which
+        then only ends when the subscription does; :meth:`Subscription.wait_closed` too).
         """
         if not filters or not all(isinstance(f, dict) for f in filters):
             raise ValueError("filters must be a non-empty list of dicts")
@@ -169,6 +172,7 @@ class RelayPool:
             queue_size=queue_size,
             dedup_size=dedup_size,
             unverified=unverified,
+            sink=sink,
         )
         self._subs[sub_id] = sub
         for relay in self._relays.values():

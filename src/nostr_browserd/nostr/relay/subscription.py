@@ -8,6 +8,9 @@ signature) and its signature not, the first copy of each id; a later copy of tha
 another signature is verified here and passed on only if it is good, so a relay's badly signed
 copy that came first cannot shadow a good one, and at most one unverified copy of an id
 reaches the reader.
+A reader that only sorts what arrives (the daemon's inbox) may take each event through a
+``sink``, called as the event passes, instead of iterating: one task between the relay and it
+fewer, per event.
 The subscription also remembers, per relay, the newest ``created_at`` it delivered, so a
 reconnect re-sends the filters with ``since`` advanced (see :data:`SINCE_MARGIN`).
 """
@@ -58,8 +61,10 @@ class Subscription:
         queue_size: int,
         dedup_size: int,
         unverified: frozenset[int] = frozenset(),
+        sink: Callable[[Event, bool], None] | None = None,
     ) -> None:
         self.id = sub_id
+        self._sink = sink
         self.unverified = unverified
         self.filters = filters
         self.advance_since = advance_since
@@ -108,6 +113,12 @@ class Subscription:
         except TimeoutError:
             return False
         return True
+
+    async def wait_closed(self) -> None:
+        """Wait until :meth:`close` (or the pool's) ended the subscription."""
+        while not self._closed:
+            self._wakeup.clear()
+            await self._wakeup.wait()
 
     @property
     def closed(self) -> bool:
@@ -183,7 +194,7 @@ class Subscription:
 
     def _deliver(self, url: str, event: Event) -> None:
         self._note(url, event["created_at"])
-        if len(self._items) >= self._queue_size:
+        if self._sink is None and len(self._items) >= self._queue_size:
             oldest, _ = self._items.popleft()
             self._seen.pop(oldest["id"], None)  # a later copy from another relay may get through
             self.dropped += 1
@@ -193,5 +204,11 @@ class Subscription:
         self._seen[event["id"]] = (created_at, (*sigs, event["sig"]))
         if len(self._seen) > self._dedup_size:
             self._seen.popitem(last=False)
-        self._items.append((event, url not in self.eose))
-        self._wakeup.set()
+        if self._sink is None:
+            self._items.append((event, url not in self.eose))
+            self._wakeup.set()
+            return
+        try:
+            self._sink(event, url not in self.eose)
+        except Exception:  # the reader's bug loses that event, never the relay's connection
+            log.exception("subscription %s: its sink failed on %s", self.id, event["id"][:12])
