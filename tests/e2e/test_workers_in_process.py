@@ -283,14 +283,23 @@ async def test_a_paused_worker_does_not_answer_a_command_taken_over_while_it_ran
     assert by_w1 == [], "w2 answered it: w1's reply would be a second one"
 
 
-async def test_a_worker_that_lost_a_lease_stops_serving_its_controller(two_browsing):
+@pytest.mark.parametrize("noticed_by", ["heartbeat", "command"])
+async def test_a_worker_that_lost_a_lease_stops_serving_its_controller(
+    two_browsing, noticed_by, caplog
+):
+    """w1 wakes after w2 took its controller: whichever sees it first, the heartbeat or a
+    queued command's renewal before it starts, w1 closes the controller's context."""
     w1, w2, controller = two_browsing
     assert await w1.offer(command(controller, 1))
     await w1.worker.browser.session(controller)
     await take_over(w1, w2, controller)
-    await w1.worker.beat()  # w1 wakes: its heartbeat finds the lease is w2's
+    if noticed_by == "heartbeat":
+        await w1.worker.beat()
+    else:
+        assert not await w1.worker.renew(controller)
     assert controller not in w1.worker.held
     assert w1.worker.browser.existing(controller) is None, "its context is closed"
+    assert "lost the lease of" in caplog.text
 
 
 async def test_a_worker_that_lost_a_lease_does_not_overwrite_the_new_holders_login(

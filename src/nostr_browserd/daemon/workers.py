@@ -268,7 +268,10 @@ class Worker:
                 return False
             asked = time.monotonic()
             if not await self.store.take_lease(controller, self.name, self.lease):
+                was_held = controller in placement.held
                 placement.refused(controller, asked)
+                if was_held:  # a command or a schedule noticed before the heartbeat did
+                    await self._let_go(controller)
                 return False
             if placement.granted(controller, asked):
                 self._orphaned.pop(controller, None)
@@ -361,9 +364,14 @@ class Worker:
         asked = time.monotonic()
         kept = await self.store.renew_leases(self.name, self.lease)
         for controller in self.placement.renewed(kept, asked):
-            log.warning("lost the lease of %s to another worker: stopped serving it", controller)
-            await self.browser.release(controller)
+            await self._let_go(controller)
         await self._adopt_orphans()
+
+    async def _let_go(self, controller: str) -> None:
+        """Another worker took ``controller``'s lease while this one was paused: its pages
+        close here (they live on there), whichever of the heartbeat or a command saw it."""
+        log.warning("lost the lease of %s to another worker: stopped serving it", controller)
+        await self.browser.release(controller)
 
     async def _name_lost(self) -> None:
         """Another process took this worker's name: this one was silent for a lease (paused,
