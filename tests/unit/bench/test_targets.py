@@ -41,6 +41,25 @@ def test_a_target_missed_shows_a_cross_and_the_section_with_its_profile() -> Non
     assert cells[2:] == ["1.83×", "❌", "[Cold start](#cold-start)"]
 
 
+def test_a_target_missed_with_a_next_step_names_it_under_the_table() -> None:
+    def part(_: dict[str, Any]) -> list[Target]:
+        return [
+            Target("cold", "1.83×", False, targets.COLD),  # no next step written: not listed
+            Target("cold_mcp", "1.40×", False, targets.COLD),
+            Target("workers_cpu", "1.10×", True, targets.SCALE),  # met: not listed
+        ]
+
+    lines = targets.section(results(cold=RUN), {"cold": part})
+    listed = lines[lines.index("Missed in this run, and the next step:") :]
+    named = [line for line in listed if line.startswith("- ")]
+    assert named == [
+        f"- 36 §1, {TARGETS['cold_mcp'].describe()} ([Cold start](#cold-start)):"
+        f" {TARGETS['cold_mcp'].next}."
+    ]
+    unmeasured = targets.section(results(), {"cold": part})
+    assert not any("Missed in this run" in line for line in unmeasured)
+
+
 def test_a_part_that_did_not_run_or_failed_is_not_measured() -> None:
     assert row(targets.section(results(), cold_part(1.05)), "cold")[2:] == [
         "not measured",
