@@ -22,11 +22,13 @@ there is both; this one separates the two, which is what a profile needs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import pstats
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +91,10 @@ def _run(
     return {name: result["cpu"][name] / answered * 1000 for name in watch}
 
 
-def measure(per: int, profile: str | None) -> dict[str, list[dict[str, float]]]:
-    """Two runs of the first worker alone, then two with the bystander beside it."""
+@contextlib.contextmanager
+def leased() -> Iterator[tuple[list[str], Workers, list[str], Worker]]:
+    """PostgreSQL, two relays and a first worker that took every controller's lease: the
+    relays' URLs, the workers, the controllers' secret keys and that first worker."""
     keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
     secrets_ = [k.secret_key().to_hex() for k in keys]
     pubkeys = [k.public_key().to_hex() for k in keys]
@@ -106,55 +110,44 @@ def measure(per: int, profile: str | None) -> dict[str, list[dict[str, float]]]:
             runner = workers.launch()
             runner.wait_ready()
             load.generate(urls, workers.pubkey, secrets_, 2, {})  # it takes every lease
-            alone = [_run(urls, workers, secrets_, per, {"runner": runner}) for _ in range(2)]
-            if profile:
-                workers.program = [sys.executable, "-m", "bench.profiled", profile]
-            bystander = workers.launch()
-            bystander.wait_ready()
-            time.sleep(2.0)  # it reads the live workers: the leases stay where they are
-            load.generate(urls, workers.pubkey, secrets_, 2, {})
-            watch = {"runner": runner, "bystander": bystander}
-            shared = [_run(urls, workers, secrets_, per, watch) for _ in range(1)]
-            shared.append(
-                _run(urls, workers, secrets_, per, watch, bystander.pid if profile else None)
-            )
+            yield urls, workers, secrets_, runner
         finally:
             workers.reap()
+
+
+def measure(per: int, profile: str | None) -> dict[str, list[dict[str, float]]]:
+    """Two runs of the first worker alone, then two with the bystander beside it."""
+    with leased() as (urls, workers, secrets_, runner):
+        alone = [_run(urls, workers, secrets_, per, {"runner": runner}) for _ in range(2)]
+        if profile:
+            workers.program = [sys.executable, "-m", "bench.profiled", profile]
+        bystander = workers.launch()
+        bystander.wait_ready()
+        time.sleep(2.0)  # it reads the live workers: the leases stay where they are
+        load.generate(urls, workers.pubkey, secrets_, 2, {})
+        watch = {"runner": runner, "bystander": bystander}
+        shared = [_run(urls, workers, secrets_, per, watch) for _ in range(1)]
+        shared.append(_run(urls, workers, secrets_, per, watch, bystander.pid if profile else None))
     return {"alone": alone, "shared": shared}
 
 
 def compare(per: int, runs: int, against: str) -> list[tuple[float, float]]:
     """Each run's µs of CPU per command of this build's bystander and of ``against``'s."""
-    keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
-    secrets_ = [k.secret_key().to_hex() for k in keys]
-    pubkeys = [k.public_key().to_hex() for k in keys]
     pairs = []
-    with (
-        postgres_server() as dsn,
-        load.relay() as first,
-        load.relay() as second,
-        tempfile.TemporaryDirectory(prefix="bench-bystander-") as where,
-    ):
-        urls = [first[0], second[0]]
-        workers = Workers(Path(where), urls, fresh_database(dsn), pubkeys, local=False)
-        try:
-            workers.launch().wait_ready()
-            load.generate(urls, workers.pubkey, secrets_, 2, {})  # it takes every lease
-            ours, theirs = workers.launch(), workers.launch(env={"PYTHONPATH": against})
-            ours.wait_ready()
-            theirs.wait_ready()
-            time.sleep(2.0)  # they read the live workers: the leases stay where they are
-            load.generate(urls, workers.pubkey, secrets_, 2, {})
-            for _ in range(runs):
-                before = [run_time(w.pid) for w in (ours, theirs)]
-                result = load.generate(urls, workers.pubkey, secrets_, per, {})
-                answered = result["check"]["ok"]
-                assert answered == CONTROLLERS * per and not result["check"]["duplicates"]
-                after = [run_time(w.pid) for w in (ours, theirs)]
-                mine, other = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
-                pairs.append((mine, other))
-        finally:
-            workers.reap()
+    with leased() as (urls, workers, secrets_, _):
+        ours, theirs = workers.launch(), workers.launch(env={"PYTHONPATH": against})
+        ours.wait_ready()
+        theirs.wait_ready()
+        time.sleep(2.0)  # they read the live workers: the leases stay where they are
+        load.generate(urls, workers.pubkey, secrets_, 2, {})
+        for _ in range(runs):
+            before = [run_time(w.pid) for w in (ours, theirs)]
+            result = load.generate(urls, workers.pubkey, secrets_, per, {})
+            answered = result["check"]["ok"]
+            assert answered == CONTROLLERS * per and not result["check"]["duplicates"]
+            after = [run_time(w.pid) for w in (ours, theirs)]
+            mine, other = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
+            pairs.append((mine, other))
     return pairs
 
 
