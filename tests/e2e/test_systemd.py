@@ -51,6 +51,8 @@ def instance_environment(worker: str) -> dict[str, str]:
 def test_unit_is_hardened_notify_service():
     d = directives(UNIT.read_text())
     assert d["Type"] == "notify" and int(d["WatchdogSec"]) > 0
+    # SIGTERM to the daemon alone: to the whole group it stops Chromium under the drain.
+    assert d["KillSignal"] == "SIGTERM" and d["KillMode"] == "mixed"
     assert d["DynamicUser"] == "yes" and d["StateDirectory"] == "nostr-browserd"
     assert d["LoadCredential"].startswith("nsec:")
     for key, value in {
