@@ -132,7 +132,12 @@ class Replies:
             if not isinstance(note, n.ClientNotification.NEW_EVENT):
                 continue
             gift = n.UnwrappedGift.from_gift_wrap(self.phone.keys, note.event)
-            answer = json.loads(gift.rumor().content())
+            try:
+                answer = json.loads(gift.rumor().content())
+            except ValueError:  # a text message: no command's answer
+                continue
+            if not isinstance(answer, dict):
+                continue
             waiting = self._waiting.pop(str(answer.get("id")), None)
             if waiting is not None and not waiting.done():
                 waiting.set_result(answer)
