@@ -34,12 +34,13 @@ from typing import Any
 
 import nostr_sdk as sdk
 
-from tests.fixtures.cluster import Worker, Workers, process_tree
+from tests.fixtures.cluster import CLI, Worker, Workers, process_tree
 from tests.fixtures.postgres import fresh_database, postgres_server
 
 from . import load
 
 CONTROLLERS = 12
+LEASE = 15.0  # the workers' lease ([state] lease's default)
 STAGES = {  # a stage of the bystander's work: (function, file it is in)
     "websocket frames received": ("_read_ready__data_received", "selector_events"),
     "relay frames: JSON, the pool's id and signature check": ("_handle", "connection.py"),
@@ -92,7 +93,9 @@ def _run(
 
 
 @contextlib.contextmanager
-def leased() -> Iterator[tuple[list[str], Workers, list[str], Worker]]:
+def leased(
+    program: list[str] | None = None,
+) -> Iterator[tuple[list[str], Workers, list[str], Worker]]:
     """PostgreSQL, two relays and a first worker that took every controller's lease: the
     relays' URLs, the workers, the controllers' secret keys and that first worker."""
     keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
@@ -105,7 +108,9 @@ def leased() -> Iterator[tuple[list[str], Workers, list[str], Worker]]:
         tempfile.TemporaryDirectory(prefix="bench-bystander-") as where,
     ):
         urls = [first[0], second[0]]
-        workers = Workers(Path(where), urls, fresh_database(dsn), pubkeys, local=False)
+        workers = Workers(
+            Path(where), urls, fresh_database(dsn), pubkeys, local=False, program=program
+        )
         try:
             runner = workers.launch()
             runner.wait_ready()
@@ -151,13 +156,69 @@ def compare(per: int, runs: int, against: str) -> list[tuple[float, float]]:
     return pairs
 
 
+def tree_time(pid: int) -> tuple[float, float]:
+    """Seconds ``pid`` itself and its descendants (its browser) have run, apart."""
+    own, below = run_time(pid), 0.0
+    for child in process_tree(pid)[1:]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            below += run_time(child)
+    return own, below
+
+
+def runner(per: int, rounds: int, profile: str | None) -> list[tuple[str, float, float]]:
+    """The worker that runs every command, alone and with a peer that runs none, in turns:
+    per run, µs of CPU per command of its Python process and of its browser, apart.  The peer
+    joins before each shared run and drains after it (the runner reads it gone at its next
+    heartbeat).  ``profile``: the runner under cProfile, its last alone and shared runs
+    written to PROFILE.alone and PROFILE.shared."""
+    runs: list[tuple[str, float, float]] = []
+    program = [sys.executable, "-m", "bench.profiled", profile] if profile else None
+    with leased(program) as (urls, workers, secrets_, first):
+
+        def timed(state: str) -> None:
+            before = tree_time(first.pid)
+            result = load.generate(
+                urls, workers.pubkey, secrets_, per, {}, first.pid if profile else None
+            )
+            answered = result["check"]["ok"]
+            assert answered == CONTROLLERS * per and not result["check"]["duplicates"]
+            after = tree_time(first.pid)
+            own, below = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
+            runs.append((state, own, below))
+            print(f"{state:6s} runner µs per command: Python {own:.0f}, browser {below:.0f}")
+            if profile:
+                Path(profile).replace(f"{profile}.{state}")
+
+        workers.program = [str(CLI)]
+        for _ in range(rounds):
+            timed("alone")
+            peer = workers.launch()
+            peer.wait_ready()
+            time.sleep(2.0)  # it reads the live workers: the leases stay where they are
+            load.generate(urls, workers.pubkey, secrets_, 2, {})
+            timed("shared")
+            peer.terminate()
+            time.sleep(LEASE / 3 + 1.0)  # the runner's next heartbeat reads it gone
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-controller", type=int, default=30)
     parser.add_argument("--profile", help="cProfile the bystander's last run into this file")
     parser.add_argument("--against", metavar="SRC", help="a second bystander runs this package")
     parser.add_argument("--runs", type=int, default=6, help="runs of --against")
+    parser.add_argument("--runner", action="store_true", help="the runner, alone and shared")
     args = parser.parse_args()
+    if args.runner:
+        runs = runner(args.per_controller, args.runs, args.profile)
+        for state in ("alone", "shared"):
+            mine = [(own, below) for s, own, below in runs if s == state]
+            print(
+                f"{state}: Python median {statistics.median(o for o, _ in mine):.0f} µs,"
+                f" browser median {statistics.median(b for _, b in mine):.0f} µs per command"
+            )
+        return
     if args.against:
         pairs = compare(args.per_controller, args.runs, args.against)
         for mine, other in pairs:
