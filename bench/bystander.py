@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import nostr_sdk as sdk
+import psycopg
 
 from tests.fixtures.cluster import CLI, Worker, Workers, process_tree
 from tests.fixtures.postgres import fresh_database, postgres_server
@@ -166,22 +167,22 @@ def tree_time(pid: int) -> tuple[float, float]:
 
 
 def runner(per: int, rounds: int, profile: str | None) -> list[tuple[str, float, float]]:
-    """The worker that runs every command, alone and with a peer that runs none, in turns:
-    per run, µs of CPU per command of its Python process and of its browser, apart.  The peer
-    joins before each shared run and drains after it (the runner reads it gone at its next
-    heartbeat).  ``profile``: the runner under cProfile, its last alone and shared runs
-    written to PROFILE.alone and PROFILE.shared."""
+    """The worker that runs every command, in turns: alone, alone with half the controllers
+    sending (the load a worker of two has), and with a peer that runs none; per run, µs of CPU
+    per command of its Python process and of its browser, apart.  The peer joins before each
+    shared run and drains after it (the runner reads it gone at its next heartbeat).
+    ``profile``: the runner under cProfile, each state's last run written to PROFILE.<state>."""
     runs: list[tuple[str, float, float]] = []
     program = [sys.executable, "-m", "bench.profiled", profile] if profile else None
     with leased(program) as (urls, workers, secrets_, first):
 
-        def timed(state: str) -> None:
+        def timed(state: str, keys: list[str]) -> None:
             before = tree_time(first.pid)
             result = load.generate(
-                urls, workers.pubkey, secrets_, per, {}, first.pid if profile else None
+                urls, workers.pubkey, keys, per, {}, first.pid if profile else None
             )
             answered = result["check"]["ok"]
-            assert answered == CONTROLLERS * per and not result["check"]["duplicates"]
+            assert answered == len(keys) * per and not result["check"]["duplicates"]
             after = tree_time(first.pid)
             own, below = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
             runs.append((state, own, below))
@@ -191,15 +192,59 @@ def runner(per: int, rounds: int, profile: str | None) -> list[tuple[str, float,
 
         workers.program = [str(CLI)]
         for _ in range(rounds):
-            timed("alone")
+            timed("alone", secrets_)
+            timed("half", secrets_[: CONTROLLERS // 2])
             peer = workers.launch()
             peer.wait_ready()
             time.sleep(2.0)  # it reads the live workers: the leases stay where they are
             load.generate(urls, workers.pubkey, secrets_, 2, {})
-            timed("shared")
+            timed("shared", secrets_)
             peer.terminate()
             time.sleep(LEASE / 3 + 1.0)  # the runner's next heartbeat reads it gone
     return runs
+
+
+def mixed(per: int, rounds: int) -> None:
+    """Two workers that share the controllers by placement (as the scale-out part's), in
+    turns: only the first one's controllers send (it runs every command, the second only sees
+    them), then every controller sends (each runs its own and sees the other's).  If a worker
+    paid more for running commands while it also sees another's, the second state's CPU per
+    command would exceed the first's runner + bystander."""
+    keys = [sdk.Keys.generate() for _ in range(CONTROLLERS)]
+    secrets_ = [k.secret_key().to_hex() for k in keys]
+    pubkeys = [k.public_key().to_hex() for k in keys]
+    with (
+        postgres_server() as dsn,
+        load.relay() as one,
+        load.relay() as two,
+        tempfile.TemporaryDirectory(prefix="bench-mixed-") as where,
+    ):
+        urls, database = [one[0], two[0]], fresh_database(dsn)
+        workers = Workers(Path(where), urls, database, pubkeys, local=False)
+        try:
+            pair = [workers.launch(), workers.launch()]
+            for worker in pair:
+                worker.wait_ready()
+            time.sleep(2.0)  # they read each other live: each takes its preferred share
+            load.generate(urls, workers.pubkey, secrets_, 2, {})
+            with psycopg.connect(database) as db:
+                holder = dict(db.execute("SELECT controller, worker FROM lease").fetchall())
+            first = [k for k, pk in zip(secrets_, pubkeys, strict=True) if holder[pk] == "w1"]
+            print(f"the first worker holds {len(first)} of {CONTROLLERS} controllers")
+            for _ in range(rounds):
+                for state, sending in (("first's", first), ("all", secrets_)):
+                    before = [run_time(w.pid) for w in pair]
+                    result = load.generate(urls, workers.pubkey, sending, per, {})
+                    answered = result["check"]["ok"]
+                    assert answered == len(sending) * per and not result["check"]["duplicates"]
+                    after = [run_time(w.pid) for w in pair]
+                    a, b = ((x - y) / answered * 1e6 for x, y in zip(after, before, strict=True))
+                    print(
+                        f"{state:8s} µs per command: first {a:.0f}, second {b:.0f},"
+                        f" both {a + b:.0f}"
+                    )
+        finally:
+            workers.reap()
 
 
 def main() -> None:
@@ -209,10 +254,14 @@ def main() -> None:
     parser.add_argument("--against", metavar="SRC", help="a second bystander runs this package")
     parser.add_argument("--runs", type=int, default=6, help="runs of --against")
     parser.add_argument("--runner", action="store_true", help="the runner, alone and shared")
+    parser.add_argument("--mixed", action="store_true", help="two workers sharing the load")
     args = parser.parse_args()
+    if args.mixed:
+        mixed(args.per_controller, args.runs)
+        return
     if args.runner:
         runs = runner(args.per_controller, args.runs, args.profile)
-        for state in ("alone", "shared"):
+        for state in ("alone", "half", "shared"):
             mine = [(own, below) for s, own, below in runs if s == state]
             print(
                 f"{state}: Python median {statistics.median(o for o, _ in mine):.0f} µs,"

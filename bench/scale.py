@@ -151,6 +151,7 @@ def throughput(
                     f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
                     f"{row['database']['statements']:.1f} statements "
                     f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
+                    f"workers' CPU {row['cpu_per_1000']['workers']:.2f} ms/command, "
                     f"check {result['check']}",
                     flush=True,
                 )
