@@ -15,6 +15,14 @@ both fed the same frames at the same moments, and each run prints both one's CPU
 read from ``/proc/<pid>/task/*/schedstat`` (nanoseconds, not /proc's 10 ms ticks), and their
 ratio: steady to a few per cent on a machine whose load moves either figure by a third.
 
+``--runner`` measures the worker that runs every command instead, in turns (``--runs`` rounds):
+alone, alone with half the controllers sending, and beside a peer that joins and drains
+around its run; its Python process and its browser apart, from ``schedstat``.  ``--profile``
+then profiles it, each state's last run in its own file.  ``--mixed`` starts two workers that
+split the controllers by placement and alternates runs where only the first one's controllers
+send (pure runner, pure bystander) with runs where all send (each worker both), to tell
+whether doing both costs more than the sum.
+
 The scale-out part (bench/scale.py) splits the controllers among the workers, so every worker
 there is both; this one separates the two, which is what a profile needs.
 """
