@@ -195,7 +195,10 @@ def runner(per: int, rounds: int, profile: str | None) -> list[tuple[str, float,
             own, below = ((a - b) / answered * 1e6 for a, b in zip(after, before, strict=True))
             runs.append((state, own, below))
             print(f"{state:6s} runner µs per command: Python {own:.0f}, browser {below:.0f}")
-            if profile:
+            if profile:  # the worker writes it on the signal: wait for the file
+                deadline = time.monotonic() + 30.0
+                while not Path(profile).exists() and time.monotonic() < deadline:
+                    time.sleep(0.1)
                 Path(profile).replace(f"{profile}.{state}")
 
         workers.program = [str(CLI)]
@@ -237,7 +240,8 @@ def mixed(per: int, rounds: int) -> None:
             load.generate(urls, workers.pubkey, secrets_, 2, {})
             with psycopg.connect(database) as db:
                 holder = dict(db.execute("SELECT controller, worker FROM lease").fetchall())
-            first = [k for k, pk in zip(secrets_, pubkeys, strict=True) if holder[pk] == "w1"]
+            mine = {pk for pk, name in holder.items() if name == pair[0].name}
+            first = [k for k, pk in zip(secrets_, pubkeys, strict=True) if pk in mine]
             print(f"the first worker holds {len(first)} of {CONTROLLERS} controllers")
             for _ in range(rounds):
                 for state, sending in (("first's", first), ("all", secrets_)):
@@ -258,9 +262,9 @@ def mixed(per: int, rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--per-controller", type=int, default=30)
-    parser.add_argument("--profile", help="cProfile the bystander's last run into this file")
+    parser.add_argument("--profile", help="cProfile the bystander's (--runner: runner's) runs")
     parser.add_argument("--against", metavar="SRC", help="a second bystander runs this package")
-    parser.add_argument("--runs", type=int, default=6, help="runs of --against")
+    parser.add_argument("--runs", type=int, default=6, help="runs (--against), rounds (else)")
     parser.add_argument("--runner", action="store_true", help="the runner, alone and shared")
     parser.add_argument("--mixed", action="store_true", help="two workers sharing the load")
     args = parser.parse_args()
