@@ -35,7 +35,6 @@ LEVELS = (1, 2, 3)
 CONTROLLERS = 12  # each a closed loop: its next command leaves when its reply is in
 PER_CONTROLLER = 20
 CONTEXTS = (0, 1, 4, 8, 16)  # contexts holding a page, for the memory figure
-DISPATCHED = "nostr_browserd.daemon.dispatch: command "
 
 
 class DatabaseCost(contextlib.AbstractContextManager["DatabaseCost"]):
@@ -79,9 +78,26 @@ def _postgres_pids(database: str) -> list[int]:
     return process_tree(parent)
 
 
-def _served(workers: list[Worker], run: str) -> list[int]:
-    """How many of the generator's run ``run`` each worker ran (its log says each)."""
-    return [w.log.read_text(errors="replace").count(f"{DISPATCHED}{run}-") for w in workers]
+def served(log: str, run: str) -> int:
+    """How many commands of the generator's run ``run`` a worker's ``log`` says it answered:
+    the audit's line for each (``command <request id> from …``, logged at INFO, the level
+    the workers run at), whichever module logs it.  The generator's request ids are
+    ``<run>-<controller>-<n>``."""
+    return len(re.findall(rf" command {re.escape(run)}-\S+ from ", log))
+
+
+def _served(workers: list[Worker], run: str, answered: int) -> list[int]:
+    """How many of the generator's run ``run`` each worker answered.  They must add up to the
+    ``answered`` the generator counted (a log line that changed would show 0 everywhere); a
+    worker writes its line just after the reply left, so the last ones may take a moment."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        counts = [served(w.log.read_text(errors="replace"), run) for w in workers]
+        if sum(counts) == answered:
+            return counts
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the workers' logs show {counts} commands of {answered} answered")
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -128,13 +144,14 @@ def throughput(
                     "workers": n,
                     "rep": rep,
                     "database": cost.per_command(row["answered"]),
-                    "served": _served(started, result["run"]),
+                    "served": _served(started, result["run"], row["answered"]),
                 }
                 rows.append(row)
                 print(
                     f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
                     f"{row['database']['statements']:.1f} statements "
                     f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
+                    f"workers' CPU {row['cpu_per_1000']['workers']:.2f} ms/command, "
                     f"check {result['check']}",
                     flush=True,
                 )
