@@ -103,8 +103,11 @@ TARGETS: dict[str, Goal] = {
         "24 §4",
         "CPU per command with N workers ≤ {bound}× one worker's",
         1.2,
-        next="every worker decrypts every wrap to learn its sender; `python -m bench.bystander"
-        " --against SRC` measures a worker that runs none of the commands, build against build",
+        next="the worker that runs a command pays the same with peers (`bench.bystander"
+        " --runner`); each other worker spends 0.40–0.50 ms of Python seeing it (every worker"
+        " decrypts every wrap to learn its sender), and 1.2× at 3 needs about 0.25: a leaner"
+        " frame path (the websocket parser without its assembler, ~35 µs) and the inbox's own"
+        " Python (~130 µs a wrap beside the crypto), judged with `--against SRC`",
     ),
     "job_chars": Goal(
         "24 §5", "a model's whole job in ≤ {bound}× the characters of the smallest peer", 0.5
