@@ -33,7 +33,7 @@ from .browser_bench import browser_pss_mb
 
 LEVELS = (1, 2, 3)
 CONTROLLERS = 12  # each a closed loop: its next command leaves when its reply is in
-PER_CONTROLLER = 20
+PER_CONTROLLER = 40  # a window of about a second at 1 worker: /proc counts CPU in 10 ms ticks
 CONTEXTS = (0, 1, 4, 8, 16)  # contexts holding a page, for the memory figure
 
 
@@ -118,44 +118,55 @@ def deployment(
 def throughput(
     root: Path, relays: list[tuple[str, int]], dsn: str, keys: list[sdk.Keys], reps: int
 ) -> list[dict[str, Any]]:
-    """Each level of workers in turn, on a fresh database: ``reps`` timed runs after a warm-up."""
+    """``reps`` rounds, each timing every level of workers once, the levels in turn (reversed
+    every other round), each on a fresh database after a warm-up: the machine's drift falls
+    on every level of a round alike, and the ratios are taken round by round."""
     secrets_ = [k.secret_key().to_hex() for k in keys]
     pubkeys = [k.public_key().to_hex() for k in keys]
+    return [
+        _level(root / f"{rep}-{n}-workers", relays, dsn, pubkeys, secrets_, n) | {"rep": rep}
+        for rep in range(reps)
+        for n in (LEVELS if rep % 2 == 0 else LEVELS[::-1])
+    ]
+
+
+def _level(
+    root: Path,
+    relays: list[tuple[str, int]],
+    dsn: str,
+    pubkeys: list[str],
+    secrets_: list[str],
+    n: int,
+) -> dict[str, Any]:
+    """One timed run of ``n`` workers on a fresh database, after a warm-up."""
     urls = [url for url, _ in relays]
-    rows = []
-    for n in LEVELS:
-        database = fresh_database(dsn)
-        with psycopg.connect(database, autocommit=True) as db:
-            db.execute("CREATE EXTENSION pg_stat_statements")
-        with deployment(root / f"{n}-workers", urls, database, pubkeys, n) as (workers, started):
-            load.generate(urls, workers.pubkey, secrets_, 2, {})  # warm-up: contexts, leases
-            watch = {
-                "workers": [p for w in started for p in process_tree(w.pid)],
-                "postgres": _postgres_pids(database),
-                "relays": [pid for _, pid in relays],
-            }
-            for rep in range(reps):
-                cost = DatabaseCost(database)
-                result = load.generate(
-                    urls, workers.pubkey, secrets_, PER_CONTROLLER, watch, window=cost
-                )
-                row = load.summary("daemon", CONTROLLERS, result)
-                row |= {
-                    "workers": n,
-                    "rep": rep,
-                    "database": cost.per_command(row["answered"]),
-                    "served": _served(started, result["run"], row["answered"]),
-                }
-                rows.append(row)
-                print(
-                    f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
-                    f"{row['database']['statements']:.1f} statements "
-                    f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
-                    f"workers' CPU {row['cpu_per_1000']['workers']:.2f} ms/command, "
-                    f"check {result['check']}",
-                    flush=True,
-                )
-    return rows
+    database = fresh_database(dsn)
+    with psycopg.connect(database, autocommit=True) as db:
+        db.execute("CREATE EXTENSION pg_stat_statements")
+    with deployment(root, urls, database, pubkeys, n) as (workers, started):
+        load.generate(urls, workers.pubkey, secrets_, 2, {})  # warm-up: contexts, leases
+        watch = {
+            "workers": [p for w in started for p in process_tree(w.pid)],
+            "postgres": _postgres_pids(database),
+            "relays": [pid for _, pid in relays],
+        }
+        cost = DatabaseCost(database)
+        result = load.generate(urls, workers.pubkey, secrets_, PER_CONTROLLER, watch, window=cost)
+        row = load.summary("daemon", CONTROLLERS, result)
+        row |= {
+            "workers": n,
+            "database": cost.per_command(row["answered"]),
+            "served": _served(started, result["run"], row["answered"]),
+        }
+    print(
+        f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
+        f"{row['database']['statements']:.1f} statements "
+        f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
+        f"workers' CPU {row['cpu_per_1000']['workers']:.2f} ms/command, "
+        f"check {result['check']}",
+        flush=True,
+    )
+    return row
 
 
 def _slope(points: list[tuple[int, float]]) -> float:

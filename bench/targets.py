@@ -251,12 +251,17 @@ def cold_targets(results: dict[str, Any]) -> list[Target]:
 
 def worker_cpu_ratios(scale: dict[str, Any]) -> dict[int, float]:
     """Per number of workers above one, the CPU per command of all workers over one
-    worker's (medians over the runs)."""
-    cpu: dict[int, list[float]] = defaultdict(list)
+    worker's: the median over the rounds of each round's ratio (a round times every level
+    once, so the machine's drift between rounds cancels)."""
+    cpu: dict[int, dict[int, float]] = defaultdict(dict)
     for r in scale["levels"]:
-        cpu[r["workers"]].append(r["cpu_per_1000"]["workers"])
-    one = statistics.median(cpu[1])
-    return {n: statistics.median(cpu[n]) / one for n in sorted(cpu) if n > 1}
+        cpu[r["workers"]][r["rep"]] = r["cpu_per_1000"]["workers"]
+    one = cpu[1]
+    return {
+        n: statistics.median(cpu[n][rep] / one[rep] for rep in cpu[n] if rep in one)
+        for n in sorted(cpu)
+        if n > 1
+    }
 
 
 def scale_targets(results: dict[str, Any]) -> list[Target]:
