@@ -28,6 +28,7 @@ then reports at once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Callable
@@ -70,8 +71,12 @@ async def observe(page: Page, report: Report) -> CDPSession:
     they come on (closed with the page)."""
     session = await page.context.new_cdp_session(page)
     session.on("Runtime.bindingCalled", lambda event: _heard(event, report))
-    await session.send("Runtime.enable")
-    await session.send("Runtime.addBinding", {"name": TITLE_BINDING})
+    # Together (the binding is added to the documents there are either way); the observer
+    # once the binding is there.
+    await asyncio.gather(
+        session.send("Runtime.enable"),
+        session.send("Runtime.addBinding", {"name": TITLE_BINDING}),
+    )
     await session.send("Runtime.evaluate", {"expression": TITLE_OBSERVER})
     return session
 
