@@ -17,8 +17,9 @@ object's disposal, then an evaluation in the page to deliver an answer nobody aw
 every document of every frame its 12 KB bindings controller script.  Chromium adds a binding
 to a new document only for a session with ``Runtime`` enabled, which costs that session four
 context events a navigation (cleared twice, the page's world and Playwright's utility world
-created): in one process, 0.6 ms less of this process's CPU and about 3.5 ms less of the whole
-browser's per navigation of the Django admin than the binding it replaces.
+created), none answered: per navigation of the Django admin, 0.3–0.6 ms less of the daemon's
+CPU and 3–5 ms less of the whole tree's (Chromium, the driver, the daemon) than the binding it
+replaces (docs/benchmarks.md).
 
 The init script runs in every document of the window, but observes only where the binding is
 there when it runs.  A document that existed before the tab's binding (a new tab's blank one,
