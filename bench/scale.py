@@ -33,9 +33,8 @@ from .browser_bench import browser_pss_mb
 
 LEVELS = (1, 2, 3)
 CONTROLLERS = 12  # each a closed loop: its next command leaves when its reply is in
-PER_CONTROLLER = 20
+PER_CONTROLLER = 40  # a window of about a second at 1 worker: /proc counts CPU in 10 ms ticks
 CONTEXTS = (0, 1, 4, 8, 16)  # contexts holding a page, for the memory figure
-DISPATCHED = "nostr_browserd.daemon.dispatch: command "
 
 
 class DatabaseCost(contextlib.AbstractContextManager["DatabaseCost"]):
@@ -79,9 +78,26 @@ def _postgres_pids(database: str) -> list[int]:
     return process_tree(parent)
 
 
-def _served(workers: list[Worker], run: str) -> list[int]:
-    """How many of the generator's run ``run`` each worker ran (its log says each)."""
-    return [w.log.read_text(errors="replace").count(f"{DISPATCHED}{run}-") for w in workers]
+def served(log: str, run: str) -> int:
+    """How many commands of the generator's run ``run`` a worker's ``log`` says it answered:
+    the audit's line for each (``command <request id> from …``, logged at INFO, the level
+    the workers run at), whichever module logs it.  The generator's request ids are
+    ``<run>-<controller>-<n>``."""
+    return len(re.findall(rf" command {re.escape(run)}-\S+ from ", log))
+
+
+def _served(workers: list[Worker], run: str, answered: int) -> list[int]:
+    """How many of the generator's run ``run`` each worker answered.  They must add up to the
+    ``answered`` the generator counted (a log line that changed would show 0 everywhere); a
+    worker writes its line just after the reply left, so the last ones may take a moment."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        counts = [served(w.log.read_text(errors="replace"), run) for w in workers]
+        if sum(counts) == answered:
+            return counts
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the workers' logs show {counts} commands of {answered} answered")
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -102,43 +118,55 @@ def deployment(
 def throughput(
     root: Path, relays: list[tuple[str, int]], dsn: str, keys: list[sdk.Keys], reps: int
 ) -> list[dict[str, Any]]:
-    """Each level of workers in turn, on a fresh database: ``reps`` timed runs after a warm-up."""
+    """``reps`` rounds, each timing every level of workers once, the levels in turn (reversed
+    every other round), each on a fresh database after a warm-up: the machine's drift falls
+    on every level of a round alike, and the ratios are taken round by round."""
     secrets_ = [k.secret_key().to_hex() for k in keys]
     pubkeys = [k.public_key().to_hex() for k in keys]
+    return [
+        _level(root / f"{rep}-{n}-workers", relays, dsn, pubkeys, secrets_, n) | {"rep": rep}
+        for rep in range(reps)
+        for n in (LEVELS if rep % 2 == 0 else LEVELS[::-1])
+    ]
+
+
+def _level(
+    root: Path,
+    relays: list[tuple[str, int]],
+    dsn: str,
+    pubkeys: list[str],
+    secrets_: list[str],
+    n: int,
+) -> dict[str, Any]:
+    """One timed run of ``n`` workers on a fresh database, after a warm-up."""
     urls = [url for url, _ in relays]
-    rows = []
-    for n in LEVELS:
-        database = fresh_database(dsn)
-        with psycopg.connect(database, autocommit=True) as db:
-            db.execute("CREATE EXTENSION pg_stat_statements")
-        with deployment(root / f"{n}-workers", urls, database, pubkeys, n) as (workers, started):
-            load.generate(urls, workers.pubkey, secrets_, 2, {})  # warm-up: contexts, leases
-            watch = {
-                "workers": [p for w in started for p in process_tree(w.pid)],
-                "postgres": _postgres_pids(database),
-                "relays": [pid for _, pid in relays],
-            }
-            for rep in range(reps):
-                cost = DatabaseCost(database)
-                result = load.generate(
-                    urls, workers.pubkey, secrets_, PER_CONTROLLER, watch, window=cost
-                )
-                row = load.summary("daemon", CONTROLLERS, result)
-                row |= {
-                    "workers": n,
-                    "rep": rep,
-                    "database": cost.per_command(row["answered"]),
-                    "served": _served(started, result["run"]),
-                }
-                rows.append(row)
-                print(
-                    f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
-                    f"{row['database']['statements']:.1f} statements "
-                    f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
-                    f"check {result['check']}",
-                    flush=True,
-                )
-    return rows
+    database = fresh_database(dsn)
+    with psycopg.connect(database, autocommit=True) as db:
+        db.execute("CREATE EXTENSION pg_stat_statements")
+    with deployment(root, urls, database, pubkeys, n) as (workers, started):
+        load.generate(urls, workers.pubkey, secrets_, 2, {})  # warm-up: contexts, leases
+        watch = {
+            "workers": [p for w in started for p in process_tree(w.pid)],
+            "postgres": _postgres_pids(database),
+            "relays": [pid for _, pid in relays],
+        }
+        cost = DatabaseCost(database)
+        result = load.generate(urls, workers.pubkey, secrets_, PER_CONTROLLER, watch, window=cost)
+        row = load.summary("daemon", CONTROLLERS, result)
+        row |= {
+            "workers": n,
+            "database": cost.per_command(row["answered"]),
+            "served": _served(started, result["run"], row["answered"]),
+        }
+    print(
+        f"  {n} worker(s): {row['throughput']:6.1f}/s p50 {row['p50_ms']:.0f} ms, "
+        f"{row['database']['statements']:.1f} statements "
+        f"{row['database']['ms']:.2f} ms/command, served {row['served']}, "
+        f"workers' CPU {row['cpu_per_1000']['workers']:.2f} ms/command, "
+        f"check {result['check']}",
+        flush=True,
+    )
+    return row
 
 
 def _slope(points: list[tuple[int, float]]) -> float:

@@ -151,7 +151,9 @@ def scale_section(scale: dict[str, Any], out: Path) -> list[str]:
         "relay and the claim decides who runs it. The database cost is `pg_stat_statements`",
         "over the timed window (time spent in the server) divided by the commands answered,",
         "the workers' background work included; CPU seconds per 1,000 commands are read from",
-        "/proc. Medians (min–max) over the runs; the ratio is to 1 worker in the same run.",
+        "/proc. Each round times every level once, the levels in turn (reversed every other",
+        "round), each on a fresh database; medians (min–max) over the rounds, and the targets'",
+        "CPU ratio is the median over the rounds of each round's ratio to its 1 worker.",
         "",
         "| workers | commands/s | × 1 worker | p50 ms | statements / command | database ms / "
         "command | CPU s / 1,000: workers | PostgreSQL | relays | commands run per worker | "

@@ -134,8 +134,10 @@ class Session:
         name = f"w{self._next_window}"
         self._next_window += 1
         self.windows[name] = window.context
-        window.adopt(self._on_title, self._on_page)
+        window.adopt(self._on_page)
         await window.prepare(self.config.timeout_ms)
+        if self.tab is not None:  # its blank tab: reports before the first command reads it
+            await self.tab.observed()
         await self.chores.settle()  # its tab_changed goes out now, not in the next command
         return name
 
@@ -264,7 +266,9 @@ class Session:
         current = self.page_or_none
         context = current.context if current is not None else self.main_context()
         page = await context.new_page()
-        return self.track(page), page
+        tab_id = self.track(page)
+        await self.tabs[tab_id].observed()
+        return tab_id, page
 
     def open_background_tab(self) -> contextlib.AbstractAsyncContextManager[Tab]:
         """``async with session.open_background_tab() as tab``: a blank tab in window w1 (the
@@ -333,12 +337,6 @@ class Session:
         return await self.stream.record(recorder, self.tab)
 
     # --- what the tabs tell it (the session is their TabOwner) --------------------
-
-    def _on_title(self, source: dict[str, Any], title: Any, at_load: Any = False) -> None:
-        """The title observer's report from a tab's top document (a binding per window)."""
-        for tab in self.tabs.values():
-            if tab.page is source["page"] and isinstance(title, str):
-                tab.title_reported(title, at_load is True)
 
     def loaded(self, tab: Tab) -> None:
         """A tab loaded: the live view and a recording may start again on it."""

@@ -35,6 +35,7 @@ from ..errors import BrowserdError, ErrorCode
 from .downloads import was_asked
 from .labels import Label, Labels, is_label, label_of
 from .refs import locate
+from .titles import observe
 
 if TYPE_CHECKING:
     from .snapshot.printer import Seen
@@ -181,6 +182,14 @@ class Tab:
             lambda e: owner.events.emit("console_error", {"tab": self.id, "text": str(e)}),
         )
         page.on("framedetached", self._on_frame_detached)
+        # Its page reports its title on a CDP session of the tab's (titles.py); a background
+        # tab, read once, asks its page.  Not a chore: a dialog open in a popup would hold it.
+        self._observing: asyncio.Future[Any] | None = None
+        if not background:
+            self._observing = asyncio.ensure_future(
+                observe(page, lambda title, at_load: self.title_reported(title, at_load))
+            )
+            self._observing.add_done_callback(consume)
 
     @property
     def context(self) -> BrowserContext:
@@ -267,6 +276,11 @@ class Tab:
                 self.title = title
             return title
         return None
+
+    async def observed(self) -> None:
+        """Wait until the tab hears its page's title reports (or could not: it closed)."""
+        if self._observing is not None:
+            await asyncio.wait({self._observing})
 
     def title_reported(self, title: str, at_load: bool = False) -> None:
         """The title observer's report from the tab's top document (``at_load``: its load)."""

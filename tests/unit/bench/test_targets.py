@@ -149,12 +149,26 @@ def test_a_cold_start_without_mcp_local_has_no_row_for_it() -> None:
     assert [t.name for t in targets.cold_targets({"cold_start": cold})] == ["cold"]
 
 
+def test_the_workers_ratio_is_taken_round_by_round() -> None:
+    """A round whose one worker ran on a slower machine moment (3.0 ms against 2.0) is
+    compared with its own levels, not with another round's."""
+    rounds = (((1, 2.0), (2, 2.2)), ((1, 3.0), (2, 3.3)), ((1, 3.0), (2, 2.4)))
+    scale = {
+        "levels": [
+            {"workers": n, "rep": rep, "cpu_per_1000": {"workers": cpu}}
+            for rep, levels in enumerate(rounds)
+            for n, cpu in levels
+        ]
+    }
+    assert targets.worker_cpu_ratios(scale) == {2: pytest.approx(1.1)}  # medians' ratio: 0.8
+
+
 def test_cold_and_workers_and_pages_are_ratios_to_their_baselines() -> None:
     cold = [{"tool": "Playwright launch", "ms": [800, 900, 1000]}, {"tool": "ours", "ms": [990]}]
     assert targets.cold_targets({"cold_start": cold})[0].ok  # 1.10×
     scale = {
         "levels": [
-            {"workers": n, "cpu_per_1000": {"workers": cpu}}
+            {"workers": n, "rep": 0, "cpu_per_1000": {"workers": cpu}}
             for n, cpu in ((1, 4.0), (2, 4.8), (3, 5.2))
         ]
     }
