@@ -405,8 +405,10 @@ def descendants(pid: int) -> list[int]:
     return [c for child in children for c in (child, *descendants(child))]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of ``pid`` and every process under it, in seconds."""
+def cpu_seconds(pid: int, ended: bool = False) -> float:
+    """User and system CPU of ``pid`` and every process under it, in seconds; with
+    ``ended``, that of the ones that ended under them too (a closed tab's renderer, whose
+    CPU would otherwise leave the sum with it)."""
     ticks = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for each in (pid, *descendants(pid)):
@@ -414,7 +416,7 @@ def cpu_seconds(pid: int) -> float:
             fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / ticks
+        total += sum(int(f) for f in fields[11 : 15 if ended else 13]) / ticks
     return total
 
 

@@ -270,3 +270,23 @@ def test_a_monitor_check_is_judged_on_time_and_cpu_against_the_plain_loop() -> N
     (target,) = targets.monitor_targets({"monitor": {"rows": rows}})
     assert target.value == "time 1.05× / CPU 1.50×"
     assert not target.ok, "the CPU is over 1.2×"
+
+
+def test_monitors_beside_commands_are_judged_on_alternating_slices() -> None:
+    def piece(ms: list[float], checks: int = 0) -> dict[str, Any]:
+        return {"ms": ms, "cpu_s": 3.0 if checks else 0.2, "s": 12.0, "checks": checks}
+
+    load = {
+        "monitors": 100,
+        "slices": {
+            "without": [piece([5, 6, 7]), piece([5, 6, 7])],
+            "with": [piece([6, 6, 9], 20), piece([6, 7, 9], 20)],
+        },
+    }
+    rows = {"check": [{"ms": 100, "cpu_ms": 30}], "playwright": [{"ms": 100, "cpu_ms": 30}]}
+    check, beside = targets.monitor_targets({"monitor": {"rows": rows, "load": load}})
+    assert check.name == "monitor" and beside.name == "monitor_load"
+    assert beside.value == "1.08× (pairs 1.00–1.17×)"  # pooled 6.5 over 6; each pair's own
+    assert beside.ok
+    found = targets.monitor_load(load)
+    assert found["checks_a_minute"] == 100 and found["cpu_with"] == 15.0

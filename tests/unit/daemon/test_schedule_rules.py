@@ -8,11 +8,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from nostr_browserd.daemon.schedule.change import headline, line_diff, normalise, seen
+from nostr_browserd.daemon.schedule import change
+from nostr_browserd.daemon.schedule.change import MAX_KEPT, headline, line_diff, normalise, seen
 from nostr_browserd.daemon.schedule.outcome import judge
 from nostr_browserd.daemon.schedule.when import (
     SLOWEST_RETRY,
+    beat_period,
     due_at_start,
+    on_beat,
     parse_interval,
     parse_when,
     retry_in,
@@ -144,6 +147,31 @@ def test_spread_is_stable_per_key_bounded_and_spreads():
     assert spread("x", 10) < 10
 
 
+def test_monitors_made_together_check_on_beats_spread_over_their_minute():
+    """100 monitors checked in the same second do not all check again in the same second:
+    each next check is on its own beat, a second of the minute fixed for it."""
+    rows = [
+        WatchRow("monitor", "alice", f"m{i}", monitor().spec | {"every": 60}, {}, 0.0)
+        for i in range(100)
+    ]
+    for row in rows:
+        check(row, "Price 10 €", 1000.0)
+    firsts = [row.due for row in rows]
+    assert len({int(due % 60) // 5 for due in firsts}) == 12, "every 5 s of the minute has some"
+    assert all(abs(due - 1060.0) <= 30 for due in firsts), "moved by half a beat at most"
+    for row in rows:  # a check a few seconds late keeps the beat: the next is a minute on
+        check(row, "Price 10 €", row.due + 4)
+    assert [row.due for row in rows] == [due + 60 for due in firsts]
+
+
+@pytest.mark.parametrize(("every", "period"), [(60, 60), (900, 60), (90, 45), (45, 45), (61, 1)])
+def test_a_beat_divides_the_interval_and_moves_a_check_half_a_beat_at_most(every, period):
+    assert beat_period(every) == period
+    nexts = [on_beat(f"owner/m{i}", every, 5000.0) for i in range(50)]
+    assert all(abs(t - 5000.0 - every) <= period / 2 for t in nexts)
+    assert all(on_beat(f"owner/m{i}", every, t) == t + every for i, t in enumerate(nexts))
+
+
 def test_retries_back_off_then_slow_down_after_the_notice():
     waits = [retry_in(900, n, 3, 60) for n in range(1, 8)]
     assert waits[:2] == [60, 120]  # before the notice: sooner than the interval, doubling
@@ -154,6 +182,25 @@ def test_retries_back_off_then_slow_down_after_the_notice():
 
 def test_whitespace_is_normalised():
     assert normalise("  Price:\t 12 €  \n\n\n  In   stock \n") == "Price: 12 €\nIn stock"
+
+
+def test_a_long_page_is_normalised_only_as_far_as_is_kept(monkeypatch):
+    """The lines past what is kept are never worked on: a 400,000-character index held the
+    event loop (and every controller's command) for tens of milliseconds a check."""
+    worked: list[str] = []
+    spaces = change.SPACES
+
+    class Counting:
+        def sub(self, blank: str, line: str) -> str:
+            worked.append(line)
+            return spaces.sub(blank, line)
+
+    line = "word  " * 16  # 96 characters, 80 once normalised
+    text = "\n".join([line] * (10 * MAX_KEPT // 80))  # ten times what is kept
+    whole = "\n".join([line.strip().replace("  ", " ")] * (MAX_KEPT // 80 + 1))[:MAX_KEPT]
+    monkeypatch.setattr(change, "SPACES", Counting())
+    assert normalise(text) == whole
+    assert len(worked) == MAX_KEPT // 80 + 1, "one line past the cut, not all of them"
 
 
 def test_change_contains_and_missing():
@@ -189,7 +236,7 @@ def check(row: WatchRow, text: str | None, now: float = 1000.0) -> tuple[list[An
 def test_the_first_check_is_the_baseline_and_a_change_is_news_once():
     row = monitor()
     assert check(row, "Price 10 €") == ([], "")
-    assert row.state["outcome"] == "baseline recorded" and row.due == 1900.0
+    assert row.state["outcome"] == "baseline recorded" and abs(row.due - 1900.0) <= 30
     assert check(row, "Price  10 €\n") == ([], "")  # whitespace is no change
     assert check(row, "Price 12 €") == ([("change", "changed")], "-Price 10 €\n+Price 12 €")
     assert check(row, "Price 12 €") == ([], "")

@@ -22,9 +22,21 @@ Mode = Literal["change", "contains", "missing"]
 
 
 def normalise(text: str) -> str:
-    """Visible text with its whitespace normalised, cut to :data:`MAX_KEPT` characters."""
-    lines = (SPACES.sub(" ", line).strip() for line in text.splitlines())
-    return "\n".join(line for line in lines if line)[:MAX_KEPT]
+    """Visible text with its whitespace normalised, cut to :data:`MAX_KEPT` characters.
+
+    The lines past the cut are never normalised: a long page's text (an index of 400,000
+    characters) would hold the event loop, and every controller's command with it.
+    """
+    kept: list[str] = []
+    size = 0
+    for raw in text.splitlines():
+        line = SPACES.sub(" ", raw).strip()
+        if line:
+            kept.append(line)
+            size += len(line) + 1
+            if size > MAX_KEPT:
+                break
+    return "\n".join(kept)[:MAX_KEPT]
 
 
 @dataclass(frozen=True)

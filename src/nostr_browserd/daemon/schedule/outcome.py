@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..store.watch_rows import WatchRow
 from .change import Seen, headline, line_diff, seen
-from .when import retry_in
+from .when import on_beat, retry_in
 
 News = list[tuple[str, str]]  # (event, what the message says after the address)
 
@@ -44,7 +44,7 @@ def judge(
     if int(state.get("failures", 0)) >= notice_after:
         news.append(("recovered", "works again"))
     state["failures"] = 0
-    row.due = now + interval
+    row.due = on_beat(f"{row.owner}/{row.id}", int(spec["every"]), now)
     now_seen = seen(text, spec.get("needle"))
     before = Seen(state.get("text", ""), bool(state.get("present")))
     first = "text" not in state

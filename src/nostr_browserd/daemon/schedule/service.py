@@ -47,7 +47,6 @@ from ..admission import Caller, Standing, check_role
 from ..config import MonitorsConfig
 from ..dispatch import Dispatcher
 from ..store.watch_rows import Kind, WatchRow
-from .change import seen
 from .check import Reading, as_file, read_watched
 from .outcome import judge
 from .shown import clock, describe_monitor, listed, news_message, public, summary
@@ -141,8 +140,11 @@ class Scheduler:
             wait = min(self._due.values(), default=now + IDLE) - now
             wait = min(wait, REFRESH, self._lease)
             self._wake.clear()
+            # Not asyncio.wait_for: on Python 3.11 it swallows a cancel that comes as the
+            # wake does, and ``close`` (the daemon's stop) then waits for ever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
+                async with asyncio.timeout(max(wait, 0.01)):
+                    await self._wake.wait()
 
     @property
     def _lease(self) -> float:
@@ -394,7 +396,7 @@ class Scheduler:
             await self._tell(row, event, head, diff if event == mode else "")
             if event == mode and reading is not None and reading.picture:
                 await self._picture(row, reading.picture)
-        shown = seen(reading.text, None).text[:1500] if reading is not None else ""
+        shown = str(row.state["text"])[:1500] if reading is not None else ""  # as judged
         outcome = row.state["outcome"]
         text = f"monitor {row.id}: {row.spec['url']}: {outcome}" + (f"\n{shown}" if shown else "")
         return {"outcome": outcome, "seen": shown, "text": text}

@@ -119,6 +119,25 @@ def spread(key: str, window: float) -> float:
     return fraction * min(window, SPREAD_AT_MOST)
 
 
+def beat_period(every: int) -> int:
+    """The period of a monitor's beat: the largest divisor of ``every`` (whole seconds) up to
+    :data:`SPREAD_AT_MOST`, so that a beat is ``every`` apart too."""
+    return next(p for p in range(min(every, int(SPREAD_AT_MOST)), 0, -1) if every % p == 0)
+
+
+def on_beat(key: str, every: int, after: float) -> float:
+    """When a monitor checked at ``after`` checks next: ``every`` later, moved to the nearest
+    moment of its beat (a second of the minute fixed for ``key``, :func:`spread`).
+
+    Monitors made or started together would otherwise check together for ever after, each
+    wave of checks taking the machine from the controllers' commands at once.  A check is
+    moved by half a beat at most, once: on its beat, the next is ``every`` later.
+    """
+    period = beat_period(every)
+    phase = spread(key, period)
+    return phase + round((after + every - phase) / period) * period
+
+
 def due_at_start(due: float, now: float, key: str, window: float) -> float:
     """When an item due at ``due`` runs after a start at ``now``: as planned if that is still
     ahead; otherwise once, soon (spread), never once per interval missed."""
