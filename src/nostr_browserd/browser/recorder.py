@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import logging
 import time
@@ -32,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..waits import set_within
 from .config import RecordConfig
 from .frames import Box, Caption, Frame, contact_sheet
 from .screencast import Fanout, Screencast, StreamSettings
@@ -123,8 +123,7 @@ class Recorder:
         step = self.steps[-1] if self.steps else None
         if step is None or step.end_ms is None or self._fresh.is_set() or self.stopped_by:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._fresh.wait(), seconds)
+        await set_within(self._fresh, seconds)
 
     def _place(self, frame: Frame) -> None:
         """``frame`` pictures the step it was taken in (the latest one begun before it)."""
@@ -230,8 +229,7 @@ class Recorder:
             return
         left = self.steps[-1].at_ms / 1000 + DEFER_S - (self.clock() - self.started)
         if left > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._between_steps.wait(), left)
+            await set_within(self._between_steps, left)
 
     async def _encode(self, frame: Frame) -> int:
         """One frame into the video (made with the first frame's size); the bytes so far."""

@@ -27,6 +27,7 @@ from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
 from ..redact import scrub
 from ..tools.record import recording_result
+from ..waits import set_within
 from .admission import permits
 from .config import AskConfig, Config, ConfigError, ControllerConfig
 from .delivery import error_response
@@ -184,10 +185,8 @@ class AskRunner:
                 + f" Your commands run now. When you are done, send: resume"
                 f" (or ask --stop to end the turn). It waits {wait:g} s.",
             )
-            try:
-                await asyncio.wait_for(event.wait(), wait)
-            except TimeoutError:
-                raise TimedOut(f"nobody sent resume within {wait:g} s of the handoff") from None
+            if not await set_within(event, wait):
+                raise TimedOut(f"nobody sent resume within {wait:g} s of the handoff")
         finally:
             del self._handoffs[owner]
             await self.dispatcher.hand_back(owner)

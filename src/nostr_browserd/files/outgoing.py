@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import logging
 import mimetypes
@@ -38,6 +37,7 @@ from ..dm.messages import ReplyAddress
 from ..errors import BrowserdError
 from ..nostr.nip01 import now
 from ..nostr.signer import Signer
+from ..waits import set_within
 from . import blossom
 from .link import LINK_AT_LEAST, link_of
 from .sealed import Sealed, file_tags, seal
@@ -303,8 +303,7 @@ class FileSender:
             wait = CLEANUP_AT_MOST if due is None else min(CLEANUP_AT_MOST, due - time.time())
             self._uploaded.clear()
             if wait > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._uploaded.wait(), wait)
+                await set_within(self._uploaded, wait)
 
     async def delete_due(self) -> int:
         """Delete what is due now (BUD-12); how many went.  A failure stays for next time."""

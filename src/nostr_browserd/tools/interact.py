@@ -7,8 +7,6 @@ action opened comes back as state instead of hanging the command.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Awaitable
 from typing import Any, Literal
 
@@ -31,6 +29,7 @@ from ..browser.session import Session
 from ..commands.params import OptionalTarget, Target
 from ..commands.registry import Registry
 from ..errors import BrowserdError, ErrorCode
+from ..waits import set_within
 
 TOOLS = Registry()
 NOT_VERIFIED = "NOT VERIFIED: nothing observable changed (URL, title, content, fields, focus)."
@@ -65,8 +64,7 @@ async def act_and_compare(
         if reasons == ["focus moved"] and target is not None and await has_focus(target):
             reasons = []
         if opens_tab and not reasons:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(session.tab_opened.wait(), navigation.left())
+            await set_within(session.tab_opened, navigation.left())
         new_tabs = [t for t in session.tabs if t not in tabs_before]
         if not new_tabs and not reasons:
             return {"verified": False, "changes": [], "note": NOT_VERIFIED}

@@ -20,7 +20,6 @@ down runs once, soon and spread out (``when.due_at_start``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import logging
@@ -43,6 +42,7 @@ from ...tools.schedule import (
     ScheduleAddParams,
     ScheduleId,
 )
+from ...waits import set_within
 from ..admission import Caller, Standing, check_role
 from ..config import MonitorsConfig
 from ..dispatch import Dispatcher
@@ -140,11 +140,7 @@ class Scheduler:
             wait = min(self._due.values(), default=now + IDLE) - now
             wait = min(wait, REFRESH, self._lease)
             self._wake.clear()
-            # Not asyncio.wait_for: on Python 3.11 it swallows a cancel that comes as the
-            # wake does, and ``close`` (the daemon's stop) then waits for ever.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(wait, 0.01)):
-                    await self._wake.wait()
+            await set_within(self._wake, max(wait, 0.01))  # a stop's cancel is never lost
 
     @property
     def _lease(self) -> float:
