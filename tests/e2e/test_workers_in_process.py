@@ -394,7 +394,11 @@ async def test_a_session_is_kept_only_with_other_workers_and_a_busy_page_does_no
         await worker.keep_state(owner)
         saved = await dispatcher.store.load_state(owner, SESSION_STATE)
         assert [c["value"] for c in saved["cookies"]] == ["1"]
-        spinning = asyncio.create_task(session.page.evaluate("for (;;) {}"))
+        # The loop must have begun before the read: the page says so, then spins.
+        async with session.page.expect_console_message(lambda m: m.text == "spins") as began:
+            spin = 'console.log("spins"); for (;;) {}'
+            spinning = asyncio.create_task(session.page.evaluate(spin))
+            await began.value
         await session.main_context().add_cookies([{"name": "login", "value": "2", "url": site_url}])
         async with asyncio.timeout(STATE_TIMEOUT + 10):
             await worker.keep_state(owner)
