@@ -14,7 +14,8 @@ frame: a frame is placed by when Chrome took it, not when it came.  A step's cap
 on the frames taken in the :data:`CAPTION_MS` after it began, and the last picture taken
 before the next step began becomes its cell of the contact sheet (a step that painted
 nothing keeps the picture before it).  Fields that hold a secret (a vault value,
-``--secret``) are boxed out of every frame before it is encoded.  At ``max_seconds`` or
+``--secret``) are boxed out of every frame before it is encoded: with the boxes read before
+the frame came and those of a read begun after it (see ``_read_from_now``).  At ``max_seconds`` or
 ``max_mb`` the recording stops by itself and says which bound stopped it.
 """
 
@@ -45,6 +46,7 @@ CAPTION_MS = 2500
 SETTLE_AT_STOP = 1.0
 DEFER_S = 1.0  # a step's frames wait this long at most for it to end before they are encoded
 QUEUE_FRAMES = 8  # frames waiting for the encoder before the screencast waits for us
+MASK_WAIT_S = 1.0  # a frame waits this long for the page to say where its secrets are
 JPEG_START = b"\xff\xd8\xff"
 Masks = Callable[[], Awaitable[tuple[float, list[Box]]]]  # the viewport's width, the boxes
 
@@ -78,8 +80,9 @@ class Recorder:
     def __init__(self, settings: RecordConfig, masks: Masks) -> None:
         self.settings = settings
         self._masks = masks
-        self._boxes: tuple[float, tuple[Box, ...]] = (0.0, ())
-        self._masking: asyncio.Task[None] | None = None
+        self._boxes: tuple[float, tuple[Box, ...]] = (0.0, ())  # the latest read
+        self._asking: asyncio.Task[tuple[float, tuple[Box, ...]]] | None = None  # being read
+        self._masking: asyncio.Task[tuple[float, tuple[Box, ...]]] | None = None  # to be read next
         self.fanout = Fanout()
         self.fanout.add(self, self._take)
         stream = StreamSettings("jpeg", 70, settings.fps, settings.max_width)
@@ -173,24 +176,44 @@ class Recorder:
         if not jpeg.startswith(JPEG_START):
             log.debug("a screencast frame that is no JPEG")
             return
-        self._refresh_masks()
-        css_width, boxes = self._boxes
-        frame = Frame(jpeg, self._taken_ms(data.get("timestamp"), at_ms), boxes, css_width)
+        taken_ms = self._taken_ms(data.get("timestamp"), at_ms)
+        before = self._boxes
+        try:
+            async with asyncio.timeout(MASK_WAIT_S):
+                css_width, after = await asyncio.shield(self._read_from_now())
+        except TimeoutError:  # a page too busy to say where its secrets are: no picture of it
+            log.debug("a recording dropped a frame whose masks did not come")
+            return
+        frame = Frame(jpeg, taken_ms, before[1] + after, css_width or before[0])
         self._place(frame)
         self._fresh.set()
         await self._queue.put(frame)
 
-    def _refresh_masks(self) -> None:
-        """Ask the page where its secret fields are now; one question at a time."""
-        if self._masking is None or self._masking.done():
-            self._masking = asyncio.create_task(self._ask_masks())
+    def _read_from_now(self) -> asyncio.Task[tuple[float, tuple[Box, ...]]]:
+        """A read of the mask boxes that begins no earlier than now.
 
-    async def _ask_masks(self) -> None:
+        A frame is painted with the boxes read before it came and those read after: whatever
+        held a secret when Chrome took it is in one of them, even a field the page has just
+        copied a value into.  One question at a time: frames that come while one is asked
+        share the next.
+        """
+        if self._masking is None:
+            self._masking = asyncio.create_task(self._ask_masks(self._asking))
+        return self._masking
+
+    async def _ask_masks(
+        self, previous: asyncio.Task[tuple[float, tuple[Box, ...]]] | None
+    ) -> tuple[float, tuple[Box, ...]]:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        self._asking, self._masking = self._masking, None
         try:
             css_width, boxes = await self._masks()
-            self._boxes = (css_width, tuple(boxes))
-        except Exception:  # a page between documents: keep the boxes we had
+        except Exception:  # a page between documents: the boxes we had
             log.debug("mask boxes not read", exc_info=True)
+            return self._boxes
+        self._boxes = (css_width, tuple(boxes))
+        return self._boxes
 
     def _limit(self, bound: str) -> None:
         if self.stopped_by is None:
@@ -252,8 +275,9 @@ class Recorder:
         if not self._encoding.done():
             await self._queue.put(None)
         await self._encoding
-        if self._masking is not None:
-            self._masking.cancel()
+        for reading in (self._masking, self._asking):
+            if reading is not None:
+                reading.cancel()
         loop = asyncio.get_running_loop()
         video = None
         if self._encoder is not None:

@@ -60,6 +60,48 @@ async def test_no_frame_waits_forever_once_the_encoder_stopped_at_its_bound() ->
     assert recording.stopped_by == "max_mb"
 
 
+async def test_a_frame_is_painted_with_boxes_read_after_it_came_and_before() -> None:
+    """The page copies a secret somewhere new, then Chrome's frame of it comes: the boxes
+    read before the frame cannot know the new place, so the frame waits for a read that
+    begins after it came, and is painted with both."""
+    reads: list[list[tuple[float, float, float, float]]] = [[(0, 0, 10, 10)], [(20, 20, 10, 10)]]
+    asked = 0
+
+    async def masks() -> tuple[float, list[tuple[float, float, float, float]]]:
+        nonlocal asked
+        asked += 1
+        return 64.0, reads[min(asked, len(reads)) - 1]
+
+    recorder = Recorder(RecordConfig(), masks)
+    await recorder._take(frame_event(jpeg("white")))
+    await recorder._take(frame_event(jpeg("white")))  # the page has moved its secret since
+    taken = recorder._before
+    recording = await recorder.stop()
+    assert recording.video is not None
+    assert taken is not None and taken.masks == ((0, 0, 10, 10), (20, 20, 10, 10))
+    assert asked == 2
+
+
+async def test_a_frame_whose_masks_never_come_is_dropped_and_the_recording_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("nostr_browserd.browser.recorder.MASK_WAIT_S", 0.05)
+    stuck = asyncio.Event()
+
+    async def masks() -> tuple[float, list[tuple[float, float, float, float]]]:
+        await stuck.wait()  # a page whose main thread spins
+        return 64.0, []
+
+    recorder = Recorder(RecordConfig(), masks)
+    await recorder._take(frame_event(jpeg("red")))
+    await recorder._take(frame_event(jpeg("red")))
+    assert recorder._before is None  # no frame was kept unmasked
+    stuck.set()
+    await recorder._take(frame_event(jpeg("red")))
+    recording = await recorder.stop()
+    assert recording.video is not None and recording.video.frames >= 1
+
+
 class Clock:
     """The recorder's clock, moved by the test: nothing here is timed."""
 
