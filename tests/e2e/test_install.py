@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from importlib.util import cache_from_source
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,10 @@ async def test_make_install_gives_a_service_that_runs(
     etc = root / "etc/nostr-browserd"
     units = root / "etc/systemd/system"
     assert command.resolve() == root / VENV / "bin/nostr-browserd"
+    # Compiled at install: the unit's user cannot write __pycache__ there, and would compile
+    # every import again at each start.
+    sources = list((root / VENV).glob("lib/python*/site-packages/nostr_browserd/**/*.py"))
+    assert sources and not [p for p in sources if not Path(cache_from_source(str(p))).exists()]
     assert version_of(command) == f"nostr-browserd {__version__}"
     assert (etc / "nsec").stat().st_mode & 0o777 == 0o600 and (etc / "nsec").read_text() == ""
     assert (etc / "config.toml").read_text() == (REPO / "systemd/config.example.toml").read_text()
