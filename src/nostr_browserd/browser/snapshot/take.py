@@ -15,6 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Frame, Page
 
 from ...errors import BrowserdError, ErrorCode
+from ...heap import collector_paused
 from ..masked import masked
 from ..refs import alias, first_line, locate, parse_ref, resolve
 from .pages import Rendered, cut, first_line_of, stale
@@ -61,6 +62,21 @@ def render(
     (the last snapshot of the same site, same options) the lines it printed the same are
     left out (``seen.py``) from a snapshot that fits whole.
     """
+    with collector_paused():  # tens of thousands of nodes, all alive until the print is done
+        return _render(raw, options, scopes, secrets, view, selects, origin, before, navigated)
+
+
+def _render(
+    raw: str,
+    options: Options,
+    scopes: list[str] | None,
+    secrets: set[str] | None,
+    view: tuple[float, float, float, float] | None,
+    selects: frozenset[str],
+    origin: str,
+    before: Seen | None,
+    navigated: bool,
+) -> Rendered:
     nodes = parse(raw)
     if scopes is not None:
         roots = [find(nodes, ref) for ref in scopes]
