@@ -189,6 +189,8 @@ async def wheel_runs(venv: Path, tmp_path: Path, wheel: Path) -> None:
     daemon = DaemonProcess(tmp_path, {}, cli=str(command))
     try:
         status = await answers_status(str(command), daemon.env)
+        # The banner comes once every part has started: the local channel may answer first.
+        await daemon.wait_for("identity:")
         assert f"nostr-browserd {__version__}" in status and daemon.npub in status, status
     finally:
         assert daemon.stop() == 0, daemon.err.read_text()
