@@ -4,6 +4,7 @@ a host sets, ``ping``, and the JSON-RPC answers a host gets to what it should no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import mcp.types as types
@@ -59,15 +60,20 @@ async def test_the_hosts_log_level_holds_back_the_events_below_it(
 
 
 async def test_what_a_host_should_not_ask_gets_its_json_rpc_error(tmp_path: Path) -> None:
-    """An unknown method, a tool call without a name, an unknown level; a version the server
-    does not speak is answered with the newest it does, as the SDK's server answers it."""
+    """JSON nested past any sense, an unknown method, a tool call without a name, an unknown
+    level: each its error, and the session goes on; a version the server does not speak is
+    answered with the newest it does, as the SDK's server answers it."""
     async with host(local_config(tmp_path)) as client:
+        assert client.proc.stdin is not None and client.proc.stdout is not None
+        client.proc.stdin.write(b"[" * 100_000 + b"\n")  # past Python's recursion limit
+        nested = json.loads(await client.proc.stdout.readline())
         unknown = await client.answer(await client.request("prompts/list", {}))
         nameless = await client.answer(await client.request("tools/call", {"arguments": {}}))
         level = await client.answer(await client.request("logging/setLevel", {"level": "loud"}))
         asked = {"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {}}
         again = await client.answer(await client.request("initialize", asked))
         opened = await client.call("open", url="about:blank")
+    assert nested["id"] is None and nested["error"]["code"] == types.PARSE_ERROR, nested
     assert unknown["error"]["code"] == types.METHOD_NOT_FOUND, unknown
     assert nameless["error"]["code"] == types.INVALID_PARAMS, nameless
     assert level["error"]["code"] == types.INVALID_PARAMS, level

@@ -29,6 +29,7 @@ from ..catalog import REGISTRY
 from ..commands.registry import Registry
 from ..mcpshape import wire
 from ..mcpshape.selection import Selection, listed
+from ..untrusted_json import loads
 from .host_facing import INSTRUCTIONS, LEVELS, Level, event_notice
 from .pipes import pipes
 
@@ -52,6 +53,7 @@ CAPABILITIES = {
     "tools": {"listChanged": False},
 }
 RequestId = str | int
+MAX_DEPTH = 100  # nesting of a message's JSON: past it, a parse error (not a RecursionError)
 
 
 class Refusal(Exception):
@@ -114,7 +116,7 @@ class PlainMcp:
         if not line.strip():
             return  # a blank line (a file's last one, say) asks nothing
         try:
-            message = json.loads(line)
+            message = loads(line, MAX_DEPTH)
         except ValueError as exc:
             self._refuse(PARSE_ERROR, f"Parse error: {exc}")
             return
