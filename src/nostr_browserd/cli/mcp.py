@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # the MCP SDK and pydantic take most of a second: imported wh
 
     from ..daemon.config import Config
     from ..mcp.backend import Backend
+    from ..mcp.local import LocalBackend
+    from ..mcp.plain import PlainMcp
+    from ..mcp.server import BrowserMcp
     from ..mcpshape.selection import Selection
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -128,10 +131,11 @@ def main(argv: list[str]) -> int:
 async def _local_stdio(args: McpOptions) -> None:
     """``mcp --local`` on stdio, started as ``run`` starts (``cli.run``): Playwright's driver
     first, the config and the tool selection read in a thread meanwhile, Chromium launched as
-    soon as the config says how.  The store and the browser open while the MCP SDK's server
-    side imports (0.3 s of CPU; the SDK's client and ``MCPServer`` are left for later:
-    ``mcp.sdk_fronts``), and the host's ``initialize`` and ``tools/list`` are answered before the
-    browser is up (``mcp.local``).  A host starts this once per session and waits for it."""
+    soon as the config says how.  The store and the browser open in the background; on pipes
+    the session needs no MCP SDK (``mcp.plain``: its server side was 0.3 s of CPU, the GIL
+    held, while Chromium started), and the host's ``initialize`` and ``tools/list`` are
+    answered before the browser is up (``mcp.local``).  A host starts this once per session
+    and waits for it."""
     from playwright.async_api import async_playwright
 
     from ..browser.endpoints import launch_early
@@ -153,14 +157,26 @@ async def _local_stdio(args: McpOptions) -> None:
     backend = local.LocalBackend(config, early=early)
     await backend.start()
     try:
-        from ..mcp.sdk_fronts import server_side
-
-        server = await asyncio.to_thread(server_side, "..mcp.server", __package__)
-        mcp = server.BrowserMcp(backend, selection)
+        mcp = await _local_server(backend, selection)
     except BaseException:
         await backend.close()
         raise
     await mcp.run_stdio()
+
+
+async def _local_server(backend: LocalBackend, selection: Selection) -> PlainMcp | BrowserMcp:
+    """On pipes (how every host starts us): our own session, which needs no MCP SDK
+    (``mcp.plain``).  A terminal or a file: the SDK's server, its fronts put off."""
+    from ..mcp.pipes import piped
+
+    if piped():
+        from ..mcp.plain import PlainMcp
+
+        return PlainMcp(backend, selection)
+    from ..mcp.sdk_fronts import server_side
+
+    server = await asyncio.to_thread(server_side, "..mcp.server", __package__)
+    return server.BrowserMcp(backend, selection)  # type: ignore[no-any-return]
 
 
 def _local_settings(args: McpOptions) -> tuple[Config, Selection]:

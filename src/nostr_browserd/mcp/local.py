@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Collection
 from typing import Any
 
 from ..browser.endpoints import Launched
+from ..browser.netpolicy import LOCAL_OWNER as OWNER  # the local channel's owner (local_ws)
 from ..daemon.allow_list import AllowList
 from ..daemon.compose import Core, open_core
 from ..daemon.config import Config
-from ..daemon.local_ws import OWNER
 from ..errors import BrowserdError, ErrorCode, said
 from .backend import EventSink, Progress, Response
 

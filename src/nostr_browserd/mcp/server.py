@@ -25,6 +25,7 @@ from ..mcpshape.content import Shelf, shelved, to_result
 from ..mcpshape.listing import mcp_tool
 from ..mcpshape.selection import Selection, listed
 from .backend import Backend
+from .host_facing import INSTRUCTIONS, event_notice
 from .stdio import stdio_streams
 
 log = logging.getLogger(__name__)
@@ -32,17 +33,6 @@ log = logging.getLogger(__name__)
 # Logging is what hosts show for server-initiated notices; the SDK marks it deprecated for
 # the 2026 protocol, which no host speaks yet.  Say so once, here, instead of on every event.
 warnings.filterwarnings("ignore", message=".*logging capability.*", category=MCPDeprecationWarning)
-
-INSTRUCTIONS = (
-    "A real Chromium. Start with open (a URL), then snapshot: it lists the page with @e refs "
-    "that click, fill and the other tools take as their target. Tools marked read-only change "
-    "nothing; the others may need the owner's approval, and wait for it."
-)
-EVENT_LEVELS: dict[str, types.LoggingLevel] = {
-    "dialog": "warning",
-    "crashed": "error",
-    "console_error": "notice",
-}
 
 
 class BrowserMcp:
@@ -132,12 +122,10 @@ class BrowserMcp:
 
     def _event(self, event: dict[str, Any]) -> None:
         """A browser event, as a log notice to the host (best effort, never blocks)."""
-        session = self._session
-        level = EVENT_LEVELS.get(str(event.get("event")), "info")
-        if session is None or LEVELS.index(level) < LEVELS.index(self._level):
+        session, notice = self._session, event_notice(event, self._level)
+        if session is None or notice is None:
             return
-        data = {"event": event.get("event"), **(event.get("data") or {})}
-        task = asyncio.ensure_future(self._log(session, level, data))
+        task = asyncio.ensure_future(self._log(session, *notice))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -157,18 +145,6 @@ class BrowserMcp:
                 await self.server.run(read, write, self.server.create_initialization_options())
             finally:
                 await self.backend.close()
-
-
-LEVELS: list[str] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-]
 
 
 def _error(text: str) -> types.CallToolResult:

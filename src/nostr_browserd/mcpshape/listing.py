@@ -1,8 +1,5 @@
-"""``tools/list`` from the registry alone: names, descriptions, JSON Schemas and annotations.
-
-The annotations are read from the tool's own policy fields, never from its name or family.
-Which tools are listed is :mod:`.selection`'s (it needs none of MCP's wire types).
-"""
+"""``tools/list`` from the registry alone, as the MCP SDK's types (the entries themselves are
+:func:`.wire.tool_entry`'s).  Which tools are listed is :mod:`.selection`'s."""
 
 from __future__ import annotations
 
@@ -11,19 +8,9 @@ from typing import Any
 import mcp_types as types
 
 from ..commands.registry import Tool
-
-
-def tool_annotations(tool: Tool[Any]) -> types.ToolAnnotations:
-    """MCP's ``readOnlyHint`` / ``destructiveHint`` / ``idempotentHint`` / ``openWorldHint``,
-    as the tool declares them (``Tool.annotations``)."""
-    return types.ToolAnnotations.model_validate(tool.annotations())
+from .wire import tool_entry
 
 
 def mcp_tool(tool: Tool[Any]) -> types.Tool:
     """One registry tool as MCP lists it: its params' JSON Schema is the input schema."""
-    return types.Tool(
-        name=tool.name,
-        description=tool.description,
-        input_schema=tool.params.model_json_schema(),
-        annotations=tool_annotations(tool),
-    )
+    return types.Tool.model_validate(tool_entry(tool))
