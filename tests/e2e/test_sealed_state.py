@@ -36,7 +36,7 @@ from tests.fixtures.fake_provider import (
     fake_provider_fixture,  # noqa: F401
     say,
 )
-from tests.fixtures.plaintext import files_holding, rows_holding
+from tests.fixtures.plaintext import files_holding, relations_holding, rows_holding
 from tests.fixtures.postgres import fresh_database
 from tests.fixtures.site import serving
 
@@ -256,6 +256,8 @@ async def test_plaintext_rows_of_an_older_release_are_read_then_sealed(stores):
         assert await rows_holding(store, value) == []
         if isinstance(store, SqliteStore):  # nor in the file's free space, nor in its -wal
             assert files_holding(store.path.parent, value) == []
+        else:  # nor in the rows an update left dead in the tables' files
+            assert await relations_holding(store, value, ("saved_state", "conversation")) == []
     assert await store.seal_plaintext() == 0, "once"
     restarted = await stores(identity)
     assert await restarted.load_state("alice", "work") == STATE

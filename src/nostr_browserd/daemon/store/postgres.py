@@ -200,6 +200,14 @@ class PostgresStore(Store):
                 "The daemon's state store cannot be reached just now. Nothing was lost.",
             ) from None
 
+    async def seal_plaintext(self) -> int:
+        """Seal what an older release kept in plaintext, then rewrite both tables: the rows
+        the sealing replaced stay, dead, in the tables' files until then."""
+        sealed = await super().seal_plaintext()
+        if sealed:  # VACUUM FULL: a new file each, the old unlinked (plain VACUUM reuses pages)
+            await self._execute("VACUUM FULL saved_state, conversation")
+        return sealed
+
     async def close(self) -> None:
         """Close every connection of the pool."""
         await self._pool.close()
