@@ -9,6 +9,7 @@ stream never opens on a stale one.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,9 @@ class LiveStream:
         self._run = run  # the session's chores: settled before a command's reply
         self.screencast: Screencast | None = None
         self.recorder: Recorder | None = None  # a recording of the active tab (record_start)
+        # A recording whose stop its command's deadline cut: still being finished, or done and
+        # not yet delivered.  The next record stop brings it.
+        self.finishing: asyncio.Task[Recording] | None = None
 
     async def start(self, settings: StreamSettings, tab: Tab) -> dict[str, Any]:
         """Screencast ``tab`` (the active one) to the viewers; again: new settings."""
@@ -57,22 +61,42 @@ class LiveStream:
         """Record ``tab`` (the active one), and the tabs it moves to, until ``stop_recording``."""
         if self.recorder is not None:
             raise BrowserdError(ErrorCode.INVALID_PARAMS, "A recording is on: record stop ends it.")
+        if self.finishing is not None:
+            raise BrowserdError(
+                ErrorCode.INVALID_PARAMS,
+                "The last recording's stop ran out of time and it is still kept: record stop"
+                " brings it first.",
+            )
         self.recorder = recorder
         await recorder.cast.start(tab.id, tab.page)
         return recorder
 
     async def stop_recording(self) -> Recording:
-        """End the recording; its video and contact sheet."""
-        if self.recorder is None:
-            raise BrowserdError(ErrorCode.INVALID_PARAMS, "No recording is on: record start it.")
-        recorder, self.recorder = self.recorder, None
-        return await recorder.stop()
+        """End the recording; its video and contact sheet.
+
+        The video is finished even when the command's deadline ends the wait for it (a long
+        recording on a busy machine): the next ``record stop`` brings it, not "no recording".
+        """
+        if self.finishing is None:
+            if self.recorder is None:
+                raise BrowserdError(ErrorCode.INVALID_PARAMS, "No recording is on: record start.")
+            recorder, self.recorder = self.recorder, None
+            self.finishing = asyncio.ensure_future(recorder.stop())
+        finishing = self.finishing
+        try:
+            return await asyncio.shield(finishing)
+        finally:
+            if finishing.done():  # delivered, or failed: either way not kept any more
+                self.finishing = None
 
     async def abandon_recording(self) -> None:
         """Drop a recording without a video (the session closed)."""
         if self.recorder is not None:
             recorder, self.recorder = self.recorder, None
             await recorder.abandon()
+        if self.finishing is not None:  # its video would reach nobody
+            finishing, self.finishing = self.finishing, None
+            await asyncio.gather(finishing, return_exceptions=True)
 
     def _casts(self) -> list[Screencast]:
         recording = self.recorder.cast if self.recorder is not None else None

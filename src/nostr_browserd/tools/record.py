@@ -98,5 +98,7 @@ def recording_result(
 async def record_status(session: Session, params: NoParams) -> dict[str, Any]:
     """Whether a recording is on, for how long, its frames and steps."""
     if session.stream.recorder is None:
+        if session.stream.finishing is not None:
+            return {"recording": False, "kept": True, "note": "record stop brings the last one."}
         return {"recording": False}
     return session.stream.recorder.status()
