@@ -178,6 +178,17 @@ class Subscription:
             return
         self._deliver(url, event)
 
+    def passed_on(self, url: str, event_id: str, sig: str, counts: Counter[str]) -> bool:
+        """Whether ``url``'s copy of ``event_id`` signed ``sig`` (read from its frame, not yet
+        parsed: ``nip01.copy_of``) is one passed on already: then it is counted as a
+        duplicate, and :meth:`receive` is spared its JSON."""
+        seen = self._seen_before(url, event_id)
+        if seen is None or sig not in seen:
+            return False
+        counts["events"] += 1
+        counts["duplicates"] += 1
+        return True
+
     def _note(self, url: str, created_at: int) -> None:
         # clamp to now: one event dated in the future must not make us skip the present
         seen = min(created_at, int(time.time()))
