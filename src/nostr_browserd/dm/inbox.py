@@ -19,8 +19,12 @@ The order of the checks is the point of this module:
    binds every other field.  With several workers, only the worker where the seal's signer's
    commands may run verifies the wrap and verifies and decrypts the seal (``Gate.opens``);
    the others keep the wrap aside, sealed, under the sender it claims, and open it only if
-   that sender's lease comes to them.  A wrap whose signature fails is dropped and not
-   remembered: a relay altered that copy, and another relay's copy of the same id may be good;
+   that sender's lease comes to them.  With a key held here a live wrap that finds nothing
+   waiting before it is decrypted as it arrives, and kept aside there and then when the gate
+   can say so without a statement (``Inbox._aside_now``, ``Gate.keep_now``): what a worker
+   that does not run a command spends on it ends in the relay's frame handler.  A wrap
+   whose signature fails is dropped and not remembered: a relay altered that copy, and
+   another relay's copy of the same id may be good;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
    never answered, so a stranger cannot even learn that the daemon reads its messages.  A
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
@@ -267,8 +271,11 @@ class Inbox:
             return
         if event["kind"] == DM_KIND and not self._allowed(event["pubkey"], "nip04"):
             return
-        if not stored and self._aside_now(event, copy):
-            return
+        try:
+            if not stored and self._aside_now(event, copy):
+                return
+        except Exception:  # a bug here must not lose the wrap: the queue's path opens it
+            log.exception("could not sort %s as it arrived", str(event.get("id", "?"))[:12])
         if len(self._arrivals) >= self.backlog_size:
             self._drop(self._arrivals.popleft()[0])
         self._queued.add(copy)
