@@ -105,10 +105,11 @@ TARGETS: dict[str, Goal] = {
         "CPU per command with N workers ≤ {bound}× one worker's",
         1.2,
         next="the worker that runs a command pays the same with peers (`bench.bystander"
-        " --runner`); each other worker spends 0.40–0.50 ms of Python seeing it (every worker"
-        " decrypts every wrap to learn its sender), and 1.2× at 3 needs about 0.25: a leaner"
-        " frame path (the websocket parser without its assembler, ~35 µs) and the inbox's own"
-        " Python (~130 µs a wrap beside the crypto), judged with `--against SRC`",
+        " --runner`); each other worker spends about 0.40 ms seeing it (`--mixed`), and 1.2×"
+        " at 3 needs about 0.25: its two websocket frames (~140 µs here), the wrap's decryption"
+        " (~125 µs, which names the sender) and the first copy's JSON and checks are most of"
+        " what is left, so the next step is fewer frames or fewer decryptions per worker, not"
+        " a faster stage (docs/design.md, the workers' last point)",
     ),
     "job_chars": Goal(
         "24 §5", "a model's whole job in ≤ {bound}× the characters of the smallest peer", 0.5

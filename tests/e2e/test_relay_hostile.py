@@ -19,11 +19,13 @@ from websockets.exceptions import ConnectionClosed
 from nostr_browserd.nostr import nip59
 from nostr_browserd.nostr.keys import generate_secret, public_key_hex
 from nostr_browserd.nostr.nip01 import finalize_event, matches
+from nostr_browserd.nostr.nip01 import parse_relay_message as parse
 from nostr_browserd.nostr.relay import (
     MAX_AUTH_ATTEMPTS,
     OUTBOX_SIZE,
     SINCE_MARGIN,
     RelayPool,
+    connection,
 )
 from nostr_browserd.nostr.signer import KeySigner
 from tests.e2e.test_relay import next_event, note, wait_until
@@ -219,6 +221,45 @@ async def test_a_reader_verifying_signatures_gets_one_unverified_copy_and_the_go
         assert await sub.wait_eose(5)
         counts = pool.status()[relay.url].counts
         assert (counts["invalid"], counts["duplicates"]) == (2, 2)  # altered, worse; bad, wrap
+
+
+async def test_a_copy_passed_on_already_is_told_from_its_text_and_any_other_is_parsed(
+    monkeypatch,
+) -> None:
+    """Every relay sends every event: a copy of one passed on already, written as relays write
+    it (id first, sig last, no spaces), is dropped before its JSON is parsed, only when its
+    signature is one passed on; a copy with another signature, or written another way, is
+    parsed and judged as before."""
+    alice, bob = KeySigner.generate(), KeySigner.generate()
+    rumor = nip59.make_rumor(alice.pubkey, 14, "get url", [["p", bob.pubkey]])
+    made = await nip59.wrap(rumor, alice, bob.pubkey)
+    wrap = {
+        key: made[key] for key in ("id", "pubkey", "created_at", "kind", "tags", "content", "sig")
+    }
+    bad = {**wrap, "sig": wrap["sig"][::-1]}
+    reordered = dict(reversed(wrap.items()))
+    parsed = []
+    monkeypatch.setattr(
+        connection, "parse_relay_message", lambda raw: parsed.append(raw) or parse(raw)
+    )
+
+    async def script(relay: ScriptedRelay, ws: ServerConnection) -> None:
+        async for frame in relay.frames(ws):
+            if frame[0] == "REQ":
+                for event in (bad, wrap, wrap, bad, reordered):
+                    await ws.send(json.dumps(["EVENT", frame[1], event], separators=(",", ":")))
+                await send(ws, "EOSE", frame[1])
+
+    async with ScriptedRelay(script) as relay, RelayPool([relay.url]) as pool:
+        filters = [{"kinds": [1059], "#p": [bob.pubkey]}]
+        sub = pool.subscribe(filters, advance_since=False, unverified=frozenset({1059}))
+        assert await next_event(sub) == bad  # unverified: the reader checks it
+        assert await next_event(sub) == wrap  # another signature: parsed, verified, passed on
+        assert await sub.wait_eose(5)
+        counts = pool.status()[relay.url].counts
+    assert (counts["events"], counts["duplicates"]) == (5, 3)
+    events = [json.loads(raw)[2] for raw in parsed if raw.startswith('["EVENT"')]
+    assert events == [bad, wrap, reordered], "the second wrap and bad were not parsed"
 
 
 async def test_reconnect_resends_subscriptions_with_since_advanced() -> None:

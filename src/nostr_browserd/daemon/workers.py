@@ -189,9 +189,7 @@ class Worker:
         controller = incoming.sender
         if incoming.refusal is not None or controller not in self.dispatcher.controllers:
             return True  # answered at once, by whichever worker claims it
-        waiting = self.aside.get(controller)
-        if waiting:  # behind those already kept aside: in order
-            waiting.append((incoming, proceed))
+        if self.keep_now(incoming, proceed):
             return False
         try:
             if await self._lease(controller, waited=0.0):
@@ -204,6 +202,29 @@ class Worker:
         self.aside[controller] = deque([(incoming, proceed)])
         self._wake.set()
         return False
+
+    def keep_now(self, incoming: Incoming, proceed: Proceed) -> bool:
+        """Keep aside now a message of a controller, with no statement and no wait: behind
+        those of its controller kept aside already (in order), or when the controller's lease
+        is surely not this worker's to take (:meth:`_lease` would say so without a statement:
+        the live workers were read a moment ago and it may not take it).  False: only
+        :meth:`admit` can say (which may ask the store).  The inbox calls it for a wrap it
+        keeps sealed as it arrives; what a bystander spends on a command ends here."""
+        controller = incoming.sender
+        if self.placement.draining or controller not in self.dispatcher.controllers:
+            return False
+        waiting = self.aside.get(controller)
+        if waiting:
+            waiting.append((incoming, proceed))
+            return True
+        lock, now = self._locks.get(controller), time.monotonic()
+        if (lock is not None and lock.locked()) or self.placement.needs_live(controller, 0.0, now):
+            return False  # its lease is being asked for, or the live workers must be read
+        if self.placement.may_take(controller, 0.0, now):
+            return False
+        self.aside[controller] = deque([(incoming, proceed)])
+        self._wake.set()
+        return True
 
     def opens(self, sender: str) -> bool:
         """Whether to open now the seal of a gift wrap whose first decryption names

@@ -19,8 +19,12 @@ The order of the checks is the point of this module:
    binds every other field.  With several workers, only the worker where the seal's signer's
    commands may run verifies the wrap and verifies and decrypts the seal (``Gate.opens``);
    the others keep the wrap aside, sealed, under the sender it claims, and open it only if
-   that sender's lease comes to them.  A wrap whose signature fails is dropped and not
-   remembered: a relay altered that copy, and another relay's copy of the same id may be good;
+   that sender's lease comes to them.  With a key held here a live wrap that finds nothing
+   waiting before it is decrypted as it arrives, and kept aside there and then when the gate
+   can say so without a statement (``Inbox._aside_now``, ``Gate.keep_now``): what a worker
+   that does not run a command spends on it ends in the relay's frame handler.  A wrap
+   whose signature fails is dropped and not remembered: a relay altered that copy, and
+   another relay's copy of the same id may be good;
 4. only allow-listed keys go further; anything else is dropped and logged (rate-limited), and
    never answered, so a stranger cannot even learn that the daemon reads its messages.  A
    kind 4's sender is known before decrypting; a gift wrap's only after its first decryption,
@@ -45,7 +49,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from typing import Any, Protocol
@@ -53,7 +57,7 @@ from typing import Any, Protocol
 from ..errors import BrowserdError, ErrorCode, said
 from ..nostr import contextvm, nip17, nip40
 from ..nostr.nip01 import Event, InvalidEvent, tag_values, verify_event
-from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal
+from ..nostr.nip59 import GIFT_WRAP_KIND, UnwrapError, open_seal, unwrap_seal, unwrap_seal_now
 from ..nostr.signer import KeySigner, Signer
 from ..ratelog import RateLimitedLog
 from .messages import DM_KIND, ContextVm, Incoming, Scheme
@@ -116,6 +120,11 @@ class Gate(Protocol):
         """Whether to open now the seal of a gift wrap whose first decryption names
         ``sender``; False: admit it sealed (this worker will not run it unless its sender's
         lease comes here, and then ``proceed`` opens it)."""
+        ...
+
+    def keep_now(self, incoming: Incoming, proceed: Proceed) -> bool:
+        """Keep ``incoming`` (sealed: :meth:`opens` said no) aside now, as :meth:`admit`
+        would, when that needs no statement and no wait; False: only :meth:`admit` can say."""
         ...
 
 
@@ -195,7 +204,7 @@ class Inbox:
     ) -> None:
         """``mcp``: ContextVM messages are read too (kind 25910 in either gift wrap)."""
         self.signer, self.pubkey, self.store = signer, pubkey, store
-        self._local = isinstance(signer, KeySigner)  # a key held here: see serve
+        self._key = signer if isinstance(signer, KeySigner) else None  # held here: see serve
         self.gate = gate
         self.is_known = is_known
         self.schemes = set(schemes)
@@ -212,6 +221,10 @@ class Inbox:
         self._flooded = False  # the budget ran out: both ends of the backlog until it empties
         self._newest_next = True
         self._arrived = asyncio.Event()
+        # wraps whose first layer was opened as they arrived, and what it held (_aside_now)
+        self._first_layers: dict[str, Event | UnwrapError] = {}
+        self._unadmitted: Counter[str] = Counter()  # opened, not yet past the gate: by sender
+        self._submit: Callable[[Incoming], None] | None = None  # while serve runs
         self.checked = 0  # events checked against the store before opening
         self.wraps_opened = 0  # gift wraps decrypted once (which names the sender)
         self.seals_opened = 0  # seals verified and decrypted: commands this worker may run
@@ -258,6 +271,11 @@ class Inbox:
             return
         if event["kind"] == DM_KIND and not self._allowed(event["pubkey"], "nip04"):
             return
+        try:
+            if not stored and self._aside_now(event, copy):
+                return
+        except Exception:  # a bug here must not lose the wrap: the queue's path opens it
+            log.exception("could not sort %s as it arrived", str(event.get("id", "?"))[:12])
         if len(self._arrivals) >= self.backlog_size:
             self._drop(self._arrivals.popleft()[0])
         self._queued.add(copy)
@@ -281,7 +299,7 @@ class Inbox:
                     self.dropped.warning("store", "%s", exc.message)
             for event, _ in batch:
                 if event["id"] in known:
-                    self._queued.discard(_copy(event))
+                    self._forget(event)
                 elif event["kind"] == DM_KIND:
                     self._known.append(event)
                 else:
@@ -289,10 +307,51 @@ class Inbox:
                         self._drop(self._wraps.popleft())
                     self._wraps.append(event)
 
+    def _aside_now(self, event: Event, copy: str) -> bool:
+        """Open a live gift wrap's first layer as it arrives and, when it is another worker's
+        (its sender's commands run there), keep it aside sealed at once: what a worker that
+        does not run a command spends on it, without a hop through the serving loop or the
+        settling task.  Only with a key held here, while :meth:`serve` runs, nothing waits
+        before the wrap (a sender's messages keep their order) and the stranger budget has a
+        unit; and only when the gate can say so without a statement (``Gate.keep_now``).
+        False: the wrap goes on through the queue, and its first layer, opened here, is
+        kept for it (never decrypted twice)."""
+        gate, key = self.gate, self._key
+        if (
+            gate is None
+            or key is None
+            or self._submit is None
+            or event["kind"] != GIFT_WRAP_KIND
+            or self._queued
+            or self.budget.wait_time() > 0
+        ):
+            return False
+        try:
+            seal = unwrap_seal_now(event, key, verified=True)
+        except UnwrapError as exc:
+            self._first_layers[copy] = exc  # said and remembered by the serving loop
+            return False
+        self.wraps_opened += 1
+        sealed = self._sealed(event, seal)
+        if (
+            sealed is not None
+            and not self._unadmitted[sealed.sender]
+            and gate.keep_now(sealed, self._proceed)
+        ):
+            return True
+        self._first_layers[copy] = seal
+        return False
+
+    def _forget(self, event: Event) -> None:
+        """``event`` left the queue: opened, dropped, or known already."""
+        copy = _copy(event)
+        self._queued.discard(copy)
+        self._first_layers.pop(copy, None)
+
     def _drop(self, event: Event) -> None:
         """The backlog is full: the oldest-received goes, not remembered (a restart fetches
         it again)."""
-        self._queued.discard(_copy(event))
+        self._forget(event)
         self.dropped.warning("backlog", "%d gift wraps wait: dropped the oldest", self.backlog_size)
 
     async def serve(self, submit: Callable[[Incoming], None]) -> None:
@@ -311,13 +370,14 @@ class Inbox:
         """
         opening: deque[asyncio.Task[Incoming | None]] = deque()
         opened: asyncio.Queue[Incoming] = asyncio.Queue()
-        settling = asyncio.create_task(self._settle(opened, submit))
+        settling = asyncio.create_task(self._settle(opened))
+        self._submit = submit
         try:
             while True:
                 while opening and opening[0].done():
                     incoming = opening.popleft().result()
                     if incoming is not None:
-                        opened.put_nowait(incoming)
+                        self._hand_on(opened, incoming)
                 self._arrived.clear()
                 if self._arrivals:
                     await self.sort()
@@ -326,9 +386,9 @@ class Inbox:
                     wrap = event["kind"] != DM_KIND
                     if wrap:  # now, before the next one is taken
                         self.budget.hold(1)
-                    if self._local:  # it never waits to decrypt: opened here, no task
+                    if self._key is not None:  # it never waits to decrypt: opened here, no task
                         if (incoming := await self._open_safely(event, wrap)) is not None:
-                            opened.put_nowait(incoming)
+                            self._hand_on(opened, incoming)
                         continue
                     task = asyncio.create_task(self._open_safely(event, wrap))
                     task.add_done_callback(self._stir)
@@ -340,6 +400,8 @@ class Inbox:
                     async with asyncio.timeout(wait):
                         await self._arrived.wait()
         finally:
+            self._submit = None
+            self._unadmitted.clear()  # what was opened and not admitted is gone with the queue
             settling.cancel()
             for task in opening:
                 task.cancel()
@@ -348,35 +410,46 @@ class Inbox:
         """Wake :meth:`serve`: an event arrived, or one being opened is done."""
         self._arrived.set()
 
-    async def _settle(
-        self, opened: asyncio.Queue[Incoming], submit: Callable[[Incoming], None]
-    ) -> None:
+    def _hand_on(self, opened: asyncio.Queue[Incoming], incoming: Incoming) -> None:
+        """Queue an opened command for :meth:`_settle`, counted under its sender until the
+        gate has seen it (:meth:`_aside_now` keeps nothing aside before it)."""
+        self._unadmitted[incoming.sender] += 1
+        opened.put_nowait(incoming)
+
+    async def _settle(self, opened: asyncio.Queue[Incoming]) -> None:
         """Claim the opened commands one at a time, in the order they arrived, and submit
         them; with a gate, only those this worker may claim now (it keeps the rest aside)."""
-
-        async def proceed(incoming: Incoming) -> None:
-            opened = await self.unseal(incoming)  # sealed: now it is this worker's to claim
-            if opened is None:
-                return
-            incoming = opened
-            if self.gate is not None and self.gate.shared():
-                try:
-                    claimed = await self.claimed(incoming, owe=False)
-                except BrowserdError:
-                    self.gate.keep(incoming, proceed)
-                    return
-            else:
-                claimed = await self.claimed(incoming)
-            if claimed is not None:
-                submit(claimed)
-
         while True:
             incoming = await opened.get()
             try:
-                if self.gate is None or await self.gate.admit(incoming, proceed):
-                    await proceed(incoming)
+                try:
+                    admitted = self.gate is None or await self.gate.admit(incoming, self._proceed)
+                finally:
+                    self._unadmitted[incoming.sender] -= 1
+                    if not self._unadmitted[incoming.sender]:
+                        del self._unadmitted[incoming.sender]
+                if admitted:
+                    await self._proceed(incoming)
             except Exception:  # one command must never stop the inbox
                 log.exception("could not take %s", incoming.event_id[:12])
+
+    async def _proceed(self, incoming: Incoming) -> None:
+        """Claim ``incoming`` (its seal opened first) and submit it: at once, or once the gate
+        lets this worker have it."""
+        opened = await self.unseal(incoming)  # sealed: now it is this worker's to claim
+        if opened is None or self._submit is None:
+            return
+        incoming = opened
+        if self.gate is not None and self.gate.shared():
+            try:
+                claimed = await self.claimed(incoming, owe=False)
+            except BrowserdError:
+                self.gate.keep(incoming, self._proceed)
+                return
+        else:
+            claimed = await self.claimed(incoming)
+        if claimed is not None:
+            self._submit(claimed)
 
     def _next(self) -> tuple[Event | None, float | None]:
         """The next event to open, or None and how long the budget needs (None: no limit)."""
@@ -400,7 +473,7 @@ class Inbox:
             log.exception("could not process event %s", str(event.get("id", "?"))[:12])
             return None
         finally:
-            self._queued.discard(_copy(event))
+            self._forget(event)
             if held:
                 self.budget.hold(-1)
 
@@ -472,9 +545,9 @@ class Inbox:
 
     async def _open_nip17(self, event: Event) -> Incoming | None:
         try:
-            # Its signature is checked where it is trusted: before a seal or message is opened.
-            seal = await unwrap_seal(event, self.signer, verified=True)
-            self.wraps_opened += 1
+            seal = await self._first_layer(event)
+            if (sealed := self._sealed(event, seal)) is not None:
+                return sealed  # another worker runs this sender's commands: kept aside (step 5)
             if self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND:
                 return await self._open_contextvm(event, seal) if self._signed(event) else None
             if "nip17" not in self.schemes:
@@ -485,10 +558,35 @@ class Inbox:
         except (UnwrapError, BrowserdError) as exc:
             await self._unopened(event, exc)
             return None
-        if self.gate is not None and not self.gate.opens(seal["pubkey"]):
-            # Another worker runs this sender's commands: kept aside, sealed (step 5).
-            return Incoming(seal["pubkey"], "nip17", "", "", event["id"], 0, sealed=(event, seal))
         return await self._open_seal(event, seal)
+
+    async def _first_layer(self, event: Event) -> Event:
+        """The seal in gift wrap ``event``: opened as it arrived (:meth:`_aside_now`), or now.
+        Its signature is checked where it is trusted: before a seal or message is opened."""
+        found = self._first_layers.pop(_copy(event), None)
+        if isinstance(found, UnwrapError):
+            raise found
+        if found is not None:
+            return found
+        seal = await unwrap_seal(event, self.signer, verified=True)
+        self.wraps_opened += 1
+        return seal
+
+    def _sealed(self, event: Event, seal: Event) -> Incoming | None:
+        """Gift wrap ``event``, kept sealed, when its seal names (not yet authenticated) an
+        allowed key whose commands the gate says another worker runs; None otherwise (the
+        seal is this worker's to open, or the wrap carries no command to keep)."""
+        sender = seal["pubkey"]
+        if (
+            self.gate is None
+            or (self.mcp and seal.get("kind") == contextvm.MESSAGE_KIND)
+            or "nip17" not in self.schemes
+            or sender == self.pubkey
+            or not self.is_known(sender)
+            or self.gate.opens(sender)
+        ):
+            return None
+        return Incoming(sender, "nip17", "", "", event["id"], 0, sealed=(event, seal))
 
     async def unseal(self, incoming: Incoming) -> Incoming | None:
         """``incoming`` with its seal opened (as it arrived when it was not sealed), or None

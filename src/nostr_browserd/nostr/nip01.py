@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "auth_message",
     "check_shape",
     "close_message",
+    "copy_of",
     "event_id",
     "event_message",
     "finalize_event",
@@ -287,6 +289,30 @@ class Auth:
 
 
 RelayMessage = EventFrame | Eose | Closed | Ok | Notice | Auth
+
+
+_COPY_HEAD = re.compile(r'\["EVENT","([^"\\]{1,64})",\{"id":"([0-9a-f]{64})",')
+_COPY_TAIL = re.compile(r',"sig":"([0-9a-f]{128})"\}\]')
+_TAIL = len(',"sig":"') + 128 + len('"}]')
+
+
+def copy_of(raw: str | bytes) -> tuple[str, str, str] | None:
+    """``(sub_id, id, sig)`` of an EVENT frame read from its text without parsing it, when
+    it is written the usual way: no spaces, the event's ``id`` first and its ``sig`` last
+    (as relays write it); None for any other frame, which is then parsed.
+
+    Unambiguous for such a frame: the head and tail lie outside every string of it (an
+    unescaped ``"`` delimits a string, and an escaped one is preceded by ``\\``).  A relay
+    that repeats the ``id`` key (JSON keeps the last) can only have its own frame taken for
+    a copy of another event and dropped, which it could do by not sending it.  For telling
+    apart the second relay's copy of an event already passed on: the pool's de-duplication
+    then costs no JSON."""
+    if not isinstance(raw, str) or not (head := _COPY_HEAD.match(raw)):
+        return None
+    tail = _COPY_TAIL.fullmatch(raw, len(raw) - _TAIL)
+    if tail is None:
+        return None
+    return head[1], head[2], tail[1]
 
 
 def parse_relay_message(raw: str | bytes) -> RelayMessage:

@@ -26,7 +26,7 @@ from . import nip44
 from .errors import NostrError
 from .keys import Keypair, is_valid_pubkey
 from .nip01 import Event, InvalidEvent, check_shape, event_id, finalize_event, now, verify_event
-from .signer import Signer
+from .signer import KeySigner, Signer
 
 __all__ = [
     "GIFT_WRAP_KIND",
@@ -41,6 +41,7 @@ __all__ = [
     "seal",
     "unwrap",
     "unwrap_seal",
+    "unwrap_seal_now",
     "wrap",
 ]
 
@@ -166,10 +167,8 @@ def _parse(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-async def _open(
-    event: Event, kind: int, layer: str, signer: Signer, *, verified: bool = False
-) -> str:
-    """Verify one signed layer (wrap or seal), check its kind, and decrypt its content.
+def _check(event: Event, kind: int, layer: str, *, verified: bool = False) -> None:
+    """Verify one signed layer (wrap or seal) and check its kind.
 
     ``verified``: its id and signature were verified already; its shape is checked again.
     """
@@ -179,10 +178,25 @@ async def _open(
         raise UnwrapError(f"{layer}: {exc.reason}") from None
     if event["kind"] != kind:
         raise UnwrapError(f"{layer}: kind is {event['kind']}, expected {kind}")
+
+
+async def _open(
+    event: Event, kind: int, layer: str, signer: Signer, *, verified: bool = False
+) -> str:
+    """Verify one signed layer (wrap or seal), check its kind, and decrypt its content."""
+    _check(event, kind, layer, verified=verified)
     try:
         return await signer.nip44_decrypt(event["pubkey"], event["content"])
     except ValueError as exc:
         raise UnwrapError(f"{layer}: cannot decrypt ({exc})") from None
+
+
+def _seal_in(opened: str) -> Event:
+    """The seal a wrap's decrypted content holds, its pubkey a key (not yet its signer's)."""
+    seal_event = _parse(opened, "seal")
+    if not is_valid_pubkey(seal_event.get("pubkey")):
+        raise UnwrapError("seal: pubkey is not a valid public key")
+    return seal_event
 
 
 async def unwrap_seal(wrap_event: Event, signer: Signer, *, verified: bool = False) -> Event:
@@ -192,11 +206,18 @@ async def unwrap_seal(wrap_event: Event, signer: Signer, *, verified: bool = Fal
     paying for the second decryption; trust it only once :func:`open_seal` returned.
     ``verified``: the wrap came from a RelayPool subscription (see the module's docstring).
     """
-    opened = await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer, verified=verified)
-    seal_event = _parse(opened, "seal")
-    if not is_valid_pubkey(seal_event.get("pubkey")):
-        raise UnwrapError("seal: pubkey is not a valid public key")
-    return seal_event
+    return _seal_in(await _open(wrap_event, GIFT_WRAP_KIND, "gift wrap", signer, verified=verified))
+
+
+def unwrap_seal_now(wrap_event: Event, signer: KeySigner, *, verified: bool = False) -> Event:
+    """:func:`unwrap_seal` with a key held in this process, without an ``await``: what a
+    caller that cannot wait (a relay subscription's sink) may do as the wrap arrives."""
+    _check(wrap_event, GIFT_WRAP_KIND, "gift wrap", verified=verified)
+    try:
+        opened = signer.nip44_decrypt_now(wrap_event["pubkey"], wrap_event["content"])
+    except ValueError as exc:
+        raise UnwrapError(f"gift wrap: cannot decrypt ({exc})") from None
+    return _seal_in(opened)
 
 
 async def open_seal(wrap_event: Event, seal_event: Event, signer: Signer) -> Unwrapped:

@@ -95,8 +95,12 @@ class KeySigner:
     async def nip44_encrypt(self, pubkey: str, plaintext: str) -> str:
         return nip44.encrypt(plaintext, self._conversations.get(pubkey))
 
-    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
+    def nip44_decrypt_now(self, pubkey: str, ciphertext: str) -> str:
+        """Synchronous ``nip44_decrypt`` (a key held here never waits)."""
         return nip44.decrypt(ciphertext, self._conversations.get(pubkey))
+
+    async def nip44_decrypt(self, pubkey: str, ciphertext: str) -> str:
+        return self.nip44_decrypt_now(pubkey, ciphertext)
 
     async def aclose(self) -> None:
         """Logged out or switched away: forget the conversation keys computed with this key."""

@@ -291,3 +291,60 @@ async def test_a_controller_is_served_behind_a_flood_and_strangers_stay_in_budge
     assert strangers + 4 <= len(daemon.calls) <= taken + 4
     assert stranger.pubkey not in {peer for _, peer in daemon.calls}
     await store.close()
+
+
+class SlowGate:
+    """A gate for a controller whose commands another worker runs: it keeps every wrap aside
+    at once (``keep_now``) unless it is asking the store, and ``admit`` asks (it waits for
+    ``answer``); what it kept or admitted, in order, is in ``seen``."""
+
+    def __init__(self) -> None:
+        self.asking, self.answer, self.entered = True, asyncio.Event(), asyncio.Event()
+        self.seen: list[str] = []
+
+    def opens(self, sender):
+        return False
+
+    def shared(self):
+        return True
+
+    def keep_now(self, incoming, proceed):
+        if self.asking:
+            return False
+        self.seen.append(incoming.outer_id)
+        return True
+
+    async def admit(self, incoming, proceed):
+        self.entered.set()
+        await self.answer.wait()
+        self.seen.append(incoming.outer_id)
+        return False
+
+    def keep(self, incoming, proceed):
+        raise AssertionError("nothing is claimed here")
+
+
+async def test_a_wrap_kept_aside_as_it_arrives_stays_behind_its_senders_earlier_one(tmp_path):
+    """A live wrap decrypted in the subscription's sink and kept aside there does not overtake
+    an earlier wrap of its sender that waits for the gate: it goes through the queue too."""
+    daemon, controller = KeySigner.generate(), KeySigner.generate()
+    gate = SlowGate()
+    inbox, store = counting_inbox(tmp_path, daemon, controller, gate=gate)
+    first, second, third = [await dm(controller, daemon.pubkey, f"get url {i}") for i in range(3)]
+    serving = asyncio.create_task(inbox.serve(lambda incoming: None))
+    try:
+        await asyncio.sleep(0)
+        inbox.take(first, stored=False)  # the gate must ask: it goes through the queue
+        await gate.entered.wait()
+        gate.asking = False  # the gate could keep the next one at once...
+        inbox.take(second, stored=False)  # ...but its sender's first is not past the gate
+        gate.answer.set()
+        async with asyncio.timeout(10):
+            while len(gate.seen) < 2:
+                await asyncio.sleep(0.01)
+        inbox.take(third, stored=False)  # nothing before it now: kept as it arrives
+        assert gate.seen == [first["id"], second["id"], third["id"]]
+        assert inbox.status()["wraps_opened"] == 3, "each decrypted once"
+    finally:
+        serving.cancel()
+        await store.close()

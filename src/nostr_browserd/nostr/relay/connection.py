@@ -33,6 +33,7 @@ from ..nip01 import (
     Ok,
     RelayMessageError,
     auth_message,
+    copy_of,
     parse_relay_message,
 )
 from ..nip42 import auth_template
@@ -119,6 +120,11 @@ class ConnectionOwner(Protocol):
     async def resubscribe(self, conn: Connection) -> None: ...
 
     def relay_changed(self, relay: Relay) -> None: ...
+
+    def passed_on(self, conn: Connection, sub_id: str, event_id: str, sig: str) -> bool:
+        """Whether this copy of ``event_id`` (signed ``sig``) was passed on already for
+        ``sub_id``, and so is dropped unparsed."""
+        ...
 
     def on_event(self, conn: Connection, sub_id: str, event: dict[str, Any]) -> None: ...
 
@@ -341,6 +347,9 @@ class Connection:
         self._owner.relay_changed(self.relay)
 
     def _handle(self, raw: str | bytes) -> None:
+        # Every relay sends every event: the second relay's copy is told from its text.
+        if self.purpose == "read" and (copy := copy_of(raw)) and self._owner.passed_on(self, *copy):
+            return
         try:
             message = parse_relay_message(raw)
         except RelayMessageError as exc:

@@ -230,6 +230,10 @@ class RelayPool:
         for sub in self._subs.values():
             self._check_eose(sub)
 
+    def passed_on(self, conn: Connection, sub_id: str, event_id: str, sig: str) -> bool:
+        sub = self._subs.get(sub_id)
+        return sub is not None and sub.passed_on(conn.url, event_id, sig, conn.relay.counts)
+
     def on_event(self, conn: Connection, sub_id: str, event: dict[str, Any]) -> None:
         sub = self._subs.get(sub_id)
         if sub is not None:  # else a late event for a subscription we closed

@@ -7,7 +7,9 @@ gift wraps, see ``dm/inbox.py``), comes with its id checked (the hash binds ever
 signature) and its signature not, the first copy of each id; a later copy of that id with
 another signature is verified here and passed on only if it is good, so a relay's badly signed
 copy that came first cannot shadow a good one, and at most one unverified copy of an id
-reaches the reader.
+reaches the reader.  The pool asks :meth:`Subscription.passed_on` first, with the id and
+signature read from a frame's text (``nip01.copy_of``): the second relay's copy of an event
+costs no JSON.
 A reader that only sorts what arrives (the daemon's inbox) may take each event through a
 ``sink``, called as the event passes, instead of iterating: one task between the relay and it
 fewer, per event.
@@ -177,6 +179,17 @@ class Subscription:
             counts["unmatched"] += 1
             return
         self._deliver(url, event)
+
+    def passed_on(self, url: str, event_id: str, sig: str, counts: Counter[str]) -> bool:
+        """Whether ``url``'s copy of ``event_id`` signed ``sig`` (read from its frame, not yet
+        parsed: ``nip01.copy_of``) is one passed on already: then it is counted as a
+        duplicate, and :meth:`receive` is spared its JSON."""
+        seen = self._seen_before(url, event_id)
+        if seen is None or sig not in seen:
+            return False
+        counts["events"] += 1
+        counts["duplicates"] += 1
+        return True
 
     def _note(self, url: str, created_at: int) -> None:
         # clamp to now: one event dated in the future must not make us skip the present
