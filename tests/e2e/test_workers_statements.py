@@ -11,6 +11,7 @@ itself counts it (``pg_stat_statements``), on the real harness (tests/fixtures/c
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 import psycopg
 import pytest
@@ -49,10 +50,16 @@ def calls(database: str, fragment: str) -> int:
 
 
 async def commands(controller: ClusterController, daemon: str, n: int) -> list[str]:
-    """``n`` commands, one after the other, each answered; their request ids."""
+    """``n`` commands, one after the other, each answered; their request ids.
+
+    Each id is new: the same request sent again within the same second is the same rumor
+    (same author, second and content, so the same id), which the replay guard ignores.
+    """
     ids = []
+    batch = secrets.token_hex(3)
     for i in range(n):
-        answer = await controller.command(daemon, {"id": f"c{i}", "tool": "get_url"}, timeout=60)
+        request = {"id": f"{batch}-{i}", "tool": "get_url"}
+        answer = await controller.command(daemon, request, timeout=60)
         assert answer["success"], answer
         ids.append(answer["id"])
     return ids
